@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# One entry point for people and CI:
+#   ./build.sh demo      install what is missing, build, run the demo
+#   ./build.sh test      install what is missing, build, run the whole test suite
+#   ./build.sh sanitize  the suite under AddressSanitizer + UndefinedBehaviorSanitizer, then the
+#                        multi-threaded programs under ThreadSanitizer
+# Build trees go to build/, build-asan/ and build-tsan/.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+packages=(build-essential cmake pkg-config liburcu-dev libxxhash-dev libcriterion-dev)
+
+install_missing() {
+    local missing=()
+    for p in "${packages[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+    done
+    if ((${#missing[@]})); then
+        echo "build.sh: installing ${missing[*]}"
+        local sudo=()
+        ((EUID == 0)) || sudo=(sudo)
+        "${sudo[@]}" apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "${missing[@]}"
+    fi
+}
+
+build() { # build DIR [cmake options...]
+    local dir=$1
+    shift
+    cmake -S . -B "$dir" -DSHARD_WERROR=ON "$@" >/dev/null
+    cmake --build "$dir" -j "$(nproc)"
+}
+
+jobs=$(nproc)
+
+case "${1:-}" in
+demo)
+    install_missing
+    build build
+    ./build/examples/ring_demo
+    ;;
+test)
+    install_missing
+    build build
+    ctest --test-dir build --output-on-failure -j "$jobs"
+    ;;
+sanitize)
+    install_missing
+    build build-asan -DSHARD_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug
+    ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j "$jobs"
+    build build-tsan -DSHARD_SANITIZE=thread -DCMAKE_BUILD_TYPE=RelWithDebInfo
+    TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/tests/tsan.supp" \
+        ctest --test-dir build-tsan --output-on-failure -j "$jobs" -L threads
+    ;;
+*)
+    echo "usage: $0 demo|test|sanitize" >&2
+    exit 2
+    ;;
+esac

@@ -1,0 +1,531 @@
+/* The consistent-hash ring: build, lookup index, replicas, share, checksum, diff.
+ * SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "hash.h"
+#include "ring_internal.h"
+
+static uint64_t member_point(const struct shard_ring *r, const char *member, uint32_t i)
+{
+    if (r->cfg.point)
+        return r->cfg.point(member, i, r->cfg.ctx);
+    return shard__hash_point(member, i, r->cfg.seed);
+}
+
+SHARD_API int shard_ring_create(shard_ring **out, const struct shard_ring_config *cfg)
+{
+    if (!out)
+        return -EINVAL;
+    shard_ring *r = calloc(1, sizeof *r);
+    if (!r)
+        return -ENOMEM;
+    if (cfg)
+        r->cfg = *cfg;
+    if (r->cfg.vnodes == 0)
+        r->cfg.vnodes = SHARD_DEFAULT_VNODES;
+    *out = r;
+    return 0;
+}
+
+SHARD_API void shard_ring_destroy(shard_ring *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->nmembers; i++)
+        free(r->members[i].name);
+    free(r->members);
+    free(r->points);
+    free(r->owners);
+    free(r->index);
+    free(r);
+}
+
+SHARD_API int shard_ring_clone(const shard_ring *r, shard_ring **out)
+{
+    if (!r || !out)
+        return -EINVAL;
+    shard_ring *c = calloc(1, sizeof *c);
+    if (!c)
+        return -ENOMEM;
+    c->cfg = r->cfg;
+    c->members = malloc((r->nmembers ? r->nmembers : 1) * sizeof *c->members);
+    c->points = malloc((r->npoints ? r->npoints : 1) * sizeof *c->points);
+    c->owners = malloc((r->npoints ? r->npoints : 1) * sizeof *c->owners);
+    c->index = malloc((r->nbuckets ? r->nbuckets : 1) * sizeof *c->index);
+    if (!c->members || !c->points || !c->owners || !c->index)
+        goto fail;
+    c->members_cap = r->nmembers ? r->nmembers : 1;
+    c->points_cap = r->npoints ? r->npoints : 1;
+    c->index_cap = r->nbuckets ? r->nbuckets : 1;
+    for (; c->nmembers < r->nmembers; c->nmembers++) {
+        c->members[c->nmembers].weight = r->members[c->nmembers].weight;
+        c->members[c->nmembers].name = strdup(r->members[c->nmembers].name);
+        if (!c->members[c->nmembers].name)
+            goto fail;
+    }
+    if (r->npoints) {
+        memcpy(c->points, r->points, r->npoints * sizeof *c->points);
+        memcpy(c->owners, r->owners, r->npoints * sizeof *c->owners);
+        memcpy(c->index, r->index, r->nbuckets * sizeof *c->index);
+    }
+    c->npoints = r->npoints;
+    c->nbuckets = r->nbuckets;
+    c->shift = r->shift;
+    c->min = r->min;
+    c->span = r->span;
+    *out = c;
+    return 0;
+fail:
+    shard_ring_destroy(c);
+    return -ENOMEM;
+}
+
+long shard__ring_member_index(const shard_ring *r, const char *name)
+{
+    size_t lo = 0, hi = r->nmembers;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(r->members[mid].name, name);
+        if (c == 0)
+            return (long)mid;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -(long)lo - 1; /* not found: -(insertion position) - 1 */
+}
+
+static size_t bucket_count(size_t npoints)
+{
+    size_t nb = 1;
+    while (nb * 2 <= npoints)
+        nb *= 2;
+    return nb;
+}
+
+/* Rebuilds the lookup index over the sorted points. The caller has made index_cap large enough. */
+static void index_build(shard_ring *r)
+{
+    size_t n = r->npoints;
+    if (n == 0) {
+        r->nbuckets = 0;
+        r->min = 0;
+        r->span = 0;
+        return;
+    }
+    size_t nb = bucket_count(n);
+    r->min = r->points[0];
+    r->span = r->points[n - 1] - r->points[0];
+    unsigned shift = 0;
+    while ((r->span >> shift) >= nb)
+        shift++;
+    r->shift = shift;
+    r->nbuckets = nb;
+    /* index[b] = first point whose bucket is >= b: one pass over the points, one over the buckets. */
+    size_t b = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t pb = (size_t)((r->points[i] - r->min) >> shift);
+        while (b <= pb)
+            r->index[b++] = (uint32_t)i;
+    }
+    while (b < nb)
+        r->index[b++] = (uint32_t)n; /* never read: the last point is in the last non-empty bucket */
+}
+
+/* Makes room for npoints points and their index; on failure nothing changes. */
+static int reserve_points(shard_ring *r, size_t npoints)
+{
+    if (npoints > r->points_cap) {
+        size_t cap = r->points_cap ? r->points_cap : 64;
+        while (cap < npoints)
+            cap *= 2;
+        uint64_t *p = malloc(cap * sizeof *p);
+        uint32_t *o = malloc(cap * sizeof *o);
+        if (!p || !o) {
+            free(p);
+            free(o);
+            return -ENOMEM;
+        }
+        if (r->npoints) {
+            memcpy(p, r->points, r->npoints * sizeof *p);
+            memcpy(o, r->owners, r->npoints * sizeof *o);
+        }
+        free(r->points);
+        free(r->owners);
+        r->points = p;
+        r->owners = o;
+        r->points_cap = cap;
+    }
+    size_t nb = bucket_count(npoints);
+    if (nb > r->index_cap) {
+        uint32_t *ix = malloc(nb * sizeof *ix);
+        if (!ix)
+            return -ENOMEM;
+        if (r->nbuckets)
+            memcpy(ix, r->index, r->nbuckets * sizeof *ix);
+        free(r->index);
+        r->index = ix;
+        r->index_cap = nb;
+    }
+    return 0;
+}
+
+static int reserve_members(shard_ring *r, size_t n)
+{
+    if (n <= r->members_cap)
+        return 0;
+    size_t cap = r->members_cap ? r->members_cap : 8;
+    while (cap < n)
+        cap *= 2;
+    struct ring_member *m = realloc(r->members, cap * sizeof *m);
+    if (!m)
+        return -ENOMEM;
+    r->members = m;
+    r->members_cap = cap;
+    return 0;
+}
+
+static int check_member(const shard_ring *r, const char *name, uint32_t weight, size_t *len)
+{
+    if (!name || !name[0] || weight == 0)
+        return -EINVAL;
+    *len = strnlen(name, SHARD_NAME_MAX + 1);
+    if (*len > SHARD_NAME_MAX)
+        return -ENAMETOOLONG;
+    if ((uint64_t)r->cfg.vnodes * weight > SHARD_RING_MAX_POINTS)
+        return -EINVAL;
+    if (shard__ring_member_index(r, name) >= 0)
+        return -EEXIST;
+    return 0;
+}
+
+struct point_rec {
+    uint64_t point;
+    uint32_t owner;
+};
+
+/* Stable LSD radix sort by point, 11 bits a pass, skipping passes where every digit is equal (the high
+ * bits of 32-bit ketama points, say). Stability keeps equal points in owner (= name) order. Written by
+ * hand because libc has only qsort, several times slower here (bench_rebuild measures both). */
+static void radix_sort(struct point_rec *a, struct point_rec *tmp, size_t n)
+{
+    enum { BITS = 11, BUCKETS = 1 << BITS };
+    size_t count[BUCKETS];
+    struct point_rec *src = a, *dst = tmp;
+    for (unsigned shift = 0; shift < 64 && n > 1; shift += BITS) {
+        memset(count, 0, sizeof count);
+        for (size_t i = 0; i < n; i++)
+            count[(src[i].point >> shift) & (BUCKETS - 1)]++;
+        if (count[(src[0].point >> shift) & (BUCKETS - 1)] == n)
+            continue;
+        size_t sum = 0;
+        for (size_t d = 0; d < BUCKETS; d++) {
+            size_t c = count[d];
+            count[d] = sum;
+            sum += c;
+        }
+        for (size_t i = 0; i < n; i++)
+            dst[count[(src[i].point >> shift) & (BUCKETS - 1)]++] = src[i];
+        struct point_rec *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != a)
+        memcpy(a, src, n * sizeof *a);
+}
+
+/* Merges the sorted new points (owners already final indices) into the ring, whose old owners at or
+ * above each inserted member's position have been renumbered. Requires reserve_points(total). */
+static void merge_points(shard_ring *r, const struct point_rec *add, size_t nadd)
+{
+    size_t i = r->npoints, j = nadd, k = r->npoints + nadd;
+    /* Merge from the back so the ring's arrays serve as the destination without a copy. */
+    while (j > 0) {
+        bool take_old = i > 0 && (r->points[i - 1] > add[j - 1].point ||
+                                  (r->points[i - 1] == add[j - 1].point && r->owners[i - 1] > add[j - 1].owner));
+        k--;
+        if (take_old) {
+            i--;
+            r->points[k] = r->points[i];
+            r->owners[k] = r->owners[i];
+        } else {
+            j--;
+            r->points[k] = add[j].point;
+            r->owners[k] = add[j].owner;
+        }
+    }
+    r->npoints += nadd;
+}
+
+static int cmp_name_ptr(const void *a, const void *b)
+{
+    const struct shard_ring_member *x = *(const struct shard_ring_member *const *)a;
+    const struct shard_ring_member *y = *(const struct shard_ring_member *const *)b;
+    return strcmp(x->name, y->name);
+}
+
+SHARD_API int shard_ring_add_many(shard_ring *r, const struct shard_ring_member *members, size_t n)
+{
+    if (!r || (!members && n > 0))
+        return -EINVAL;
+    if (n == 0)
+        return 0;
+    uint64_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t len;
+        int err = check_member(r, members[i].name, members[i].weight, &len);
+        if (err)
+            return err;
+        total += (uint64_t)r->cfg.vnodes * members[i].weight;
+    }
+    if (total + r->npoints > SHARD_RING_MAX_POINTS)
+        return -EINVAL;
+
+    int err = -ENOMEM;
+    const struct shard_ring_member **sorted = malloc(n * sizeof *sorted);
+    char **names = calloc(n, sizeof *names);
+    struct point_rec *recs = malloc(((size_t)total * 2 + 1) * sizeof *recs);
+    if (!sorted || !names || !recs)
+        goto out;
+    for (size_t i = 0; i < n; i++)
+        sorted[i] = &members[i];
+    qsort(sorted, n, sizeof *sorted, cmp_name_ptr);
+    for (size_t i = 1; i < n; i++)
+        if (strcmp(sorted[i - 1]->name, sorted[i]->name) == 0) {
+            err = -EEXIST;
+            goto out;
+        }
+    for (size_t i = 0; i < n; i++)
+        if (!(names[i] = strdup(sorted[i]->name)))
+            goto out;
+    if (reserve_members(r, r->nmembers + n) || reserve_points(r, r->npoints + total))
+        goto out;
+
+    /* Final positions: merge the old (sorted) names with the new (sorted) ones. remap[old] = new. */
+    size_t old_n = r->nmembers;
+    struct ring_member *merged = malloc((old_n + n) * sizeof *merged);
+    uint32_t *remap = malloc((old_n ? old_n : 1) * sizeof *remap);
+    uint32_t *newpos = malloc(n * sizeof *newpos);
+    if (!merged || !remap || !newpos) {
+        free(merged);
+        free(remap);
+        free(newpos);
+        goto out;
+    }
+    for (size_t i = 0, j = 0, k = 0; k < old_n + n; k++) {
+        if (j < n && (i == old_n || strcmp(names[j], r->members[i].name) < 0)) {
+            newpos[j] = (uint32_t)k;
+            merged[k] = (struct ring_member){ names[j], sorted[j]->weight };
+            j++;
+        } else {
+            remap[i] = (uint32_t)k;
+            merged[k] = r->members[i++];
+        }
+    }
+
+    /* Hook calls happen before anything of the ring changes. Generated in member order, so the stable
+     * sort leaves equal points in name order. */
+    size_t m = 0;
+    for (size_t j = 0; j < n; j++) {
+        uint32_t np = r->cfg.vnodes * sorted[j]->weight;
+        for (uint32_t p = 0; p < np; p++)
+            recs[m++] = (struct point_rec){ member_point(r, names[j], p), newpos[j] };
+    }
+    radix_sort(recs, recs + total, m);
+
+    for (size_t i = 0; i < r->npoints; i++)
+        r->owners[i] = remap[r->owners[i]];
+    memcpy(r->members, merged, (old_n + n) * sizeof *merged);
+    r->nmembers = old_n + n;
+    merge_points(r, recs, m);
+    index_build(r);
+    free(merged);
+    free(remap);
+    free(newpos);
+    free(names);
+    names = NULL;
+    err = 0;
+out:
+    if (names)
+        for (size_t i = 0; i < n; i++)
+            free(names[i]);
+    free(names);
+    free(sorted);
+    free(recs);
+    return err;
+}
+
+SHARD_API int shard_ring_add(shard_ring *r, const char *member, uint32_t weight)
+{
+    struct shard_ring_member one = { member, weight };
+    return shard_ring_add_many(r, &one, r ? 1 : 0);
+}
+
+SHARD_API int shard_ring_remove(shard_ring *r, const char *member)
+{
+    if (!r || !member)
+        return -EINVAL;
+    long idx = shard__ring_member_index(r, member);
+    if (idx < 0)
+        return -ENOENT;
+    uint32_t gone = (uint32_t)idx;
+    size_t k = 0;
+    for (size_t i = 0; i < r->npoints; i++) {
+        uint32_t o = r->owners[i];
+        if (o == gone)
+            continue;
+        r->points[k] = r->points[i];
+        r->owners[k++] = o > gone ? o - 1 : o;
+    }
+    r->npoints = k;
+    free(r->members[gone].name);
+    memmove(&r->members[gone], &r->members[gone + 1], (r->nmembers - gone - 1) * sizeof *r->members);
+    r->nmembers--;
+    index_build(r); /* fewer points never need more buckets: no allocation, cannot fail */
+    return 0;
+}
+
+SHARD_API size_t shard_ring_member_count(const shard_ring *r)
+{
+    return r ? r->nmembers : 0;
+}
+
+SHARD_API size_t shard_ring_point_count(const shard_ring *r)
+{
+    return r ? r->npoints : 0;
+}
+
+SHARD_API uint32_t shard_ring_weight(const shard_ring *r, const char *member)
+{
+    if (!r || !member)
+        return 0;
+    long idx = shard__ring_member_index(r, member);
+    return idx < 0 ? 0 : r->members[idx].weight;
+}
+
+SHARD_API const char *shard_ring_member(const shard_ring *r, size_t i)
+{
+    return r && i < r->nmembers ? r->members[i].name : NULL;
+}
+
+SHARD_API int shard_ring_point(const shard_ring *r, size_t i, uint64_t *point, const char **owner)
+{
+    if (!r)
+        return -EINVAL;
+    if (i >= r->npoints)
+        return -ERANGE;
+    if (point)
+        *point = r->points[i];
+    if (owner)
+        *owner = r->members[r->owners[i]].name;
+    return 0;
+}
+
+SHARD_API size_t shard_ring_memory(const shard_ring *r)
+{
+    if (!r)
+        return 0;
+    return r->npoints * (sizeof *r->points + sizeof *r->owners) + r->nbuckets * sizeof *r->index;
+}
+
+SHARD_API uint64_t shard_ring_hash(const shard_ring *r, const void *key, size_t len)
+{
+    if (!r || (!key && len > 0))
+        return 0;
+    if (r->cfg.hash)
+        return r->cfg.hash(key, len, r->cfg.ctx);
+    return shard__hash_key(key ? key : "", len, r->cfg.seed);
+}
+
+SHARD_API const char *shard_ring_owner_of_hash(const shard_ring *r, uint64_t hash)
+{
+    if (!r || r->npoints == 0)
+        return NULL;
+    return r->members[shard__ring_owner_index(r, hash)].name;
+}
+
+SHARD_API const char *shard_ring_owner(const shard_ring *r, const void *key, size_t len)
+{
+    if (!r || r->npoints == 0 || (!key && len > 0))
+        return NULL;
+    return shard_ring_owner_of_hash(r, shard_ring_hash(r, key, len));
+}
+
+SHARD_API size_t shard_ring_owners_of_hash(const shard_ring *r, uint64_t hash, const char **out, size_t n)
+{
+    if (!r || !out || r->npoints == 0)
+        return 0;
+    if (n > r->nmembers)
+        n = r->nmembers;
+    size_t found = 0, pos = shard__ring_find(r, hash);
+    /* Members already chosen: a bitmap on the stack for usual rings, else a scan of out[]. */
+    enum { SEEN_BITS = 8192 };
+    uint64_t seen[SEEN_BITS / 64];
+    bool use_bitmap = r->nmembers <= SEEN_BITS;
+    if (use_bitmap)
+        memset(seen, 0, ((r->nmembers + 63) / 64) * sizeof *seen);
+    for (size_t step = 0; step < r->npoints && found < n; step++, pos = pos + 1 == r->npoints ? 0 : pos + 1) {
+        uint32_t o = r->owners[pos];
+        bool dup = false;
+        if (use_bitmap) {
+            dup = seen[o / 64] >> (o % 64) & 1;
+            seen[o / 64] |= 1ull << (o % 64);
+        } else {
+            for (size_t k = 0; k < found && !dup; k++)
+                dup = out[k] == r->members[o].name;
+        }
+        if (!dup)
+            out[found++] = r->members[o].name;
+    }
+    return found;
+}
+
+SHARD_API size_t shard_ring_owners(const shard_ring *r, const void *key, size_t len, const char **out, size_t n)
+{
+    if (!r || (!key && len > 0))
+        return 0;
+    return shard_ring_owners_of_hash(r, shard_ring_hash(r, key, len), out, n);
+}
+
+/* Length of the arc ending at point i, as a double: (points[i-1], points[i]], wrapping for i == 0. */
+static double arc_length(const shard_ring *r, size_t i)
+{
+    if (i > 0)
+        return (double)(r->points[i] - r->points[i - 1]);
+    /* 2^64 - (max - min): the wrapping arc, the whole space when every point is equal. */
+    return 18446744073709551616.0 - (double)(r->points[r->npoints - 1] - r->points[0]);
+}
+
+SHARD_API double shard_ring_share(const shard_ring *r, const char *member)
+{
+    if (!r || !member || r->npoints == 0)
+        return 0;
+    long idx = shard__ring_member_index(r, member);
+    if (idx < 0)
+        return 0;
+    double sum = 0;
+    for (size_t i = 0; i < r->npoints; i++)
+        if (r->owners[i] == (uint32_t)idx)
+            sum += arc_length(r, i);
+    return sum / 18446744073709551616.0;
+}
+
+SHARD_API uint64_t shard_ring_checksum(const shard_ring *r)
+{
+    if (!r)
+        return 0;
+    XXH3_state_t st;
+    XXH3_64bits_reset(&st);
+    for (size_t i = 0; i < r->nmembers; i++)
+        XXH3_64bits_update(&st, r->members[i].name, strlen(r->members[i].name) + 1);
+    XXH3_64bits_update(&st, r->points, r->npoints * sizeof *r->points);
+    XXH3_64bits_update(&st, r->owners, r->npoints * sizeof *r->owners);
+    return XXH3_64bits_digest(&st);
+}

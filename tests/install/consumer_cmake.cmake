@@ -1,0 +1,15 @@
+# Configures, builds and runs the consumer against the installed prefix with find_package(shard).
+file(REMOVE_RECURSE ${WORK})
+execute_process(COMMAND ${CMAKE_COMMAND} -S ${SRC} -B ${WORK} -DCMAKE_PREFIX_PATH=${PREFIX}
+                RESULT_VARIABLE rc)
+if(rc)
+  message(FATAL_ERROR "configure of the consumer failed")
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} --build ${WORK} RESULT_VARIABLE rc)
+if(rc)
+  message(FATAL_ERROR "build of the consumer failed")
+endif()
+execute_process(COMMAND ${WORK}/consumer RESULT_VARIABLE rc)
+if(rc)
+  message(FATAL_ERROR "the consumer failed to run")
+endif()
