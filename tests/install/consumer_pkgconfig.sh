@@ -7,4 +7,4 @@ export PKG_CONFIG_PATH="$pcdir"
 # --static: a static libshard needs its Requires.private (liburcu, libxxhash) on the link line.
 pc="pkg-config --define-variable=prefix=$prefix"
 "$cc" -o "$out" "$src" $($pc --cflags shard) $($pc --libs --static shard)
-"$out"
+LD_LIBRARY_PATH="$($pc --variable=libdir shard)" "$out"
