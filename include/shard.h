@@ -5,5 +5,6 @@
 
 #include "shard/common.h"
 #include "shard/ring.h"
+#include "shard/dispatcher.h"
 
 #endif

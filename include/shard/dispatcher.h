@@ -1,0 +1,172 @@
+/* shard: workers, keyed jobs, membership changes, stats. SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * A dispatcher runs jobs on a pool of worker threads. Every job has a key; the ring (ring.h) says which
+ * worker owns the key. Jobs of one key submitted by one thread run in submission order, one at a time,
+ * on the key's owner; this holds across shard_worker_add, shard_worker_remove and
+ * shard_worker_crash(REROUTE): when a key moves, its new owner sets its jobs aside until the old owner
+ * has finished every job of that key it was given. Only moved keys wait; the others run on.
+ *
+ * Threads: any thread may submit, including a job running on a worker. Membership calls (add, remove,
+ * crash, drain, destroy) are made from threads that are not workers of any dispatcher (-EDEADLK from
+ * a worker); they are serialised with each other and return once the change is in force. No thread
+ * needs set-up: the library registers a submitting thread with RCU on its first submit and
+ * unregisters it when the thread exits. */
+#ifndef SHARD_DISPATCHER_H
+#define SHARD_DISPATCHER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common.h"
+#include "ring.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SHARD_DEFAULT_QUEUE_CAPACITY 4096u
+#define SHARD_MAX_QUEUE_CAPACITY ((1u << 20) - 1)
+#define SHARD_MAX_WORKERS 4096u
+
+typedef struct shard_dispatcher shard_dispatcher;
+typedef struct shard_worker     shard_worker; /* the worker running the current job */
+typedef void (*shard_job_fn)(shard_worker *w, void *arg);
+
+enum shard_crash_policy { SHARD_CRASH_REROUTE, SHARD_CRASH_DROP };
+
+/* What a release hook is told: the ring before and after the change that moves keys away from the
+ * worker. A key moves away when shard_ring_owner(after, key) is no longer this worker's name. Both
+ * rings are valid during the hook only. */
+struct shard_handoff {
+    uint64_t          epoch;  /* the epoch of `after` */
+    const shard_ring *before;
+    const shard_ring *after;
+};
+
+struct shard_config {
+    uint32_t workers;         /* initial workers, named "w0", "w1", ...; 0: number of online CPUs */
+    uint32_t queue_capacity;  /* jobs a worker may hold; 0: SHARD_DEFAULT_QUEUE_CAPACITY */
+    struct shard_ring_config ring;
+    /* Jobs dropped by a DROP crash: called once each, in queue order, on the thread calling
+     * shard_worker_crash. NULL: dropped silently (still counted in the stats). */
+    void (*on_dropped)(shard_job_fn fn, void *arg, void *user);
+    void *user;
+    /* Run on each worker's own thread: when it starts (before its first job) and when it stops (after
+     * its last). A crashed worker's stop hook runs when its current job returns. */
+    void (*on_worker_start)(shard_worker *w, void *user);
+    void (*on_worker_stop)(shard_worker *w, void *user);
+    /* Run on a worker's thread when a membership change moves keys away from it, after it has run
+     * every job of those keys that it was given before the change, and before any new owner may run
+     * them: the place to hand worker-local state of moved keys to their new owners. Not run on a
+     * crashed worker. */
+    void (*on_release)(shard_worker *w, const struct shard_handoff *h, void *user);
+};
+
+/* Creates the dispatcher and starts its workers. cfg NULL or zeroed: the defaults.
+ * Context: any thread that is not a worker. Return: 0; -EINVAL (out NULL, queue_capacity over
+ * SHARD_MAX_QUEUE_CAPACITY, workers over SHARD_MAX_WORKERS); -ENOMEM; -EAGAIN (no thread could be
+ * started). Pair with shard_dispatcher_destroy(). */
+SHARD_API int shard_dispatcher_create(shard_dispatcher **out, const struct shard_config *cfg);
+
+/* Stops accepting jobs (submit returns -ESHUTDOWN), runs every job already accepted, joins the
+ * workers and frees everything. NULL is fine. Waits for a job still running on a crashed worker.
+ * Context: a thread that is not a worker, once; no submit may start after it returns. */
+SHARD_API void shard_dispatcher_destroy(shard_dispatcher *d);
+
+/* Runs fn(worker, arg) on the worker that owns key. Jobs of one key submitted by one thread run in
+ * submission order, one at a time, also across worker add, remove and crash with REROUTE. key is
+ * hashed once here; its bytes are not kept. arg is the caller's; shard never touches it.
+ * shard_submit waits while the owner's queue is full (never inside an RCU read-side section, so a
+ * membership change is never held up by it). From a worker thread it never waits: a full queue then
+ * takes the job beyond its capacity (one malloc), so jobs that submit to each other cannot deadlock.
+ * shard_try_submit returns -EAGAIN instead of waiting.
+ * Context: any thread, including a running job. Return: 0; -EINVAL (d or fn NULL, or key NULL with
+ * len > 0); -ESHUTDOWN (destroy has begun); -EAGAIN (try_submit, queue full); -ENOMEM (a worker's
+ * submit beyond capacity found no memory). A failed submit never runs the job. */
+SHARD_API int shard_submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn fn, void *arg);
+SHARD_API int shard_try_submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn fn, void *arg);
+
+/* Adds a worker named name with weight ring weight (vnodes * weight ring points); it takes over
+ * about weight / total weight of the keys, from every other worker. Context: not a worker; blocks for
+ * one RCU grace period. Return: 0; -EINVAL (d or name NULL, empty name, weight 0, or too many
+ * points); -ENAMETOOLONG; -EEXIST (a worker of that name is in the ring); -EDEADLK (from a worker);
+ * -ESHUTDOWN; -ENOMEM; -EAGAIN (no thread). On error nothing changed. */
+SHARD_API int shard_worker_add(shard_dispatcher *d, const char *name, uint32_t weight);
+
+/* Graceful removal: the worker leaves the ring, runs every job it was given, runs its release hook,
+ * and exits; its keys move to their next owners (and wait for it, in order). Returns once the new
+ * ring is in force, without waiting for the worker's queue to empty (shard_drain waits for that).
+ * Context: not a worker. Return: 0; -EINVAL; -ENOENT (no such worker in the ring); -EBUSY (the last
+ * worker); -EDEADLK; -ESHUTDOWN; -ENOMEM. */
+SHARD_API int shard_worker_remove(shard_dispatcher *d, const char *name);
+
+/* Simulates a crash: the worker takes no further job. Its running job, if any, is not waited for (a
+ * crashed worker may be stuck), but that job's key stays fenced until the job returns, so it never
+ * runs on two workers at once; every other key of the worker moves at once.
+ * REROUTE: the jobs left in its queue move, in order, to their keys' new owners, ahead of anything
+ * those set aside: nothing lost, nothing run twice. DROP: they go to on_dropped, each exactly once.
+ * Context: not a worker. Return: as shard_worker_remove, and -EINVAL for an unknown policy. */
+SHARD_API int shard_worker_crash(shard_dispatcher *d, const char *name, enum shard_crash_policy policy);
+
+/* Returns once every job submitted before the call has ended (run, or dropped), including those of
+ * removed workers still emptying their queues. A job still running on a crashed worker is not waited
+ * for. Context: not a worker. Return: 0; -EINVAL; -EDEADLK; -ESHUTDOWN; -ENOMEM. */
+SHARD_API int shard_drain(shard_dispatcher *d);
+
+/* The worker's name (its ring member name). Valid while the dispatcher lives. */
+SHARD_API const char *shard_worker_name(const shard_worker *w);
+
+/* A pointer for the user's per-worker state; NULL until set. Context: best from the worker's own
+ * thread (a job or a hook); shard never touches it. */
+SHARD_API void *shard_worker_user(const shard_worker *w);
+SHARD_API void  shard_worker_set_user(shard_worker *w, void *user);
+
+/* The dispatcher that runs w. */
+SHARD_API shard_dispatcher *shard_worker_dispatcher(const shard_worker *w);
+
+/* A copy of the ring now in use, for inspection; the caller destroys it.
+ * Context: any thread. Return: 0; -EINVAL; -ENOMEM; -ESHUTDOWN. */
+SHARD_API int shard_dispatcher_ring(shard_dispatcher *d, shard_ring **out);
+
+enum shard_worker_state {
+    SHARD_WORKER_RUNNING,  /* in the ring */
+    SHARD_WORKER_RETIRING, /* removed, still running the jobs it was given */
+    SHARD_WORKER_CRASHED,  /* crashed; `running` says whether its last job has still not returned */
+    SHARD_WORKER_EXITED,   /* removed and done */
+};
+
+struct shard_worker_stats {
+    char     name[SHARD_NAME_MAX + 1];
+    enum shard_worker_state state;
+    bool     running;     /* a job is running now */
+    uint64_t queued;      /* jobs it holds now: queued, set aside or running */
+    uint64_t executed;    /* jobs it has run */
+    uint64_t set_aside;   /* jobs it set aside to wait for a key's previous owner */
+    uint64_t handed_over; /* jobs it received from a crashed worker's queue */
+    uint64_t parked;      /* times it went to sleep for lack of work */
+    uint64_t woken;       /* times a submitter or the control thread woke it */
+};
+
+struct shard_stats {
+    uint64_t epoch;            /* number of the ring in force; 1 at create, +1 a membership change */
+    uint64_t ring_checksum;    /* shard_ring_checksum of that ring */
+    uint64_t changes;          /* membership changes made */
+    double   last_moved_share; /* share of the hash space the last change moved */
+    uint64_t dropped;          /* jobs dropped by DROP crashes */
+    size_t   workers;          /* workers in the ring */
+};
+
+/* Dispatcher-wide stats. Context: any thread. Return: 0; -EINVAL. */
+SHARD_API int shard_dispatcher_stats(shard_dispatcher *d, struct shard_stats *out);
+
+/* Per-worker stats of every worker not yet exited (ring members first, in name order; then removed
+ * and crashed ones), up to n of them into out (out may be NULL with n 0).
+ * Context: any thread. Return: how many there are (may be more than n), or -EINVAL. */
+SHARD_API long shard_dispatcher_worker_stats(shard_dispatcher *d, struct shard_worker_stats *out, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

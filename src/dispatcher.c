@@ -1,0 +1,251 @@
+/* The dispatcher: create/destroy, submit, RCU publication of the ring, drain, stats.
+ * SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dispatcher_internal.h"
+#include "hash.h"
+#include "rcu.h"
+
+SHARD_API const char *shard_worker_name(const shard_worker *w)
+{
+    return w ? w->name : NULL;
+}
+
+SHARD_API void *shard_worker_user(const shard_worker *w)
+{
+    return w ? w->user : NULL;
+}
+
+SHARD_API void shard_worker_set_user(shard_worker *w, void *user)
+{
+    if (w)
+        w->user = user;
+}
+
+SHARD_API shard_dispatcher *shard_worker_dispatcher(const shard_worker *w)
+{
+    return w ? w->d : NULL;
+}
+
+void shard__space_notify(shard_dispatcher *d)
+{
+    /* seq_cst fence: the record push before it and the waiter count read after it form a Dekker pair
+     * with the waiter's count increment and pool check (wait_for_space): no lost wake-up. */
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&d->space_waiters, memory_order_relaxed)) {
+        pthread_mutex_lock(&d->space_lock);
+        pthread_cond_broadcast(&d->space_cond);
+        pthread_mutex_unlock(&d->space_lock);
+    }
+}
+
+void shard__recycle(shard_dispatcher *d, struct job *j)
+{
+    struct job_pool *p = j->home;
+    if (!p) {
+        free(j);
+        return;
+    }
+    pool_push_chain_mp(p, j, j, 1);
+    shard__space_notify(d);
+}
+
+/* ---- workers ---- */
+
+struct shard_worker *shard__worker_new(shard_dispatcher *d, const char *name, uint32_t weight, uint64_t epoch)
+{
+    struct shard_worker *w = aligned_alloc(SHARD_CACHELINE, (sizeof *w + SHARD_CACHELINE - 1) / SHARD_CACHELINE * SHARD_CACHELINE);
+    if (!w)
+        return NULL;
+    memset(w, 0, sizeof *w);
+    if (pool_init(&w->pool, d->capacity) != 0) {
+        free(w);
+        return NULL;
+    }
+    queue_init(&w->q);
+    pthread_mutex_init(&w->lock, NULL);
+    pthread_mutex_init(&w->inbox_lock, NULL);
+    held_init(&w->held);
+    keymap_init(&w->crash.owed, KEYMAP_CRASH);
+    atomic_init(&w->passed, epoch);
+    atomic_init(&w->state, SHARD_WORKER_RUNNING);
+    w->d = d;
+    snprintf(w->name, sizeof w->name, "%s", name);
+    w->weight = weight;
+    w->stop_item.kind = JOB_STOP;
+    return w;
+}
+
+int shard__worker_start(struct shard_worker *w)
+{
+    if (pthread_create(&w->thread, NULL, shard__worker_main, w) != 0)
+        return -EAGAIN;
+    w->started = true;
+    return 0;
+}
+
+void shard__worker_free(struct shard_worker *w)
+{
+    pool_destroy(&w->pool);
+    pthread_mutex_destroy(&w->lock);
+    pthread_mutex_destroy(&w->inbox_lock);
+    free(w);
+}
+
+/* ---- create / destroy ---- */
+
+static uint32_t default_workers(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > (long)SHARD_MAX_WORKERS ? SHARD_MAX_WORKERS : (uint32_t)n;
+}
+
+SHARD_API int shard_dispatcher_create(shard_dispatcher **out, const struct shard_config *cfg)
+{
+    if (!out)
+        return -EINVAL;
+    if (shard__current_worker)
+        return -EDEADLK;
+    struct shard_config c = cfg ? *cfg : (struct shard_config){ 0 };
+    if (c.queue_capacity > SHARD_MAX_QUEUE_CAPACITY || c.workers > SHARD_MAX_WORKERS)
+        return -EINVAL;
+    if (c.workers == 0)
+        c.workers = default_workers();
+    if (c.ring.vnodes == 0)
+        c.ring.vnodes = SHARD_DEFAULT_VNODES;
+    shard_dispatcher *d = calloc(1, sizeof *d);
+    if (!d)
+        return -ENOMEM;
+    d->cfg = c;
+    d->capacity = c.queue_capacity ? c.queue_capacity : SHARD_DEFAULT_QUEUE_CAPACITY;
+    pthread_mutex_init(&d->ctl, NULL);
+    pthread_mutex_init(&d->lock, NULL);
+    pthread_cond_init(&d->cond, NULL);
+    pthread_mutex_init(&d->space_lock, NULL);
+    pthread_cond_init(&d->space_cond, NULL);
+    atomic_init(&d->settled, 1);
+
+    int err = shard__membership_init(d);
+    if (err) {
+        shard__dispatcher_free(d);
+        return err;
+    }
+    *out = d;
+    return 0;
+}
+
+SHARD_API void shard_dispatcher_destroy(shard_dispatcher *d)
+{
+    if (!d)
+        return;
+    pthread_mutex_lock(&d->ctl);
+    atomic_store_explicit(&d->shutdown, 1, memory_order_seq_cst);
+    /* Every submit that read shutdown == 0 is inside a read-side section: after this, none pushes. */
+    shard_rcu_synchronize();
+    pthread_mutex_lock(&d->space_lock);
+    pthread_cond_broadcast(&d->space_cond);
+    pthread_mutex_unlock(&d->space_lock);
+    shard__membership_stop_all(d);
+    pthread_mutex_unlock(&d->ctl);
+    /* Submitters sent back by the broadcast leave before the memory goes. */
+    pthread_mutex_lock(&d->space_lock);
+    while (atomic_load_explicit(&d->space_waiters, memory_order_acquire))
+        pthread_cond_wait(&d->space_cond, &d->space_lock);
+    pthread_mutex_unlock(&d->space_lock);
+    shard__dispatcher_free(d);
+}
+
+void shard__dispatcher_free(shard_dispatcher *d)
+{
+    shard__membership_free(d);
+    pthread_mutex_destroy(&d->ctl);
+    pthread_mutex_destroy(&d->lock);
+    pthread_cond_destroy(&d->cond);
+    pthread_mutex_destroy(&d->space_lock);
+    pthread_cond_destroy(&d->space_cond);
+    free(d);
+}
+
+/* ---- submit ---- */
+
+static uint64_t key_hash(const shard_dispatcher *d, const void *key, size_t len)
+{
+    if (d->cfg.ring.hash)
+        return d->cfg.ring.hash(key, len, d->cfg.ring.ctx);
+    return shard__hash_key(key ? key : "", len, d->cfg.ring.seed);
+}
+
+/* Waits until w's pool has a free record, the ring changes, or destroy begins. */
+static void wait_for_space(shard_dispatcher *d, struct shard_worker *w)
+{
+    pthread_mutex_lock(&d->space_lock);
+    uint64_t epoch = atomic_load_explicit(&d->space_epoch, memory_order_relaxed);
+    atomic_fetch_add_explicit(&d->space_waiters, 1, memory_order_seq_cst);
+    /* seq_cst fence: the other half of shard__space_notify's Dekker pair. */
+    atomic_thread_fence(memory_order_seq_cst);
+    while (pool_free_count(&w->pool) == 0 && !atomic_load_explicit(&d->shutdown, memory_order_relaxed) &&
+           atomic_load_explicit(&d->space_epoch, memory_order_relaxed) == epoch)
+        pthread_cond_wait(&d->space_cond, &d->space_lock);
+    atomic_fetch_sub_explicit(&d->space_waiters, 1, memory_order_release);
+    if (atomic_load_explicit(&d->shutdown, memory_order_relaxed))
+        pthread_cond_broadcast(&d->space_cond); /* destroy waits for the last waiter to leave */
+    pthread_mutex_unlock(&d->space_lock);
+}
+
+static int submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn fn, void *arg, bool wait)
+{
+    if (!d || !fn || (!key && len > 0))
+        return -EINVAL;
+    uint64_t h = key_hash(d, key, len);
+    bool from_worker = shard__current_worker != NULL;
+    for (;;) {
+        shard_rcu_read_lock();
+        if (atomic_load_explicit(&d->shutdown, memory_order_relaxed)) {
+            shard_rcu_read_unlock();
+            return -ESHUTDOWN;
+        }
+        /* acquire: pairs with the release store that published the snapshot (publish()). */
+        struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire);
+        struct shard_worker *w = s->by_member[shard__ring_owner_index(s->ring, h)];
+        struct job *j = pool_pop_mp(&w->pool);
+        if (!j && from_worker) {
+            /* A worker never waits: it could be the very worker that must make room. */
+            j = calloc(1, sizeof *j);
+            if (!j) {
+                shard_rcu_read_unlock();
+                return -ENOMEM;
+            }
+        }
+        if (j) {
+            j->fn = fn;
+            j->arg = arg;
+            j->hash = h;
+            j->epoch = s->epoch;
+            j->routed = w;
+            j->kind = JOB_RUN;
+            j->rerouted = false;
+            queue_push_mp(&w->q, j);
+            shard__worker_wake(w);
+            shard_rcu_read_unlock();
+            return 0;
+        }
+        shard_rcu_read_unlock();
+        if (!wait)
+            return -EAGAIN;
+        wait_for_space(d, w);
+    }
+}
+
+SHARD_API int shard_submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn fn, void *arg)
+{
+    return submit(d, key, len, fn, arg, true);
+}
+
+SHARD_API int shard_try_submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn fn, void *arg)
+{
+    return submit(d, key, len, fn, arg, false);
+}

@@ -1,0 +1,39 @@
+/* Internal: a worker's held (set-aside) jobs. SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Jobs a worker may not run yet. The order list has a front segment of jobs rerouted from a crashed
+ * worker, then what the worker set aside itself; control items (fences, marks, stops) that arrived
+ * behind held jobs wait in it too. Held user jobs are also in a keymap (per-key FIFO in epoch order),
+ * so "is anything of this key held?" and "is this the key's first held job?" cost O(1) and setting a
+ * job aside never allocates. Single-threaded: the worker that owns it, or the control thread holding
+ * that worker's lock. */
+#ifndef SHARD_SRC_HELD_H
+#define SHARD_SRC_HELD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "keymap.h"
+#include "queue.h"
+
+struct held {
+    struct job   *head, *tail;
+    struct job   *prio_tail; /* last job of the rerouted front segment, or NULL */
+    size_t        count;     /* jobs and control items */
+    struct keymap keys;
+};
+
+void held_init(struct held *h);
+/* Appends at the back of the order list (jobs and control items). */
+void held_push_back(struct held *h, struct job *j);
+/* Appends to the rerouted front segment, behind earlier rerouted jobs, ahead of everything else. */
+void held_push_prio(struct held *h, struct job *j);
+/* Whether any job of this hash is held. */
+bool held_has_key(const struct held *h, uint64_t hash);
+/* Whether j (a held user job) is the first held job of its key: the one that may run next. */
+bool held_first_of_key(const struct held *h, const struct job *j);
+/* Removes j (a control item, or any held job). */
+void held_remove(struct held *h, struct job *j);
+/* Detaches every held item, in order, as a list linked through held_next; h becomes empty. */
+struct job *held_take_all(struct held *h);
+
+#endif

@@ -1,0 +1,96 @@
+/* Intrusive hash -> FIFO-of-jobs map. SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "keymap.h"
+
+#include <string.h>
+
+#include "queue.h"
+
+static struct keylink *L(const struct keymap *m, const struct job *j)
+{
+    return (struct keylink *)&j->links[m->use];
+}
+
+static struct job **bucket_of(struct keymap *m, uint64_t hash)
+{
+    return &m->bucket[(hash ^ hash >> 32) % KEYMAP_BUCKETS];
+}
+
+void keymap_init(struct keymap *m, enum keymap_use use)
+{
+    memset(m, 0, sizeof *m);
+    m->use = use;
+}
+
+struct job *keymap_first(const struct keymap *m, uint64_t hash)
+{
+    struct job *k = m->bucket[(hash ^ hash >> 32) % KEYMAP_BUCKETS];
+    while (k && k->hash != hash)
+        k = L(m, k)->bucket_next;
+    return k;
+}
+
+/* j takes old's place as its key's first job in the bucket chain (old NULL: j is a new key). */
+static void replace_first(struct keymap *m, struct job *old, struct job *j)
+{
+    struct job **p = bucket_of(m, (old ? old : j)->hash);
+    if (!old) {
+        L(m, j)->bucket_next = *p;
+        *p = j;
+        return;
+    }
+    while (*p != old)
+        p = &L(m, *p)->bucket_next;
+    if (j) {
+        L(m, j)->bucket_next = L(m, old)->bucket_next;
+        L(m, j)->tail = L(m, old)->tail;
+        *p = j;
+    } else {
+        *p = L(m, old)->bucket_next;
+    }
+}
+
+void keymap_insert(struct keymap *m, struct job *j)
+{
+    struct job *k = keymap_first(m, j->hash);
+    struct keylink *lj = L(m, j);
+    lj->next = NULL;
+    m->jobs++;
+    if (!k) {
+        lj->tail = j;
+        replace_first(m, NULL, j);
+        return;
+    }
+    struct keylink *lk = L(m, k);
+    if (lk->tail->epoch <= j->epoch) {
+        L(m, lk->tail)->next = j;
+        lk->tail = j;
+    } else if (j->epoch < k->epoch) {
+        lj->next = k;
+        replace_first(m, k, j);
+    } else {
+        struct job *p = k;
+        while (L(m, p)->next->epoch <= j->epoch)
+            p = L(m, p)->next; /* stops: the tail's epoch is larger */
+        lj->next = L(m, p)->next;
+        L(m, p)->next = j;
+    }
+}
+
+void keymap_remove(struct keymap *m, struct job *j)
+{
+    struct job *k = keymap_first(m, j->hash);
+    m->jobs--;
+    if (k == j) {
+        struct job *next = L(m, j)->next;
+        if (next)
+            L(m, next)->tail = L(m, j)->tail;
+        replace_first(m, j, next);
+        return;
+    }
+    struct job *p = k;
+    while (L(m, p)->next != j)
+        p = L(m, p)->next;
+    L(m, p)->next = L(m, j)->next;
+    if (L(m, k)->tail == j)
+        L(m, k)->tail = p;
+}

@@ -1,0 +1,40 @@
+/* Internal: an intrusive multimap from key hash to a FIFO of jobs. SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Every link lives in the job records (struct keylink, one per map a job can be in), so insertion never
+ * allocates and cannot fail: this is what lets a worker set jobs aside, and a crash record track the
+ * keys still owed, without a failure path. The bucket chains hold one entry per distinct key (its
+ * first job), so a lookup costs O(distinct keys / buckets) however many jobs one key has.
+ * Each key's FIFO is kept in epoch order, stable for equal epochs: a thread's jobs carry non-decreasing
+ * epochs, so this keeps each thread's order. Not synchronised: the owner's lock guards it. */
+#ifndef SHARD_SRC_KEYMAP_H
+#define SHARD_SRC_KEYMAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define KEYMAP_BUCKETS 256u
+
+struct job;
+
+struct keylink {
+    struct job *next;        /* next job of the same key */
+    struct job *tail;        /* in a key's first job: its last */
+    struct job *bucket_next; /* in a key's first job: the next key's first job in the bucket */
+};
+
+enum keymap_use { KEYMAP_HELD, KEYMAP_CRASH, KEYMAP_USES };
+
+struct keymap {
+    enum keymap_use use;
+    size_t          jobs;
+    struct job     *bucket[KEYMAP_BUCKETS];
+};
+
+void        keymap_init(struct keymap *m, enum keymap_use use);
+void        keymap_insert(struct keymap *m, struct job *j);
+struct job *keymap_first(const struct keymap *m, uint64_t hash);
+/* Removes j wherever it is in its key's FIFO. */
+void        keymap_remove(struct keymap *m, struct job *j);
+
+#endif

@@ -1,0 +1,664 @@
+/* Membership changes: build the next ring, publish it through RCU, fence the old owners, and for a
+ * crash hand the worker's queue over. Also drain, stop and stats. SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Every change is prepared completely (ring, snapshot, fences, memory) before the point where it is
+ * published, so a failure returns an error with nothing changed. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dispatcher_internal.h"
+#include "rcu.h"
+
+static int state_of(const struct shard_worker *w)
+{
+    return atomic_load_explicit(&w->state, memory_order_relaxed);
+}
+
+static void set_state(struct shard_worker *w, int st)
+{
+    atomic_store_explicit(&w->state, st, memory_order_release);
+}
+
+/* The ring member named name, among workers in the ring. Context: ctl held. */
+static struct shard_worker *find_member(shard_dispatcher *d, const char *name)
+{
+    struct snap *s = atomic_load_explicit(&d->snap, memory_order_relaxed);
+    long idx = shard__ring_member_index(s->ring, name);
+    return idx < 0 ? NULL : s->by_member[idx];
+}
+
+static int registry_add(shard_dispatcher *d, struct shard_worker *w)
+{
+    pthread_mutex_lock(&d->lock);
+    if (d->nworkers == d->workers_cap) {
+        size_t cap = d->workers_cap ? d->workers_cap * 2 : 16;
+        struct shard_worker **v = realloc(d->workers, cap * sizeof *v);
+        if (!v) {
+            pthread_mutex_unlock(&d->lock);
+            return -ENOMEM;
+        }
+        d->workers = v;
+        d->workers_cap = cap;
+    }
+    d->workers[d->nworkers++] = w;
+    pthread_mutex_unlock(&d->lock);
+    return 0;
+}
+
+static void registry_drop_last(shard_dispatcher *d)
+{
+    pthread_mutex_lock(&d->lock);
+    d->nworkers--;
+    pthread_mutex_unlock(&d->lock);
+}
+
+static void snap_free(struct snap *s)
+{
+    shard_ring_destroy(s->ring);
+    free(s->by_member);
+    free(s);
+}
+
+/* A snapshot of ring (taken over) at epoch; workers are found by name: the running ones, plus extra. */
+static struct snap *snap_new(shard_dispatcher *d, shard_ring *ring, uint64_t epoch, struct shard_worker *extra)
+{
+    struct snap *s = calloc(1, sizeof *s);
+    size_t n = shard_ring_member_count(ring);
+    struct shard_worker **by = calloc(n ? n : 1, sizeof *by);
+    if (!s || !by) {
+        free(s);
+        free(by);
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const char *name = shard_ring_member(ring, i);
+        if (extra && strcmp(extra->name, name) == 0) {
+            by[i] = extra;
+            continue;
+        }
+        struct snap *cur = atomic_load_explicit(&d->snap, memory_order_relaxed);
+        long idx = shard__ring_member_index(cur->ring, name);
+        by[i] = cur->by_member[idx];
+    }
+    s->epoch = epoch;
+    s->ring = ring;
+    s->by_member = by;
+    atomic_init(&s->prev, NULL);
+    return s;
+}
+
+/* A change, prepared in full before it is published. */
+struct change {
+    struct snap  *snap;
+    struct job  **fences;
+    size_t        nfences;
+    double        moved;
+};
+
+struct loser_scan {
+    const struct snap *old;
+    struct change     *c;
+};
+
+static void mark_loser(uint64_t first, uint64_t last, const char *owner_a, const char *owner_b, void *ctx)
+{
+    struct loser_scan *ls = ctx;
+    (void)owner_b;
+    ls->c->moved += first == last ? 18446744073709551616.0 : (double)(last - first);
+    if (!owner_a)
+        return;
+    struct shard_worker *w = ls->old->by_member[shard__ring_member_index(ls->old->ring, owner_a)];
+    for (size_t i = 0; i < ls->c->nfences; i++)
+        if (ls->c->fences[i]->routed == w)
+            ls->c->fences[i]->release = true;
+}
+
+static void change_discard(struct change *c)
+{
+    for (size_t i = 0; i < c->nfences; i++)
+        free(c->fences[i]);
+    free(c->fences);
+    if (c->snap)
+        snap_free(c->snap);
+}
+
+/* Prepares publishing ring (taken over) as the next epoch: its snapshot, a fence for every worker of
+ * the current ring except skip, and which of them lose keys. */
+static int change_prepare(shard_dispatcher *d, shard_ring *ring, struct shard_worker *extra,
+                          struct shard_worker *skip, struct change *c)
+{
+    struct snap *cur = atomic_load_explicit(&d->snap, memory_order_relaxed);
+    memset(c, 0, sizeof *c);
+    c->snap = snap_new(d, ring, cur->epoch + 1, extra);
+    if (!c->snap) {
+        shard_ring_destroy(ring);
+        return -ENOMEM;
+    }
+    size_t n = shard_ring_member_count(cur->ring);
+    c->fences = calloc(n, sizeof *c->fences);
+    if (!c->fences)
+        goto nomem;
+    for (size_t i = 0; i < n; i++) {
+        struct shard_worker *w = cur->by_member[i];
+        if (w == skip)
+            continue;
+        struct job *f = calloc(1, sizeof *f);
+        if (!f)
+            goto nomem;
+        f->kind = JOB_FENCE;
+        f->epoch = c->snap->epoch;
+        f->routed = w;
+        f->fence_before = cur;
+        f->fence_after = c->snap;
+        c->fences[c->nfences++] = f;
+    }
+    struct loser_scan ls = { cur, c };
+    if (shard_ring_diff(cur->ring, ring, mark_loser, &ls) != 0)
+        goto nomem;
+    c->moved /= 18446744073709551616.0;
+    return 0;
+nomem:
+    change_discard(c);
+    return -ENOMEM;
+}
+
+/* Makes the prepared ring the one in force, and waits until no submit routes with an older one. */
+static void publish(shard_dispatcher *d, struct change *c)
+{
+    struct snap *old = atomic_load_explicit(&d->snap, memory_order_relaxed);
+    atomic_store_explicit(&c->snap->prev, old, memory_order_relaxed);
+    /* release: readers that load the new snapshot see it fully built (pairs with submit's acquire). */
+    atomic_store_explicit(&d->snap, c->snap, memory_order_release);
+    shard_rcu_synchronize();
+    c->snap = NULL;
+    pthread_mutex_lock(&d->lock);
+    d->changes++;
+    d->last_moved = c->moved;
+    shard__settle(d);
+    pthread_mutex_unlock(&d->lock);
+    /* Submitters waiting for room in an old owner's queue look the key up again. */
+    pthread_mutex_lock(&d->space_lock);
+    atomic_fetch_add_explicit(&d->space_epoch, 1, memory_order_relaxed);
+    pthread_cond_broadcast(&d->space_cond);
+    pthread_mutex_unlock(&d->space_lock);
+}
+
+static void push_fences(struct change *c)
+{
+    for (size_t i = 0; i < c->nfences; i++) {
+        struct shard_worker *w = c->fences[i]->routed;
+        queue_push_mp(&w->q, c->fences[i]);
+        shard__worker_wake(w);
+    }
+    free(c->fences);
+    c->fences = NULL;
+    c->nfences = 0;
+}
+
+/* Frees snapshots older than every epoch a held job may still look back to. Context: ctl held. */
+static void reap_snapshots(shard_dispatcher *d)
+{
+    uint64_t settled = atomic_load_explicit(&d->settled, memory_order_acquire);
+    struct snap *s = atomic_load_explicit(&d->snap, memory_order_relaxed), *p;
+    while ((p = atomic_load_explicit(&s->prev, memory_order_relaxed)) && p->epoch >= settled)
+        s = p;
+    struct snap *cut = atomic_load_explicit(&s->prev, memory_order_relaxed);
+    if (!cut)
+        return;
+    atomic_store_explicit(&s->prev, NULL, memory_order_release);
+    shard_rcu_synchronize(); /* no reader still walks into what was cut off */
+    while (cut) {
+        struct snap *next = atomic_load_explicit(&cut->prev, memory_order_relaxed);
+        snap_free(cut);
+        cut = next;
+    }
+}
+
+static int ctl_enter(shard_dispatcher *d)
+{
+    if (!d)
+        return -EINVAL;
+    if (shard__current_worker)
+        return -EDEADLK;
+    pthread_mutex_lock(&d->ctl);
+    if (atomic_load_explicit(&d->shutdown, memory_order_relaxed)) {
+        pthread_mutex_unlock(&d->ctl);
+        return -ESHUTDOWN;
+    }
+    reap_snapshots(d);
+    return 0;
+}
+
+static int check_name(const char *name)
+{
+    if (!name || !name[0])
+        return -EINVAL;
+    return strnlen(name, SHARD_NAME_MAX + 1) > SHARD_NAME_MAX ? -ENAMETOOLONG : 0;
+}
+
+static void stop_and_join(struct shard_worker *w)
+{
+    queue_push_mp(&w->q, &w->stop_item);
+    shard__worker_wake(w);
+    pthread_join(w->thread, NULL);
+    w->joined = true;
+}
+
+/* ---- create ---- */
+
+int shard__membership_init(shard_dispatcher *d)
+{
+    uint32_t n = d->cfg.workers;
+    shard_ring *ring;
+    int err = shard_ring_create(&ring, &d->cfg.ring);
+    if (err)
+        return err;
+    struct shard_ring_member *m = calloc(n, sizeof *m);
+    struct snap *s = calloc(1, sizeof *s);
+    struct shard_worker **by = calloc(n, sizeof *by);
+    err = -ENOMEM;
+    if (!m || !s || !by)
+        goto fail;
+    for (uint32_t i = 0; i < n; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "w%u", i);
+        struct shard_worker *w = shard__worker_new(d, name, 1, 1);
+        if (!w || registry_add(d, w) != 0) {
+            if (w)
+                shard__worker_free(w);
+            goto fail;
+        }
+        m[i] = (struct shard_ring_member){ w->name, 1 };
+    }
+    if ((err = shard_ring_add_many(ring, m, n)) != 0)
+        goto fail;
+    for (size_t i = 0; i < n; i++)
+        by[shard__ring_member_index(ring, d->workers[i]->name)] = d->workers[i];
+    s->epoch = 1;
+    s->ring = ring;
+    s->by_member = by;
+    atomic_store_explicit(&d->snap, s, memory_order_release);
+    ring = NULL;
+    by = NULL;
+    s = NULL;
+    for (size_t i = 0; i < d->nworkers; i++)
+        if ((err = shard__worker_start(d->workers[i])) != 0)
+            goto fail;
+    free(m);
+    return 0;
+fail:
+    for (size_t i = 0; i < d->nworkers; i++)
+        if (d->workers[i]->started)
+            stop_and_join(d->workers[i]);
+    free(m);
+    free(s);
+    free(by);
+    shard_ring_destroy(ring);
+    return err;
+}
+
+/* ---- add, remove, crash ---- */
+
+SHARD_API int shard_worker_add(shard_dispatcher *d, const char *name, uint32_t weight)
+{
+    int err = check_name(name);
+    if (err || weight == 0)
+        return err ? err : -EINVAL;
+    if ((err = ctl_enter(d)) != 0)
+        return err;
+    struct snap *cur = atomic_load_explicit(&d->snap, memory_order_relaxed);
+    shard_ring *ring = NULL;
+    struct shard_worker *w = NULL;
+    struct change c;
+    if (find_member(d, name)) {
+        err = -EEXIST;
+        goto out;
+    }
+    if ((err = shard_ring_clone(cur->ring, &ring)) != 0)
+        goto out;
+    if ((err = shard_ring_add(ring, name, weight)) != 0)
+        goto out;
+    w = shard__worker_new(d, name, weight, cur->epoch + 1);
+    if (!w) {
+        err = -ENOMEM;
+        goto out;
+    }
+    if ((err = change_prepare(d, ring, w, NULL, &c)) != 0) {
+        ring = NULL; /* taken over */
+        goto out;
+    }
+    ring = NULL;
+    if ((err = registry_add(d, w)) != 0) {
+        change_discard(&c);
+        goto out;
+    }
+    if ((err = shard__worker_start(w)) != 0) {
+        registry_drop_last(d);
+        change_discard(&c);
+        goto out;
+    }
+    w = NULL;
+    publish(d, &c);
+    push_fences(&c);
+out:
+    if (w)
+        shard__worker_free(w);
+    shard_ring_destroy(ring);
+    pthread_mutex_unlock(&d->ctl);
+    return err;
+}
+
+/* Common checks of remove and crash; on success ring is the next ring (without x). */
+static int prepare_leave(shard_dispatcher *d, const char *name, struct shard_worker **x, shard_ring **ring)
+{
+    struct snap *cur = atomic_load_explicit(&d->snap, memory_order_relaxed);
+    *x = find_member(d, name);
+    if (!*x)
+        return -ENOENT;
+    if (shard_ring_member_count(cur->ring) == 1)
+        return -EBUSY;
+    int err = shard_ring_clone(cur->ring, ring);
+    if (err)
+        return err;
+    return shard_ring_remove(*ring, name);
+}
+
+SHARD_API int shard_worker_remove(shard_dispatcher *d, const char *name)
+{
+    int err = check_name(name);
+    if (err)
+        return err == -ENAMETOOLONG ? -ENOENT : err;
+    if ((err = ctl_enter(d)) != 0)
+        return err;
+    struct shard_worker *x;
+    shard_ring *ring = NULL;
+    struct change c;
+    if ((err = prepare_leave(d, name, &x, &ring)) != 0) {
+        shard_ring_destroy(ring);
+        goto out;
+    }
+    if ((err = change_prepare(d, ring, NULL, NULL, &c)) != 0)
+        goto out;
+    publish(d, &c);
+    set_state(x, SHARD_WORKER_RETIRING);
+    push_fences(&c); /* x's fence included: it runs x's release hook once x's queue is done */
+    queue_push_mp(&x->q, &x->stop_item);
+    shard__worker_wake(x);
+out:
+    pthread_mutex_unlock(&d->ctl);
+    return err;
+}
+
+/* Everything x still holds, in order: held items, then its inbox, then its queue. Context: x->lock held,
+ * after the grace period that ended pushes to x. */
+static struct job *take_leftovers(struct shard_worker *x)
+{
+    struct job *head = held_take_all(&x->held), *tail = head;
+    while (tail && tail->held_next)
+        tail = tail->held_next;
+    pthread_mutex_lock(&x->inbox_lock);
+    struct job *inbox = x->inbox_head;
+    x->inbox_head = x->inbox_tail = NULL;
+    atomic_store_explicit(&x->inbox_flag, false, memory_order_relaxed);
+    pthread_mutex_unlock(&x->inbox_lock);
+    for (struct job *j = inbox, *next; j; j = next) {
+        next = j->held_next;
+        j->held_next = NULL;
+        if (tail)
+            tail->held_next = j;
+        else
+            head = j;
+        tail = j;
+    }
+    struct job *j;
+    while ((j = queue_pop_sc(&x->q))) {
+        j->held_next = NULL;
+        if (tail)
+            tail->held_next = j;
+        else
+            head = j;
+        tail = j;
+    }
+    return head;
+}
+
+static void deliver(struct shard_worker *dest, struct job *j)
+{
+    pthread_mutex_lock(&dest->inbox_lock);
+    j->held_next = NULL;
+    if (dest->inbox_tail)
+        dest->inbox_tail->held_next = j;
+    else
+        dest->inbox_head = j;
+    dest->inbox_tail = j;
+    atomic_store_explicit(&dest->inbox_flag, true, memory_order_release);
+    pthread_mutex_unlock(&dest->inbox_lock);
+}
+
+static void hand_over(shard_dispatcher *d, struct shard_worker *x, struct job *left, enum shard_crash_policy policy)
+{
+    struct snap *now = atomic_load_explicit(&d->snap, memory_order_relaxed);
+    if (policy == SHARD_CRASH_REROUTE) {
+        /* x now owes each of its own jobs: other workers' jobs of those keys wait until it has run. */
+        pthread_mutex_lock(&d->lock);
+        for (struct job *j = left; j; j = j->held_next)
+            if (j->kind == JOB_RUN && !j->rerouted) {
+                j->rerouted = true;
+                keymap_insert(&x->crash.owed, j);
+            }
+        shard__crash_record_update(d, x);
+        pthread_mutex_unlock(&d->lock);
+    }
+    for (struct job *j = left, *next; j; j = next) {
+        next = j->held_next;
+        if (j->kind != JOB_RUN) {
+            free(j); /* x's fences: it will never pass them */
+            continue;
+        }
+        if (policy == SHARD_CRASH_REROUTE) {
+            struct shard_worker *dest = now->by_member[shard__ring_owner_index(now->ring, j->hash)];
+            deliver(dest, j);
+            shard__worker_wake(dest);
+            continue;
+        }
+        if (d->cfg.on_dropped)
+            d->cfg.on_dropped(j->fn, j->arg, d->cfg.user);
+        atomic_fetch_add_explicit(&d->dropped, 1, memory_order_relaxed);
+        if (j->rerouted)
+            shard__rerouted_done(d, j);
+        shard__recycle(d, j);
+    }
+    pthread_mutex_lock(&d->lock);
+    /* release: the deliveries above happen before anyone who sees x handed over (handoff.c). */
+    atomic_store_explicit(&x->handed, true, memory_order_release);
+    shard__settle(d);
+    shard__wake_holders(d);
+    pthread_mutex_unlock(&d->lock);
+}
+
+SHARD_API int shard_worker_crash(shard_dispatcher *d, const char *name, enum shard_crash_policy policy)
+{
+    if (policy != SHARD_CRASH_REROUTE && policy != SHARD_CRASH_DROP)
+        return -EINVAL;
+    int err = check_name(name);
+    if (err)
+        return err == -ENAMETOOLONG ? -ENOENT : err;
+    if ((err = ctl_enter(d)) != 0)
+        return err;
+    struct shard_worker *x;
+    shard_ring *ring = NULL;
+    struct change c;
+    if ((err = prepare_leave(d, name, &x, &ring)) != 0) {
+        shard_ring_destroy(ring);
+        goto out;
+    }
+    if ((err = change_prepare(d, ring, NULL, x, &c)) != 0)
+        goto out;
+    /* From here on it cannot fail. x takes no further job; a job it is running keeps its key fenced. */
+    pthread_mutex_lock(&x->lock);
+    set_state(x, SHARD_WORKER_CRASHED);
+    pthread_mutex_lock(&d->lock);
+    x->crash.stuck = x->in_fn && x->running_job;
+    x->crash.stuck_hash = x->running_hash;
+    shard__crash_record_update(d, x);
+    pthread_mutex_unlock(&d->lock);
+    pthread_mutex_unlock(&x->lock);
+    shard__worker_wake(x);
+    publish(d, &c);
+    pthread_mutex_lock(&x->lock);
+    struct job *left = take_leftovers(x);
+    pthread_mutex_unlock(&x->lock);
+    hand_over(d, x, left, policy);
+    push_fences(&c);
+out:
+    pthread_mutex_unlock(&d->ctl);
+    return err;
+}
+
+/* ---- drain, stop ---- */
+
+static bool retiring_left(shard_dispatcher *d)
+{
+    for (size_t i = 0; i < d->nworkers; i++)
+        if (state_of(d->workers[i]) == SHARD_WORKER_RETIRING)
+            return true;
+    return false;
+}
+
+SHARD_API int shard_drain(shard_dispatcher *d)
+{
+    int err = ctl_enter(d);
+    if (err)
+        return err;
+    struct snap *cur = atomic_load_explicit(&d->snap, memory_order_relaxed);
+    size_t n = shard_ring_member_count(cur->ring);
+    struct job **marks = calloc(n, sizeof *marks);
+    for (size_t i = 0; marks && i < n; i++) {
+        if (!(marks[i] = calloc(1, sizeof **marks))) {
+            for (size_t k = 0; k < i; k++)
+                free(marks[k]);
+            free(marks);
+            marks = NULL;
+        }
+    }
+    if (!marks) {
+        pthread_mutex_unlock(&d->ctl);
+        return -ENOMEM;
+    }
+    pthread_mutex_lock(&d->lock);
+    d->marks_pending += n;
+    pthread_mutex_unlock(&d->lock);
+    for (size_t i = 0; i < n; i++) {
+        marks[i]->kind = JOB_MARK;
+        marks[i]->epoch = cur->epoch;
+        queue_push_mp(&cur->by_member[i]->q, marks[i]);
+        shard__worker_wake(cur->by_member[i]);
+    }
+    free(marks);
+    pthread_mutex_lock(&d->lock);
+    while (d->marks_pending || retiring_left(d))
+        pthread_cond_wait(&d->cond, &d->lock);
+    pthread_mutex_unlock(&d->lock);
+    pthread_mutex_unlock(&d->ctl);
+    return 0;
+}
+
+void shard__membership_stop_all(shard_dispatcher *d)
+{
+    for (size_t i = 0; i < d->nworkers; i++) {
+        struct shard_worker *w = d->workers[i];
+        if (state_of(w) == SHARD_WORKER_RUNNING) {
+            queue_push_mp(&w->q, &w->stop_item);
+            shard__worker_wake(w);
+        }
+    }
+    for (size_t i = 0; i < d->nworkers; i++)
+        if (d->workers[i]->started && !d->workers[i]->joined) {
+            pthread_join(d->workers[i]->thread, NULL);
+            d->workers[i]->joined = true;
+        }
+}
+
+void shard__membership_free(shard_dispatcher *d)
+{
+    struct snap *s = atomic_load_explicit(&d->snap, memory_order_relaxed);
+    while (s) {
+        struct snap *p = atomic_load_explicit(&s->prev, memory_order_relaxed);
+        snap_free(s);
+        s = p;
+    }
+    for (size_t i = 0; i < d->nworkers; i++)
+        shard__worker_free(d->workers[i]);
+    free(d->workers);
+}
+
+/* ---- inspection ---- */
+
+SHARD_API int shard_dispatcher_ring(shard_dispatcher *d, shard_ring **out)
+{
+    if (!d || !out)
+        return -EINVAL;
+    shard_rcu_read_lock();
+    if (atomic_load_explicit(&d->shutdown, memory_order_relaxed)) {
+        shard_rcu_read_unlock();
+        return -ESHUTDOWN;
+    }
+    int err = shard_ring_clone(atomic_load_explicit(&d->snap, memory_order_acquire)->ring, out);
+    shard_rcu_read_unlock();
+    return err;
+}
+
+SHARD_API int shard_dispatcher_stats(shard_dispatcher *d, struct shard_stats *out)
+{
+    if (!d || !out)
+        return -EINVAL;
+    memset(out, 0, sizeof *out);
+    shard_rcu_read_lock();
+    struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire);
+    out->epoch = s->epoch;
+    out->ring_checksum = shard_ring_checksum(s->ring);
+    out->workers = shard_ring_member_count(s->ring);
+    shard_rcu_read_unlock();
+    pthread_mutex_lock(&d->lock);
+    out->changes = d->changes;
+    out->last_moved_share = d->last_moved;
+    pthread_mutex_unlock(&d->lock);
+    out->dropped = atomic_load_explicit(&d->dropped, memory_order_relaxed);
+    return 0;
+}
+
+static void fill_stats(shard_dispatcher *d, const struct shard_worker *w, struct shard_worker_stats *o)
+{
+    memset(o, 0, sizeof *o);
+    snprintf(o->name, sizeof o->name, "%s", w->name);
+    o->state = (enum shard_worker_state)state_of(w);
+    o->running = atomic_load_explicit(&w->busy, memory_order_relaxed);
+    o->queued = d->capacity - pool_free_count(&w->pool);
+    o->executed = atomic_load_explicit(&w->executed, memory_order_relaxed);
+    o->set_aside = atomic_load_explicit(&w->set_aside, memory_order_relaxed);
+    o->handed_over = atomic_load_explicit(&w->handed_over, memory_order_relaxed);
+    o->parked = atomic_load_explicit(&w->parked, memory_order_relaxed);
+    o->woken = atomic_load_explicit(&w->woken, memory_order_relaxed);
+}
+
+SHARD_API long shard_dispatcher_worker_stats(shard_dispatcher *d, struct shard_worker_stats *out, size_t n)
+{
+    if (!d || (!out && n > 0))
+        return -EINVAL;
+    size_t k = 0;
+    pthread_mutex_lock(&d->lock);
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < d->nworkers; i++) {
+            const struct shard_worker *w = d->workers[i];
+            int st = state_of(w);
+            if (st == SHARD_WORKER_EXITED || (st == SHARD_WORKER_RUNNING) != (pass == 0))
+                continue;
+            if (k < n)
+                fill_stats(d, w, &out[k]);
+            k++;
+        }
+    pthread_mutex_unlock(&d->lock);
+    return (long)k;
+}

@@ -1,0 +1,295 @@
+/* The worker thread: take jobs in order, set aside what must wait, run the rest, park when idle.
+ * SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdlib.h>
+
+#include "dispatcher_internal.h"
+#include "rcu.h"
+
+#define SPIN_BEFORE_PARK 256
+
+_Thread_local struct shard_worker *shard__current_worker;
+
+/* Counters written by the worker alone: a plain increment, read relaxed by stats. */
+static void bump(_Atomic uint64_t *c)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1, memory_order_relaxed);
+}
+
+void shard__worker_wake(struct shard_worker *w)
+{
+    if (park_wake(&w->park))
+        bump(&w->woken);
+}
+
+static bool crashed(const struct shard_worker *w)
+{
+    return atomic_load_explicit(&w->state, memory_order_relaxed) == SHARD_WORKER_CRASHED;
+}
+
+static bool inbox_pending(struct shard_worker *w)
+{
+    /* acquire: pairs with the crash hand-over's store; see take() for why it is read after deps. */
+    return atomic_load_explicit(&w->inbox_flag, memory_order_acquire);
+}
+
+/* Moves jobs rerouted to this worker into the front of its held list. */
+static void pull_inbox(struct shard_worker *w)
+{
+    pthread_mutex_lock(&w->inbox_lock);
+    struct job *j = w->inbox_head;
+    w->inbox_head = w->inbox_tail = NULL;
+    atomic_store_explicit(&w->inbox_flag, false, memory_order_relaxed);
+    pthread_mutex_unlock(&w->inbox_lock);
+    while (j) {
+        struct job *next = j->held_next;
+        held_push_prio(&w->held, j);
+        bump(&w->handed_over);
+        j = next;
+    }
+    w->held_dirty = true;
+}
+
+/* Runs fn with w->lock released, marked as inside a job so a crash can take over the worker's lists
+ * meanwhile. Returns with w->lock held. */
+static void run_unlocked(struct shard_worker *w, bool is_job, uint64_t hash, void (*call)(struct shard_worker *, void *),
+                         void *ctx)
+{
+    w->in_fn = true;
+    w->running_job = is_job;
+    w->running_hash = hash;
+    atomic_store_explicit(&w->busy, is_job, memory_order_relaxed);
+    pthread_mutex_unlock(&w->lock);
+    call(w, ctx);
+    pthread_mutex_lock(&w->lock);
+    atomic_store_explicit(&w->busy, false, memory_order_relaxed);
+    w->in_fn = false;
+}
+
+static void call_job(struct shard_worker *w, void *ctx)
+{
+    struct job *j = ctx;
+    j->fn(w, j->arg);
+}
+
+static void run_job(struct shard_worker *w, struct job *j)
+{
+    run_unlocked(w, true, j->hash, call_job, j);
+    bump(&w->executed);
+    if (j->rerouted)
+        shard__rerouted_done(w->d, j);
+    shard__recycle(w->d, j);
+}
+
+struct release_ctx {
+    shard_dispatcher     *d;
+    struct shard_handoff  h;
+};
+
+static void call_release(struct shard_worker *w, void *ctx)
+{
+    struct release_ctx *rc = ctx;
+    rc->d->cfg.on_release(w, &rc->h, rc->d->cfg.user);
+}
+
+static void pass_fence(struct shard_worker *w, uint64_t epoch)
+{
+    shard_dispatcher *d = w->d;
+    /* release: every job this worker ran under older epochs happens before a reader of `passed`. */
+    atomic_store_explicit(&w->passed, epoch, memory_order_release);
+    pthread_mutex_lock(&d->lock);
+    shard__settle(d);
+    shard__wake_holders(d);
+    pthread_mutex_unlock(&d->lock);
+}
+
+/* Acts on a control item that has reached its turn. */
+static void control(struct shard_worker *w, struct job *j)
+{
+    shard_dispatcher *d = w->d;
+    switch (j->kind) {
+    case JOB_FENCE:
+        if (j->release && d->cfg.on_release) {
+            struct release_ctx rc = { d, { j->epoch, j->fence_before->ring, j->fence_after->ring } };
+            run_unlocked(w, false, 0, call_release, &rc);
+            if (crashed(w)) {
+                free(j);
+                return;
+            }
+        }
+        pass_fence(w, j->epoch);
+        free(j);
+        break;
+    case JOB_MARK:
+        pthread_mutex_lock(&d->lock);
+        d->marks_pending--;
+        pthread_cond_broadcast(&d->cond);
+        pthread_mutex_unlock(&d->lock);
+        free(j);
+        break;
+    case JOB_STOP:
+        w->stopped = true;
+        break;
+    default:
+        abort(); /* unreachable: JOB_RUN is never a control item */
+    }
+}
+
+static void set_aside(struct shard_worker *w, struct job *j)
+{
+    held_push_back(&w->held, j);
+    bump(&w->set_aside);
+    w->held_dirty = true;
+}
+
+/* A job or control item just taken from the queue. */
+static void take(struct shard_worker *w, struct job *j)
+{
+    if (j->kind != JOB_RUN) {
+        /* Jobs rerouted by a crash were delivered before any later fence was queued: let them in
+         * first, so a fence is never passed over them. */
+        if (inbox_pending(w))
+            pull_inbox(w);
+        if (w->held.count) {
+            held_push_back(&w->held, j);
+            w->held_dirty = true;
+        } else {
+            control(w, j);
+        }
+        return;
+    }
+    if ((w->held.count && held_has_key(&w->held, j->hash)) || !shard__job_may_run(w->d, j)) {
+        set_aside(w, j);
+        return;
+    }
+    /* The check above may have seen a crashed worker's hand-over; its rerouted jobs, delivered before
+     * that hand-over was published, may be older jobs of this key: they go first. */
+    if (inbox_pending(w)) {
+        set_aside(w, j);
+        pull_inbox(w);
+        return;
+    }
+    run_job(w, j);
+}
+
+static uint64_t held_min_epoch(const struct held *h)
+{
+    uint64_t min = UINT64_MAX;
+    for (const struct job *j = h->head; j; j = j->held_next)
+        if (j->kind == JOB_RUN && j->epoch < min)
+            min = j->epoch;
+    return min;
+}
+
+/* One walk over the held items in order, running or acting on whatever may go now. A job may go when
+ * it is its key's first held job and what it waits for is done; a fence when no held job is older
+ * than it and no control item is ahead of it; a mark or stop when nothing is ahead of it. */
+static void held_pass(struct shard_worker *w)
+{
+    shard_dispatcher *d = w->d;
+    w->held_dirty = false;
+    w->seen_gen = atomic_load_explicit(&d->gen, memory_order_acquire);
+    uint64_t min_epoch = held_min_epoch(&w->held);
+    bool blocked_before = false, control_before = false, progress = false;
+    for (struct job *j = w->held.head, *next; j; j = next) {
+        next = j->held_next;
+        bool go;
+        if (j->kind == JOB_RUN)
+            go = held_first_of_key(&w->held, j) && shard__job_may_run(d, j);
+        else if (j->kind == JOB_FENCE)
+            go = !control_before && min_epoch >= j->epoch;
+        else
+            go = !blocked_before;
+        if (!go) {
+            blocked_before = true;
+            control_before |= j->kind != JOB_RUN;
+            continue;
+        }
+        if (j->kind == JOB_RUN && inbox_pending(w)) {
+            pull_inbox(w);
+            return;
+        }
+        held_remove(&w->held, j);
+        progress = true;
+        if (j->kind == JOB_RUN)
+            run_job(w, j);
+        else
+            control(w, j);
+        if (crashed(w) || w->stopped)
+            return;
+    }
+    /* What ran may have unblocked items earlier in the list: walk again. */
+    if (progress)
+        w->held_dirty = true;
+}
+
+static bool has_work(struct shard_worker *w)
+{
+    return crashed(w) || w->held_dirty || inbox_pending(w) || queue_nonempty_sc(&w->q) ||
+           (w->held.count && atomic_load_explicit(&w->d->gen, memory_order_seq_cst) != w->seen_gen);
+}
+
+static void idle(struct shard_worker *w)
+{
+    for (int i = 0; i < SPIN_BEFORE_PARK; i++) {
+        if (has_work(w))
+            return;
+        caa_cpu_relax();
+    }
+    uint32_t seq = park_prepare(&w->park);
+    if (has_work(w)) {
+        park_cancel(&w->park);
+        return;
+    }
+    bump(&w->parked);
+    pthread_mutex_unlock(&w->lock);
+    park_wait(&w->park, seq);
+    pthread_mutex_lock(&w->lock);
+}
+
+static void loop(struct shard_worker *w)
+{
+    while (!crashed(w) && !w->stopped) {
+        if (inbox_pending(w))
+            pull_inbox(w);
+        if (w->held.count &&
+            (w->held_dirty || atomic_load_explicit(&w->d->gen, memory_order_acquire) != w->seen_gen)) {
+            held_pass(w);
+            continue;
+        }
+        struct job *j = queue_pop_sc(&w->q);
+        if (j)
+            take(w, j);
+        else
+            idle(w);
+    }
+}
+
+void *shard__worker_main(void *arg)
+{
+    struct shard_worker *w = arg;
+    shard_dispatcher *d = w->d;
+    shard__current_worker = w;
+    if (d->cfg.on_worker_start)
+        d->cfg.on_worker_start(w, d->cfg.user);
+    pthread_mutex_lock(&w->lock);
+    loop(w);
+    bool was_crashed = crashed(w);
+    pthread_mutex_unlock(&w->lock);
+    if (d->cfg.on_worker_stop)
+        d->cfg.on_worker_stop(w, d->cfg.user);
+
+    pthread_mutex_lock(&d->lock);
+    if (was_crashed) {
+        w->crash.stuck = false; /* its last job has returned: that key may move */
+        shard__crash_record_update(d, w);
+    } else {
+        atomic_store_explicit(&w->passed, UINT64_MAX, memory_order_release);
+        atomic_store_explicit(&w->state, SHARD_WORKER_EXITED, memory_order_release);
+    }
+    shard__settle(d);
+    shard__wake_holders(d);
+    pthread_cond_broadcast(&d->cond);
+    pthread_mutex_unlock(&d->lock);
+    shard__current_worker = NULL;
+    return NULL;
+}
