@@ -33,10 +33,9 @@ SHARD_API shard_dispatcher *shard_worker_dispatcher(const shard_worker *w)
 
 void shard__space_notify(shard_dispatcher *d)
 {
-    /* seq_cst fence: the record push before it and the waiter count read after it form a Dekker pair
-     * with the waiter's count increment and pool check (wait_for_space): no lost wake-up. */
-    atomic_thread_fence(memory_order_seq_cst);
-    if (atomic_load_explicit(&d->space_waiters, memory_order_relaxed)) {
+    /* seq_cst: the record push before it (a seq_cst CAS) and this read form a Dekker pair with the
+     * waiter's seq_cst count increment and pool check (wait_for_space): no lost wake-up. */
+    if (atomic_load_explicit(&d->space_waiters, memory_order_seq_cst)) {
         pthread_mutex_lock(&d->space_lock);
         pthread_cond_broadcast(&d->space_cond);
         pthread_mutex_unlock(&d->space_lock);
@@ -184,9 +183,8 @@ static void wait_for_space(shard_dispatcher *d, struct shard_worker *w)
 {
     pthread_mutex_lock(&d->space_lock);
     uint64_t epoch = atomic_load_explicit(&d->space_epoch, memory_order_relaxed);
+    /* seq_cst, then a seq_cst read of the pool: the other half of shard__space_notify's pair. */
     atomic_fetch_add_explicit(&d->space_waiters, 1, memory_order_seq_cst);
-    /* seq_cst fence: the other half of shard__space_notify's Dekker pair. */
-    atomic_thread_fence(memory_order_seq_cst);
     while (pool_free_count(&w->pool) == 0 && !atomic_load_explicit(&d->shutdown, memory_order_relaxed) &&
            atomic_load_explicit(&d->space_epoch, memory_order_relaxed) == epoch)
         pthread_cond_wait(&d->space_cond, &d->space_lock);

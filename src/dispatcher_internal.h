@@ -60,6 +60,7 @@ struct shard_worker {
     _Atomic uint64_t passed;      /* every job of an epoch below this is done */
     _Atomic int      state;       /* enum shard_worker_state */
     _Atomic bool     handed;      /* crashed, and its queue handed over */
+    _Atomic bool     crash_pending; /* a crash waits for lock: the worker lets go of it */
     struct crash_record crash;    /* under d->lock */
 
     shard_dispatcher *d;
@@ -78,6 +79,7 @@ struct shard_dispatcher {
     struct shard_config cfg;
     uint32_t         capacity;
     _Atomic(struct snap *) snap;
+    _Atomic uint64_t epoch;     /* of snap; written under ctl, read under d->lock */
     _Atomic uint64_t settled;   /* min passed over workers that are neither crashed nor exited */
     _Atomic uint64_t gen;       /* bumped when something a held job waits for may have happened */
     _Atomic int      shutdown;

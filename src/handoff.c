@@ -12,7 +12,13 @@
  *
  * A crashed worker never passes another fence. Once its queue is handed over, it stops counting for
  * d->settled and its crash record blocks instead, precisely: the key of its still-running job until
- * that job returns, and the key of each job it rerouted until that job has run. */
+ * that job returns, and the key of each job it rerouted until that job has run (for jobs of later
+ * epochs only).
+ *
+ * Why nothing waits forever: every wait points to strictly older work. A job waits for fences of
+ * epochs up to its own, and for older-epoch jobs of its key; a fence waits for older fences and for
+ * held jobs of older epochs. Only drain marks and stops wait for everything ahead of them, and
+ * nothing waits for those. */
 #include <stdlib.h>
 
 #include "dispatcher_internal.h"
@@ -63,10 +69,11 @@ bool shard__crash_blocks(shard_dispatcher *d, const struct job *j)
         const struct crash_record *c = &x->crash;
         if (!c->active)
             continue;
-        /* The stuck job precedes every queued job of its key, the crashed worker's own included;
-         * a rerouted job precedes every job of its key routed after it elsewhere. */
-        blocked = (c->stuck && c->stuck_hash == j->hash) ||
-                  (x != j->routed && keymap_first(&c->owed, j->hash) != NULL);
+        /* No job of the stuck job's key may run beside it. A rerouted job precedes the jobs of its
+         * key routed after it, under later epochs, elsewhere; the owed FIFO is in epoch order. Jobs
+         * of an equal epoch were routed to x too and are ordered by the FIFOs that hold them. */
+        const struct job *first = keymap_first(&c->owed, j->hash);
+        blocked = (c->stuck && c->stuck_hash == j->hash) || (first && first->epoch < j->epoch);
     }
     pthread_mutex_unlock(&d->lock);
     return blocked;
@@ -108,9 +115,9 @@ void shard__settle(shard_dispatcher *d)
         uint64_t p = atomic_load_explicit(&w->passed, memory_order_acquire);
         min = p < min ? p : min;
     }
-    struct snap *s = atomic_load_explicit(&d->snap, memory_order_relaxed);
-    if (s && min > s->epoch)
-        min = s->epoch;
+    uint64_t epoch = atomic_load_explicit(&d->epoch, memory_order_relaxed);
+    if (min > epoch)
+        min = epoch;
     /* release: a reader that sees the new value also sees the passes and hand-overs behind it. */
     atomic_store_explicit(&d->settled, min, memory_order_release);
 }

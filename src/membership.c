@@ -171,6 +171,7 @@ static void publish(shard_dispatcher *d, struct change *c)
     atomic_store_explicit(&c->snap->prev, old, memory_order_relaxed);
     /* release: readers that load the new snapshot see it fully built (pairs with submit's acquire). */
     atomic_store_explicit(&d->snap, c->snap, memory_order_release);
+    atomic_store_explicit(&d->epoch, c->snap->epoch, memory_order_relaxed);
     shard_rcu_synchronize();
     c->snap = NULL;
     pthread_mutex_lock(&d->lock);
@@ -280,6 +281,7 @@ int shard__membership_init(shard_dispatcher *d)
     s->ring = ring;
     s->by_member = by;
     atomic_store_explicit(&d->snap, s, memory_order_release);
+    atomic_store_explicit(&d->epoch, 1, memory_order_relaxed);
     ring = NULL;
     by = NULL;
     s = NULL;
@@ -497,7 +499,9 @@ SHARD_API int shard_worker_crash(shard_dispatcher *d, const char *name, enum sha
     if ((err = change_prepare(d, ring, NULL, x, &c)) != 0)
         goto out;
     /* From here on it cannot fail. x takes no further job; a job it is running keeps its key fenced. */
+    atomic_store_explicit(&x->crash_pending, true, memory_order_relaxed);
     pthread_mutex_lock(&x->lock);
+    atomic_store_explicit(&x->crash_pending, false, memory_order_release);
     set_state(x, SHARD_WORKER_CRASHED);
     pthread_mutex_lock(&d->lock);
     x->crash.stuck = x->in_fn && x->running_job;

@@ -69,8 +69,10 @@ void pool_push_chain_mp(struct job_pool *p, struct job *first, struct job *last,
     for (;;) {
         atomic_store_explicit(&last->free_next, (uint32_t)(old & IDX_MASK), memory_order_relaxed);
         uint64_t nw = top_word((old >> TAG_SHIFT) + 1, ((old >> CNT_SHIFT) & IDX_MASK) + n, first1);
-        /* release: the records' links and everything the worker did with them precede the push. */
-        if (atomic_compare_exchange_weak_explicit(&p->top, &old, nw, memory_order_release,
+        /* release: the records' links and everything the worker did with them precede the push.
+         * seq_cst (no dearer than release for a CAS on x86): half of the space wake-up Dekker pair
+         * (shard__space_notify). */
+        if (atomic_compare_exchange_weak_explicit(&p->top, &old, nw, memory_order_seq_cst,
                                                   memory_order_relaxed))
             return;
     }
@@ -78,7 +80,8 @@ void pool_push_chain_mp(struct job_pool *p, struct job *first, struct job *last,
 
 uint32_t pool_free_count(const struct job_pool *p)
 {
-    return (uint32_t)((atomic_load_explicit(&p->top, memory_order_relaxed) >> CNT_SHIFT) & IDX_MASK);
+    /* seq_cst: read after the waiter's count increment (wait_for_space). */
+    return (uint32_t)((atomic_load_explicit(&p->top, memory_order_seq_cst) >> CNT_SHIFT) & IDX_MASK);
 }
 
 void queue_init(struct queue *q)

@@ -1,5 +1,6 @@
 /* The worker thread: take jobs in order, set aside what must wait, run the rest, park when idle.
  * SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <sched.h>
 #include <stdlib.h>
 
 #include "dispatcher_internal.h"
@@ -69,6 +70,19 @@ static void call_job(struct shard_worker *w, void *ctx)
 {
     struct job *j = ctx;
     j->fn(w, j->arg);
+}
+
+/* A crash is waiting for this worker's lock: let it have it (a mutex is not fair, and a worker running
+ * back-to-back jobs would otherwise win it again and again). Called only between items, holding no
+ * job outside the lists a crash collects. */
+static void yield_to_crash(struct shard_worker *w)
+{
+    if (!atomic_load_explicit(&w->crash_pending, memory_order_relaxed))
+        return;
+    pthread_mutex_unlock(&w->lock);
+    while (atomic_load_explicit(&w->crash_pending, memory_order_acquire))
+        sched_yield();
+    pthread_mutex_lock(&w->lock);
 }
 
 static void run_job(struct shard_worker *w, struct job *j)
@@ -181,27 +195,28 @@ static uint64_t held_min_epoch(const struct held *h)
 }
 
 /* One walk over the held items in order, running or acting on whatever may go now. A job may go when
- * it is its key's first held job and what it waits for is done; a fence when no held job is older
- * than it and no control item is ahead of it; a mark or stop when nothing is ahead of it. */
+ * it is its key's first held job and what it waits for is done; a fence when no held job is of an
+ * older epoch and no older fence is ahead of it (a fence must not wait for a mark: a mark waits for
+ * the jobs ahead of it, and those may wait for this fence); a mark or stop when nothing is ahead. */
 static void held_pass(struct shard_worker *w)
 {
     shard_dispatcher *d = w->d;
     w->held_dirty = false;
     w->seen_gen = atomic_load_explicit(&d->gen, memory_order_acquire);
     uint64_t min_epoch = held_min_epoch(&w->held);
-    bool blocked_before = false, control_before = false, progress = false;
+    bool blocked_before = false, fence_before = false, progress = false;
     for (struct job *j = w->held.head, *next; j; j = next) {
         next = j->held_next;
         bool go;
         if (j->kind == JOB_RUN)
             go = held_first_of_key(&w->held, j) && shard__job_may_run(d, j);
         else if (j->kind == JOB_FENCE)
-            go = !control_before && min_epoch >= j->epoch;
+            go = !fence_before && min_epoch >= j->epoch;
         else
             go = !blocked_before;
         if (!go) {
             blocked_before = true;
-            control_before |= j->kind != JOB_RUN;
+            fence_before |= j->kind == JOB_FENCE;
             continue;
         }
         if (j->kind == JOB_RUN && inbox_pending(w)) {
@@ -222,10 +237,15 @@ static void held_pass(struct shard_worker *w)
         w->held_dirty = true;
 }
 
+static bool held_needs_pass(struct shard_worker *w)
+{
+    return w->held.count &&
+           (w->held_dirty || atomic_load_explicit(&w->d->gen, memory_order_seq_cst) != w->seen_gen);
+}
+
 static bool has_work(struct shard_worker *w)
 {
-    return crashed(w) || w->held_dirty || inbox_pending(w) || queue_nonempty_sc(&w->q) ||
-           (w->held.count && atomic_load_explicit(&w->d->gen, memory_order_seq_cst) != w->seen_gen);
+    return crashed(w) || inbox_pending(w) || queue_nonempty_sc(&w->q) || held_needs_pass(w);
 }
 
 static void idle(struct shard_worker *w)
@@ -249,10 +269,12 @@ static void idle(struct shard_worker *w)
 static void loop(struct shard_worker *w)
 {
     while (!crashed(w) && !w->stopped) {
+        yield_to_crash(w);
+        if (crashed(w))
+            break;
         if (inbox_pending(w))
             pull_inbox(w);
-        if (w->held.count &&
-            (w->held_dirty || atomic_load_explicit(&w->d->gen, memory_order_acquire) != w->seen_gen)) {
+        if (held_needs_pass(w)) {
             held_pass(w);
             continue;
         }

@@ -1,0 +1,72 @@
+/* Helpers of the stress programs: a plain harness (they also run under ThreadSanitizer, where
+ * Criterion cannot) with CHECK that reports and fails, and a per-(producer, key) order checker. */
+#ifndef SHARD_STRESS_COMMON_H
+#define SHARD_STRESS_COMMON_H
+
+#include <shard.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define STRESS_SANITIZED 1
+#else
+#define STRESS_SANITIZED 0
+#endif
+
+static atomic_int stress_failures;
+
+#define CHECK(cond, ...)                                                                          \
+    do {                                                                                          \
+        if (!(cond)) {                                                                            \
+            if (atomic_fetch_add(&stress_failures, 1) < 20) {                                     \
+                fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond);          \
+                fprintf(stderr, __VA_ARGS__);                                                     \
+                fputc('\n', stderr);                                                              \
+            }                                                                                     \
+        }                                                                                         \
+    } while (0)
+
+static inline void stress_pause_ms(int ms)
+{
+    struct timespec ts = { 0, (long)ms * 1000000L };
+    nanosleep(&ts, NULL);
+}
+
+/* One submitted job: which producer, which key, its sequence number in that (producer, key) stream. */
+struct stress_job {
+    int         producer, key;
+    unsigned    seq;
+    atomic_int  runs;
+};
+
+/* What the jobs of one key check as they run. */
+struct stress_key {
+    atomic_int          running;        /* jobs of this key running now: must never exceed 1 */
+    const shard_worker *last_worker;
+    unsigned           *next_seq;       /* per producer: the seq expected next */
+};
+
+static inline void stress_run(struct stress_key *k, struct stress_job *j, shard_worker *w)
+{
+    CHECK(atomic_fetch_add(&k->running, 1) == 0, "key %d ran on two workers at once (%s)", j->key,
+          shard_worker_name(w));
+    CHECK(atomic_fetch_add(&j->runs, 1) == 0, "job p%d k%d #%u ran twice", j->producer, j->key, j->seq);
+    CHECK(k->next_seq[j->producer] == j->seq, "key %d producer %d: ran #%u, expected #%u", j->key, j->producer,
+          j->seq, k->next_seq[j->producer]);
+    k->next_seq[j->producer] = j->seq + 1;
+    k->last_worker = w;
+    atomic_fetch_sub(&k->running, 1);
+}
+
+static inline int stress_result(const char *name)
+{
+    int f = atomic_load(&stress_failures);
+    printf("%s: %s (%d failed checks)\n", name, f ? "FAILED" : "ok", f);
+    /* The plain closing line CI reads. */
+    printf("%d passed, %d failed\n", f ? 0 : 1, f ? 1 : 0);
+    return f ? 1 : 0;
+}
+
+#endif
