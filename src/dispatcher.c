@@ -210,7 +210,7 @@ static int submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn
         struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire);
         struct shard_worker *w = s->by_member[shard__ring_owner_index(s->ring, h)];
         struct job *j = pool_pop_mp(&w->pool);
-        if (!j && from_worker) {
+        if (!j && from_worker && wait) {
             /* A worker never waits: it could be the very worker that must make room. */
             j = calloc(1, sizeof *j);
             if (!j) {

@@ -1,0 +1,681 @@
+/* The dispatcher's contract: placement, backpressure, membership calls and their errors, hooks, the
+ * release-hook handoff, minimal movement per worker, crashes with a stuck job, drain, destroy, stats,
+ * and an idle dispatcher using no CPU. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <shard.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+static shard_dispatcher *make(uint32_t workers, uint32_t capacity)
+{
+    shard_dispatcher *d;
+    struct shard_config cfg = { .workers = workers, .queue_capacity = capacity };
+    cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
+    return d;
+}
+
+static size_t kname(char *buf, unsigned i)
+{
+    return (size_t)snprintf(buf, 24, "key-%u", i);
+}
+
+static void noop(shard_worker *w, void *arg)
+{
+    (void)w;
+    (void)arg;
+}
+
+static void count(shard_worker *w, void *arg)
+{
+    (void)w;
+    atomic_fetch_add((atomic_long *)arg, 1);
+}
+
+/* ---- create and errors ---- */
+
+Test(dispatcher, create_defaults_and_errors)
+{
+    shard_dispatcher *d;
+    cr_assert_eq(shard_dispatcher_create(NULL, NULL), -EINVAL);
+    struct shard_config big = { .queue_capacity = SHARD_MAX_QUEUE_CAPACITY + 1 };
+    cr_assert_eq(shard_dispatcher_create(&d, &big), -EINVAL);
+    struct shard_config many = { .workers = SHARD_MAX_WORKERS + 1 };
+    cr_assert_eq(shard_dispatcher_create(&d, &many), -EINVAL);
+    cr_assert_eq(shard_dispatcher_create(&d, NULL), 0);
+    struct shard_stats st;
+    cr_assert_eq(shard_dispatcher_stats(d, &st), 0);
+    cr_assert_eq(st.workers, (size_t)sysconf(_SC_NPROCESSORS_ONLN));
+    cr_assert_eq(st.epoch, 1);
+    cr_assert_eq(shard_dispatcher_stats(d, NULL), -EINVAL);
+    cr_assert_eq(shard_dispatcher_stats(NULL, &st), -EINVAL);
+    cr_assert_eq(shard_dispatcher_worker_stats(NULL, NULL, 0), -EINVAL);
+    cr_assert_eq(shard_dispatcher_worker_stats(d, NULL, 1), -EINVAL);
+    cr_assert_eq(shard_dispatcher_worker_stats(d, NULL, 0), (long)st.workers);
+    shard_dispatcher_destroy(d);
+    shard_dispatcher_destroy(NULL);
+}
+
+Test(dispatcher, submit_errors_never_run_the_job)
+{
+    shard_dispatcher *d = make(2, 0);
+    atomic_long ran = 0;
+    cr_assert_eq(shard_submit(NULL, "k", 1, count, &ran), -EINVAL);
+    cr_assert_eq(shard_submit(d, "k", 1, NULL, &ran), -EINVAL);
+    cr_assert_eq(shard_submit(d, NULL, 1, count, &ran), -EINVAL);
+    cr_assert_eq(shard_try_submit(d, NULL, 1, count, &ran), -EINVAL);
+    cr_assert_eq(shard_submit(d, NULL, 0, count, &ran), 0); /* the empty key is a key */
+    cr_assert_eq(shard_drain(d), 0);
+    cr_assert_eq(atomic_load(&ran), 1);
+    shard_dispatcher_destroy(d);
+}
+
+Test(dispatcher, membership_errors)
+{
+    shard_dispatcher *d = make(2, 0);
+    char longname[SHARD_NAME_MAX + 2];
+    memset(longname, 'x', sizeof longname - 1);
+    longname[sizeof longname - 1] = 0;
+    cr_assert_eq(shard_worker_add(NULL, "a", 1), -EINVAL);
+    cr_assert_eq(shard_worker_add(d, NULL, 1), -EINVAL);
+    cr_assert_eq(shard_worker_add(d, "", 1), -EINVAL);
+    cr_assert_eq(shard_worker_add(d, "a", 0), -EINVAL);
+    cr_assert_eq(shard_worker_add(d, longname, 1), -ENAMETOOLONG);
+    cr_assert_eq(shard_worker_add(d, "a", SHARD_RING_MAX_POINTS), -EINVAL);
+    cr_assert_eq(shard_worker_add(d, "w0", 1), -EEXIST);
+    cr_assert_eq(shard_worker_remove(d, "nope"), -ENOENT);
+    cr_assert_eq(shard_worker_remove(d, NULL), -EINVAL);
+    cr_assert_eq(shard_worker_remove(NULL, "w0"), -EINVAL);
+    cr_assert_eq(shard_worker_crash(d, "nope", SHARD_CRASH_REROUTE), -ENOENT);
+    cr_assert_eq(shard_worker_crash(d, "w0", (enum shard_crash_policy)7), -EINVAL);
+    cr_assert_eq(shard_drain(NULL), -EINVAL);
+    struct shard_stats st;
+    shard_dispatcher_stats(d, &st);
+    cr_assert_eq(st.epoch, 1, "a failed call must change nothing");
+    cr_assert_eq(shard_worker_remove(d, "w0"), 0);
+    cr_assert_eq(shard_worker_remove(d, "w1"), -EBUSY);
+    cr_assert_eq(shard_worker_crash(d, "w1", SHARD_CRASH_DROP), -EBUSY);
+    cr_assert_eq(shard_worker_add(d, "w0", 1), 0); /* a removed name can come back */
+    cr_assert_eq(shard_dispatcher_ring(d, NULL), -EINVAL);
+    shard_dispatcher_destroy(d);
+}
+
+static atomic_int deadlk_seen;
+static void membership_from_job(shard_worker *w, void *arg)
+{
+    shard_dispatcher *d = arg;
+    (void)w;
+    int a = shard_worker_add(d, "inner", 1), r = shard_worker_remove(d, "w0"),
+        c = shard_worker_crash(d, "w0", SHARD_CRASH_DROP), dr = shard_drain(d);
+    shard_dispatcher *other;
+    int cr = shard_dispatcher_create(&other, NULL);
+    atomic_store(&deadlk_seen, a == -EDEADLK && r == -EDEADLK && c == -EDEADLK && dr == -EDEADLK && cr == -EDEADLK);
+}
+
+Test(dispatcher, membership_calls_from_a_worker_are_refused)
+{
+    shard_dispatcher *d = make(2, 0);
+    cr_assert_eq(shard_submit(d, "k", 1, membership_from_job, d), 0);
+    cr_assert_eq(shard_drain(d), 0);
+    cr_assert(atomic_load(&deadlk_seen));
+    shard_dispatcher_destroy(d);
+}
+
+/* ---- placement ---- */
+
+struct placed {
+    const char *ran_on[2000];
+};
+
+struct placed_job {
+    struct placed *p;
+    unsigned       key;
+};
+
+static void record_worker(shard_worker *w, void *arg)
+{
+    struct placed_job *j = arg;
+    j->p->ran_on[j->key] = shard_worker_name(w);
+}
+
+Test(dispatcher, every_job_runs_on_its_keys_owner)
+{
+    shard_dispatcher *d = make(4, 0);
+    static struct placed p;
+    static struct placed_job jobs[2000];
+    char k[24];
+    for (unsigned i = 0; i < 2000; i++) {
+        jobs[i] = (struct placed_job){ &p, i };
+        cr_assert_eq(shard_submit(d, k, kname(k, i), record_worker, &jobs[i]), 0);
+    }
+    cr_assert_eq(shard_drain(d), 0);
+    shard_ring *r;
+    cr_assert_eq(shard_dispatcher_ring(d, &r), 0);
+    for (unsigned i = 0; i < 2000; i++)
+        cr_assert_str_eq(p.ran_on[i], shard_ring_owner(r, k, kname(k, i)));
+    shard_ring_destroy(r);
+    shard_dispatcher_destroy(d);
+}
+
+Test(dispatcher, adding_a_worker_moves_only_the_keys_the_ring_moves)
+{
+    shard_dispatcher *d = make(3, 0);
+    static struct placed before, after;
+    static struct placed_job jb[2000], ja[2000];
+    char k[24];
+    for (unsigned i = 0; i < 2000; i++) {
+        jb[i] = (struct placed_job){ &before, i };
+        cr_assert_eq(shard_submit(d, k, kname(k, i), record_worker, &jb[i]), 0);
+    }
+    cr_assert_eq(shard_drain(d), 0);
+    cr_assert_eq(shard_worker_add(d, "new", 1), 0);
+    for (unsigned i = 0; i < 2000; i++) {
+        ja[i] = (struct placed_job){ &after, i };
+        cr_assert_eq(shard_submit(d, k, kname(k, i), record_worker, &ja[i]), 0);
+    }
+    cr_assert_eq(shard_drain(d), 0);
+    int moved = 0;
+    for (unsigned i = 0; i < 2000; i++) {
+        if (strcmp(after.ran_on[i], before.ran_on[i]) == 0)
+            continue;
+        moved++;
+        cr_assert_str_eq(after.ran_on[i], "new", "key %u moved from %s to %s, not to the new worker", i,
+                         before.ran_on[i], after.ran_on[i]);
+    }
+    cr_assert(moved > 2000 / 4 * 0.6 && moved < 2000 / 4 * 1.4, "moved %d of 2000 keys", moved);
+    struct shard_stats st;
+    shard_dispatcher_stats(d, &st);
+    cr_assert_eq(st.epoch, 2);
+    cr_assert_eq(st.changes, 1);
+    cr_assert(st.last_moved_share > 0.15 && st.last_moved_share < 0.35, "moved share %f", st.last_moved_share);
+    shard_ring *r;
+    cr_assert_eq(shard_dispatcher_ring(d, &r), 0);
+    cr_assert_eq(st.ring_checksum, shard_ring_checksum(r));
+    shard_ring_destroy(r);
+    shard_dispatcher_destroy(d);
+}
+
+/* ---- backpressure ---- */
+
+static sem_t gate, started;
+static void blocker(shard_worker *w, void *arg)
+{
+    (void)w;
+    (void)arg;
+    sem_post(&started);
+    sem_wait(&gate);
+}
+
+struct seq_log {
+    atomic_int next;
+    int        order[16];
+};
+
+struct seq_job {
+    struct seq_log *log;
+    int             n;
+};
+
+static void log_seq(shard_worker *w, void *arg)
+{
+    (void)w;
+    struct seq_job *j = arg;
+    j->log->order[atomic_fetch_add(&j->log->next, 1)] = j->n;
+}
+
+struct blocking_submit {
+    shard_dispatcher *d;
+    struct seq_job   *job;
+    int               rc;
+};
+
+static void *submit_blocking(void *arg)
+{
+    struct blocking_submit *b = arg;
+    b->rc = shard_submit(b->d, "k", 1, log_seq, b->job);
+    return NULL;
+}
+
+Test(dispatcher, full_queue_try_submit_eagain_submit_waits)
+{
+    sem_init(&gate, 0, 0);
+    sem_init(&started, 0, 0);
+    shard_dispatcher *d = make(1, 4);
+    static struct seq_log log;
+    static struct seq_job jobs[6];
+    for (int i = 0; i < 6; i++)
+        jobs[i] = (struct seq_job){ &log, i };
+    cr_assert_eq(shard_submit(d, "k", 1, blocker, NULL), 0);
+    sem_wait(&started); /* the worker is inside the blocker; its record counts against the capacity */
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(shard_try_submit(d, "k", 1, log_seq, &jobs[i]), 0);
+    cr_assert_eq(shard_try_submit(d, "k", 1, log_seq, &jobs[5]), -EAGAIN);
+    struct shard_worker_stats ws;
+    cr_assert_eq(shard_dispatcher_worker_stats(d, &ws, 1), 1);
+    cr_assert_eq(ws.queued, 4);
+    cr_assert(ws.running);
+    pthread_t t;
+    struct blocking_submit b = { d, &jobs[3], -1 };
+    pthread_create(&t, NULL, submit_blocking, &b);
+    sem_post(&gate);
+    pthread_join(t, NULL);
+    cr_assert_eq(b.rc, 0);
+    cr_assert_eq(shard_drain(d), 0);
+    cr_assert_eq(atomic_load(&log.next), 4, "the refused job must not run");
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(log.order[i], i);
+    shard_dispatcher_destroy(d);
+}
+
+struct self_flood {
+    shard_dispatcher *d;
+    atomic_int        ran, submitted;
+    int               last;
+    int               out_of_order;
+};
+
+static void flood_item(shard_worker *w, void *arg);
+struct flood_job {
+    struct self_flood *f;
+    int                n;
+};
+static struct flood_job flood_jobs[1000];
+
+static void flood_item(shard_worker *w, void *arg)
+{
+    (void)w;
+    struct flood_job *j = arg;
+    j->f->out_of_order += j->n != j->f->last + 1;
+    j->f->last = j->n;
+    atomic_fetch_add(&j->f->ran, 1);
+}
+
+static void flooder(shard_worker *w, void *arg)
+{
+    (void)w;
+    struct self_flood *f = arg;
+    /* 1000 jobs into this worker's own queue of 8: waiting would deadlock, so they go beyond it. */
+    for (int i = 0; i < 1000; i++) {
+        flood_jobs[i] = (struct flood_job){ f, i };
+        int rc = shard_submit(f->d, "same", 4, flood_item, &flood_jobs[i]);
+        if (rc)
+            atomic_store(&f->ran, -100000);
+    }
+    atomic_store(&f->submitted, 1);
+}
+
+Test(dispatcher, a_job_submitting_to_its_own_full_queue_does_not_deadlock)
+{
+    static struct self_flood f;
+    f.d = make(2, 8);
+    f.last = -1;
+    cr_assert_eq(shard_submit(f.d, "same", 4, flooder, &f), 0);
+    while (!atomic_load(&f.submitted))
+        ; /* drain covers jobs submitted before it: let the flooder finish submitting */
+    cr_assert_eq(shard_drain(f.d), 0);
+    cr_assert_eq(atomic_load(&f.ran), 1000);
+    cr_assert_eq(f.out_of_order, 0);
+    shard_dispatcher_destroy(f.d);
+}
+
+/* ---- destroy ---- */
+
+Test(dispatcher, destroy_runs_every_accepted_job)
+{
+    shard_dispatcher *d = make(2, 64);
+    static atomic_long ran;
+    char k[24];
+    for (unsigned i = 0; i < 20000; i++)
+        cr_assert_eq(shard_submit(d, k, kname(k, i % 97), count, &ran), 0);
+    shard_dispatcher_destroy(d);
+    cr_assert_eq(atomic_load(&ran), 20000);
+}
+
+struct shutdown_probe {
+    shard_dispatcher *d;
+    atomic_long       accepted, ran;
+    atomic_int        looping, saw_shutdown;
+};
+
+static void probe_count(shard_worker *w, void *arg)
+{
+    (void)w;
+    atomic_fetch_add(&((struct shutdown_probe *)arg)->ran, 1);
+}
+
+static void submit_until_shutdown(shard_worker *w, void *arg)
+{
+    (void)w;
+    struct shutdown_probe *p = arg;
+    atomic_store(&p->looping, 1);
+    for (;;) {
+        int rc = shard_try_submit(p->d, "other", 5, probe_count, p);
+        if (rc == 0)
+            atomic_fetch_add(&p->accepted, 1);
+        else if (rc == -ESHUTDOWN)
+            break;
+    }
+    atomic_store(&p->saw_shutdown, 1);
+}
+
+Test(dispatcher, submit_during_destroy_is_refused_with_eshutdown)
+{
+    static struct shutdown_probe p;
+    p.d = make(2, 16);
+    cr_assert_eq(shard_submit(p.d, "k", 1, submit_until_shutdown, &p), 0);
+    while (!atomic_load(&p.looping))
+        ; /* the job is submitting now */
+    shard_dispatcher_destroy(p.d);
+    cr_assert(atomic_load(&p.saw_shutdown));
+    cr_assert_eq(atomic_load(&p.ran), atomic_load(&p.accepted), "every accepted job runs, no refused one does");
+}
+
+/* ---- hooks and the handoff of worker-local state ---- */
+
+static atomic_int starts, stops;
+static void on_start(shard_worker *w, void *user)
+{
+    (void)user;
+    atomic_fetch_add(&starts, 1);
+    shard_worker_set_user(w, (void *)shard_worker_name(w));
+}
+static void on_stop(shard_worker *w, void *user)
+{
+    (void)w;
+    (void)user;
+    atomic_fetch_add(&stops, 1);
+}
+static atomic_int user_ok;
+static void check_user(shard_worker *w, void *arg)
+{
+    (void)arg;
+    if (shard_worker_user(w) == shard_worker_name(w))
+        atomic_fetch_add(&user_ok, 1);
+}
+
+Test(dispatcher, start_and_stop_hooks_and_user_pointer)
+{
+    shard_dispatcher *d;
+    struct shard_config cfg = { .workers = 2, .on_worker_start = on_start, .on_worker_stop = on_stop };
+    cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
+    cr_assert_eq(shard_worker_add(d, "x", 1), 0);
+    char k[24];
+    for (unsigned i = 0; i < 100; i++)
+        cr_assert_eq(shard_submit(d, k, kname(k, i), check_user, NULL), 0);
+    cr_assert_eq(shard_worker_remove(d, "w0"), 0);
+    cr_assert_eq(shard_drain(d), 0);
+    cr_assert_eq(atomic_load(&user_ok), 100);
+    shard_dispatcher_destroy(d);
+    cr_assert_eq(atomic_load(&starts), 3);
+    cr_assert_eq(atomic_load(&stops), 3);
+    cr_assert_null(shard_worker_name(NULL));
+    cr_assert_null(shard_worker_user(NULL));
+    cr_assert_null(shard_worker_dispatcher(NULL));
+}
+
+/* A game server's pattern: each worker keeps its players' sessions in worker-local state; the release
+ * hook hands the sessions of moved players to their new owners, which must see them on the next job. */
+#define PLAYERS 200
+struct session {
+    int      player;
+    unsigned packets;
+};
+
+struct world {
+    pthread_mutex_t lock;
+    struct session *in_transit[PLAYERS]; /* handed over, not yet picked up */
+    atomic_int      lost, wrong_count, handoffs;
+};
+static struct world world = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+struct local {
+    struct session *s[PLAYERS]; /* this worker's sessions */
+};
+
+struct packet {
+    int      player;
+    unsigned seq;
+};
+
+static void local_start(shard_worker *w, void *user)
+{
+    (void)user;
+    shard_worker_set_user(w, calloc(1, sizeof(struct local)));
+}
+static void local_stop(shard_worker *w, void *user)
+{
+    (void)user;
+    struct local *l = shard_worker_user(w);
+    for (int p = 0; p < PLAYERS; p++)
+        free(l->s[p]);
+    free(l);
+}
+
+static void release_sessions(shard_worker *w, const struct shard_handoff *h, void *user)
+{
+    (void)user;
+    struct local *l = shard_worker_user(w);
+    char k[24];
+    for (int p = 0; p < PLAYERS; p++) {
+        if (!l->s[p])
+            continue;
+        const char *owner = shard_ring_owner(h->after, k, kname(k, (unsigned)p));
+        if (strcmp(owner, shard_worker_name(w)) == 0)
+            continue;
+        pthread_mutex_lock(&world.lock);
+        world.in_transit[p] = l->s[p];
+        pthread_mutex_unlock(&world.lock);
+        l->s[p] = NULL;
+        atomic_fetch_add(&world.handoffs, 1);
+    }
+}
+
+static void on_packet(shard_worker *w, void *arg)
+{
+    struct packet *pk = arg;
+    struct local *l = shard_worker_user(w);
+    struct session *s = l->s[pk->player];
+    if (!s) {
+        pthread_mutex_lock(&world.lock);
+        s = world.in_transit[pk->player];
+        world.in_transit[pk->player] = NULL;
+        pthread_mutex_unlock(&world.lock);
+        if (!s && pk->seq > 0)
+            atomic_fetch_add(&world.lost, 1); /* the session was not handed over in time */
+        if (!s) {
+            s = calloc(1, sizeof *s);
+            s->player = pk->player;
+        }
+        l->s[pk->player] = s;
+    }
+    if (s->packets != pk->seq)
+        atomic_fetch_add(&world.wrong_count, 1);
+    s->packets = pk->seq + 1;
+}
+
+Test(dispatcher, release_hook_hands_worker_local_state_to_the_new_owner)
+{
+    shard_dispatcher *d;
+    struct shard_config cfg = { .workers = 2,
+                                .on_worker_start = local_start,
+                                .on_worker_stop = local_stop,
+                                .on_release = release_sessions };
+    cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
+    enum { ROUNDS = 60 };
+    static struct packet packets[ROUNDS][PLAYERS];
+    char k[24];
+    for (unsigned r = 0; r < ROUNDS; r++) {
+        for (int p = 0; p < PLAYERS; p++) {
+            packets[r][p] = (struct packet){ p, r };
+            cr_assert_eq(shard_submit(d, k, kname(k, (unsigned)p), on_packet, &packets[r][p]), 0);
+        }
+        if (r == 10)
+            cr_assert_eq(shard_worker_add(d, "w2", 1), 0);
+        if (r == 20)
+            cr_assert_eq(shard_worker_add(d, "w3", 2), 0);
+        if (r == 30)
+            cr_assert_eq(shard_worker_remove(d, "w0"), 0);
+        if (r == 45)
+            cr_assert_eq(shard_worker_remove(d, "w3"), 0);
+    }
+    cr_assert_eq(shard_drain(d), 0);
+    cr_assert_eq(atomic_load(&world.lost), 0, "a moved player's next packet found no session");
+    cr_assert_eq(atomic_load(&world.wrong_count), 0, "a session saw packets out of order or twice");
+    cr_assert_gt(atomic_load(&world.handoffs), PLAYERS / 4);
+    shard_dispatcher_destroy(d);
+}
+
+/* ---- crashes ---- */
+
+struct stuck_probe {
+    atomic_int stuck_done, follow_ran_early, other_ran, follow_ran;
+};
+static struct stuck_probe sp;
+
+static void stuck_job(shard_worker *w, void *arg)
+{
+    (void)w;
+    (void)arg;
+    sem_post(&started);
+    sem_wait(&gate);
+    atomic_store(&sp.stuck_done, 1);
+}
+static void follow_job(shard_worker *w, void *arg)
+{
+    (void)w;
+    (void)arg;
+    if (!atomic_load(&sp.stuck_done))
+        atomic_store(&sp.follow_ran_early, 1);
+    atomic_store(&sp.follow_ran, 1);
+}
+static void other_job(shard_worker *w, void *arg)
+{
+    (void)w;
+    (void)arg;
+    atomic_store(&sp.other_ran, 1);
+}
+
+Test(dispatcher, crash_does_not_wait_for_a_stuck_job_but_fences_its_key)
+{
+    sem_init(&gate, 0, 0);
+    sem_init(&started, 0, 0);
+    shard_dispatcher *d = make(3, 0);
+    shard_ring *r;
+    cr_assert_eq(shard_dispatcher_ring(d, &r), 0);
+    /* Two keys of the same worker: one will be stuck, the other must move at once. */
+    char stuck_key[24], other_key[24], name[SHARD_NAME_MAX + 1];
+    size_t sl = kname(stuck_key, 0), ol = 0;
+    snprintf(name, sizeof name, "%s", shard_ring_owner(r, stuck_key, sl));
+    for (unsigned i = 1; !ol; i++) {
+        size_t n = kname(other_key, i);
+        if (strcmp(shard_ring_owner(r, other_key, n), name) == 0)
+            ol = n;
+    }
+    shard_ring_destroy(r);
+    cr_assert_eq(shard_submit(d, stuck_key, sl, stuck_job, NULL), 0);
+    sem_wait(&started);
+    cr_assert_eq(shard_submit(d, stuck_key, sl, follow_job, NULL), 0);  /* queued behind the stuck job */
+    cr_assert_eq(shard_submit(d, other_key, ol, other_job, NULL), 0);
+    cr_assert_eq(shard_worker_crash(d, name, SHARD_CRASH_REROUTE), 0); /* returns with the job stuck */
+    while (!atomic_load(&sp.other_ran))
+        ; /* the other key moved and ran while its old worker is stuck */
+    cr_assert_not(atomic_load(&sp.follow_ran), "the stuck job's key ran elsewhere while the job runs");
+    struct shard_worker_stats ws[4];
+    long n = shard_dispatcher_worker_stats(d, ws, 4);
+    int crashed_running = 0;
+    for (long i = 0; i < n; i++)
+        crashed_running += ws[i].state == SHARD_WORKER_CRASHED && ws[i].running;
+    cr_assert_eq(crashed_running, 1);
+    sem_post(&gate);
+    cr_assert_eq(shard_drain(d), 0);
+    while (!atomic_load(&sp.follow_ran))
+        ; /* drain does not wait for the crashed worker's job: wait for its follower here */
+    cr_assert_not(atomic_load(&sp.follow_ran_early));
+    shard_dispatcher_destroy(d);
+}
+
+static atomic_long dropped_n;
+static void on_drop(shard_job_fn fn, void *arg, void *user)
+{
+    (void)fn;
+    (void)arg;
+    (void)user;
+    atomic_fetch_add(&dropped_n, 1);
+}
+
+Test(dispatcher, crash_drop_hands_each_queued_job_to_on_dropped_once)
+{
+    sem_init(&gate, 0, 0);
+    sem_init(&started, 0, 0);
+    shard_dispatcher *d;
+    struct shard_config cfg = { .workers = 2, .on_dropped = on_drop };
+    cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
+    shard_ring *r;
+    cr_assert_eq(shard_dispatcher_ring(d, &r), 0);
+    char victim[SHARD_NAME_MAX + 1];
+    snprintf(victim, sizeof victim, "%s", shard_ring_owner(r, "k", 1));
+    shard_ring_destroy(r);
+    static atomic_long ran;
+    cr_assert_eq(shard_submit(d, "k", 1, blocker, NULL), 0);
+    sem_wait(&started);
+    for (int i = 0; i < 50; i++)
+        cr_assert_eq(shard_submit(d, "k", 1, count, &ran), 0);
+    cr_assert_eq(shard_worker_crash(d, victim, SHARD_CRASH_DROP), 0);
+    cr_assert_eq(atomic_load(&dropped_n), 50);
+    struct shard_stats st;
+    shard_dispatcher_stats(d, &st);
+    cr_assert_eq(st.dropped, 50);
+    cr_assert_eq(st.workers, 1);
+    sem_post(&gate);
+    cr_assert_eq(shard_drain(d), 0);
+    cr_assert_eq(atomic_load(&ran), 0);
+    shard_dispatcher_destroy(d);
+}
+
+/* ---- drain and idle ---- */
+
+Test(dispatcher, drain_waits_for_removed_workers_queues)
+{
+    shard_dispatcher *d = make(3, 0);
+    static atomic_long ran;
+    char k[24];
+    for (unsigned i = 0; i < 30000; i++)
+        cr_assert_eq(shard_submit(d, k, kname(k, i % 500), count, &ran), 0);
+    cr_assert_eq(shard_worker_remove(d, "w1"), 0);
+    cr_assert_eq(shard_drain(d), 0);
+    cr_assert_eq(atomic_load(&ran), 30000);
+    shard_dispatcher_destroy(d);
+}
+
+static double cpu_seconds(void)
+{
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return (double)u.ru_utime.tv_sec + u.ru_utime.tv_usec / 1e6 + (double)u.ru_stime.tv_sec + u.ru_stime.tv_usec / 1e6;
+}
+
+Test(dispatcher, an_idle_dispatcher_uses_no_cpu)
+{
+    shard_dispatcher *d = make(2, 0);
+    char k[24];
+    for (unsigned i = 0; i < 50000; i++)
+        cr_assert_eq(shard_submit(d, k, kname(k, i % 100), noop, NULL), 0);
+    cr_assert_eq(shard_drain(d), 0);
+    double before = cpu_seconds();
+    struct timespec second = { 1, 0 };
+    nanosleep(&second, NULL); /* the measurement window, not a synchronisation */
+    double used = cpu_seconds() - before;
+    cr_assert_lt(used, 0.05, "an idle dispatcher used %.3f s of CPU in one second", used);
+    struct shard_worker_stats ws[2];
+    cr_assert_eq(shard_dispatcher_worker_stats(d, ws, 2), 2);
+    cr_assert_gt(ws[0].parked + ws[1].parked, 0);
+    cr_assert_eq(ws[0].executed + ws[1].executed, 50000);
+    shard_dispatcher_destroy(d);
+}
