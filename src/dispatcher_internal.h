@@ -114,6 +114,7 @@ void  shard__settle(shard_dispatcher *d);                      /* with d->lock h
 void  shard__wake_holders(shard_dispatcher *d);                /* with d->lock held */
 void  shard__rerouted_done(shard_dispatcher *d, struct job *j);
 bool  shard__crash_blocks(shard_dispatcher *d, const struct job *j);
+bool  shard__stuck_key(shard_dispatcher *d, uint64_t hash); /* a crashed worker still runs a job of it */
 void  shard__crash_record_update(shard_dispatcher *d, struct shard_worker *x); /* with d->lock */
 
 /* dispatcher.c */

@@ -13,7 +13,8 @@
  * A crashed worker never passes another fence. Once its queue is handed over, it stops counting for
  * d->settled and its crash record blocks instead, precisely: the key of its still-running job until
  * that job returns, and the key of each job it rerouted until that job has run (for jobs of later
- * epochs only).
+ * epochs only). A fence counts only the jobs routed to its worker: rerouted ones are covered by their
+ * crash record instead.
  *
  * Why nothing waits forever: every wait points to strictly older work. A job waits for fences of
  * epochs up to its own, and for older-epoch jobs of its key; a fence waits for older fences and for
@@ -77,6 +78,18 @@ bool shard__crash_blocks(shard_dispatcher *d, const struct job *j)
     }
     pthread_mutex_unlock(&d->lock);
     return blocked;
+}
+
+bool shard__stuck_key(shard_dispatcher *d, uint64_t hash)
+{
+    if (!atomic_load_explicit(&d->ncrash_blocks, memory_order_acquire))
+        return false;
+    bool stuck = false;
+    pthread_mutex_lock(&d->lock);
+    for (size_t i = 0; i < d->nworkers && !stuck; i++)
+        stuck = d->workers[i]->crash.stuck && d->workers[i]->crash.stuck_hash == hash;
+    pthread_mutex_unlock(&d->lock);
+    return stuck;
 }
 
 void shard__crash_record_update(shard_dispatcher *d, struct shard_worker *x)

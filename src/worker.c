@@ -185,11 +185,14 @@ static void take(struct shard_worker *w, struct job *j)
     run_job(w, j);
 }
 
+/* The oldest epoch among held jobs routed to this worker. Rerouted jobs do not count: what a fence
+ * promises is about the jobs routed here, and the keys of rerouted jobs stay blocked by their crashed
+ * worker's record until they have run (so a fence never waits for a job stuck behind a crash). */
 static uint64_t held_min_epoch(const struct held *h)
 {
     uint64_t min = UINT64_MAX;
     for (const struct job *j = h->head; j; j = j->held_next)
-        if (j->kind == JOB_RUN && j->epoch < min)
+        if (j->kind == JOB_RUN && !j->rerouted && j->epoch < min)
             min = j->epoch;
     return min;
 }
@@ -197,14 +200,16 @@ static uint64_t held_min_epoch(const struct held *h)
 /* One walk over the held items in order, running or acting on whatever may go now. A job may go when
  * it is its key's first held job and what it waits for is done; a fence when no held job is of an
  * older epoch and no older fence is ahead of it (a fence must not wait for a mark: a mark waits for
- * the jobs ahead of it, and those may wait for this fence); a mark or stop when nothing is ahead. */
+ * the jobs ahead of it, and those may wait for this fence); a stop when nothing is ahead; a drain mark
+ * when nothing is ahead but jobs of keys whose job is still running on a crashed worker (drain does
+ * not wait for a stuck job, so not for what must follow it either). */
 static void held_pass(struct shard_worker *w)
 {
     shard_dispatcher *d = w->d;
     w->held_dirty = false;
     w->seen_gen = atomic_load_explicit(&d->gen, memory_order_acquire);
     uint64_t min_epoch = held_min_epoch(&w->held);
-    bool blocked_before = false, fence_before = false, progress = false;
+    bool blocked_before = false, unstuck_before = false, fence_before = false, progress = false;
     for (struct job *j = w->held.head, *next; j; j = next) {
         next = j->held_next;
         bool go;
@@ -212,10 +217,13 @@ static void held_pass(struct shard_worker *w)
             go = held_first_of_key(&w->held, j) && shard__job_may_run(d, j);
         else if (j->kind == JOB_FENCE)
             go = !fence_before && min_epoch >= j->epoch;
+        else if (j->kind == JOB_MARK)
+            go = !unstuck_before;
         else
             go = !blocked_before;
         if (!go) {
             blocked_before = true;
+            unstuck_before |= j->kind != JOB_RUN || !shard__stuck_key(d, j->hash);
             fence_before |= j->kind == JOB_FENCE;
             continue;
         }

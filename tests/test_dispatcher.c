@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sessions.h"
+
 static shard_dispatcher *make(uint32_t workers, uint32_t capacity)
 {
     shard_dispatcher *d;
@@ -420,101 +422,18 @@ Test(dispatcher, start_and_stop_hooks_and_user_pointer)
     cr_assert_null(shard_worker_dispatcher(NULL));
 }
 
-/* A game server's pattern: each worker keeps its players' sessions in worker-local state; the release
- * hook hands the sessions of moved players to their new owners, which must see them on the next job. */
-#define PLAYERS 200
-struct session {
-    int      player;
-    unsigned packets;
-};
-
-struct world {
-    pthread_mutex_t lock;
-    struct session *in_transit[PLAYERS]; /* handed over, not yet picked up */
-    atomic_int      lost, wrong_count, handoffs;
-};
-static struct world world = { .lock = PTHREAD_MUTEX_INITIALIZER };
-
-struct local {
-    struct session *s[PLAYERS]; /* this worker's sessions */
-};
-
-struct packet {
-    int      player;
-    unsigned seq;
-};
-
-static void local_start(shard_worker *w, void *user)
-{
-    (void)user;
-    shard_worker_set_user(w, calloc(1, sizeof(struct local)));
-}
-static void local_stop(shard_worker *w, void *user)
-{
-    (void)user;
-    struct local *l = shard_worker_user(w);
-    for (int p = 0; p < PLAYERS; p++)
-        free(l->s[p]);
-    free(l);
-}
-
-static void release_sessions(shard_worker *w, const struct shard_handoff *h, void *user)
-{
-    (void)user;
-    struct local *l = shard_worker_user(w);
-    char k[24];
-    for (int p = 0; p < PLAYERS; p++) {
-        if (!l->s[p])
-            continue;
-        const char *owner = shard_ring_owner(h->after, k, kname(k, (unsigned)p));
-        if (strcmp(owner, shard_worker_name(w)) == 0)
-            continue;
-        pthread_mutex_lock(&world.lock);
-        world.in_transit[p] = l->s[p];
-        pthread_mutex_unlock(&world.lock);
-        l->s[p] = NULL;
-        atomic_fetch_add(&world.handoffs, 1);
-    }
-}
-
-static void on_packet(shard_worker *w, void *arg)
-{
-    struct packet *pk = arg;
-    struct local *l = shard_worker_user(w);
-    struct session *s = l->s[pk->player];
-    if (!s) {
-        pthread_mutex_lock(&world.lock);
-        s = world.in_transit[pk->player];
-        world.in_transit[pk->player] = NULL;
-        pthread_mutex_unlock(&world.lock);
-        if (!s && pk->seq > 0)
-            atomic_fetch_add(&world.lost, 1); /* the session was not handed over in time */
-        if (!s) {
-            s = calloc(1, sizeof *s);
-            s->player = pk->player;
-        }
-        l->s[pk->player] = s;
-    }
-    if (s->packets != pk->seq)
-        atomic_fetch_add(&world.wrong_count, 1);
-    s->packets = pk->seq + 1;
-}
-
 Test(dispatcher, release_hook_hands_worker_local_state_to_the_new_owner)
 {
     shard_dispatcher *d;
-    struct shard_config cfg = { .workers = 2,
-                                .on_worker_start = local_start,
-                                .on_worker_stop = local_stop,
-                                .on_release = release_sessions };
+    struct shard_config cfg = sessions_config(2);
     cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
     enum { ROUNDS = 60 };
-    static struct packet packets[ROUNDS][PLAYERS];
+    static struct packet packets[ROUNDS][SESSION_PLAYERS];
     char k[24];
     for (unsigned r = 0; r < ROUNDS; r++) {
-        for (int p = 0; p < PLAYERS; p++) {
+        for (int p = 0; p < SESSION_PLAYERS; p++) {
             packets[r][p] = (struct packet){ p, r };
-            cr_assert_eq(shard_submit(d, k, kname(k, (unsigned)p), on_packet, &packets[r][p]), 0);
+            cr_assert_eq(shard_submit(d, k, player_key(k, p), sessions_on_packet, &packets[r][p]), 0);
         }
         if (r == 10)
             cr_assert_eq(shard_worker_add(d, "w2", 1), 0);
@@ -526,9 +445,9 @@ Test(dispatcher, release_hook_hands_worker_local_state_to_the_new_owner)
             cr_assert_eq(shard_worker_remove(d, "w3"), 0);
     }
     cr_assert_eq(shard_drain(d), 0);
-    cr_assert_eq(atomic_load(&world.lost), 0, "a moved player's next packet found no session");
-    cr_assert_eq(atomic_load(&world.wrong_count), 0, "a session saw packets out of order or twice");
-    cr_assert_gt(atomic_load(&world.handoffs), PLAYERS / 4);
+    cr_assert_eq(atomic_load(&session_world.lost), 0, "a moved player's next packet found no session");
+    cr_assert_eq(atomic_load(&session_world.wrong_count), 0, "a session saw packets out of order or twice");
+    cr_assert_gt(atomic_load(&session_world.handoffs), SESSION_PLAYERS / 4);
     shard_dispatcher_destroy(d);
 }
 
