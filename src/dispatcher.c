@@ -76,6 +76,8 @@ struct shard_worker *shard__worker_new(shard_dispatcher *d, const char *name, ui
     snprintf(w->name, sizeof w->name, "%s", name);
     w->weight = weight;
     w->stop_item.kind = JOB_STOP;
+    /* Small queues return records one by one, or try_submit would see a full queue that is not. */
+    w->ret_batch = d->capacity / 8 < 1 ? 1 : d->capacity / 8 > 64 ? 64 : d->capacity / 8;
     return w;
 }
 

@@ -52,6 +52,8 @@ struct shard_worker {
     bool             stopped;     /* processed its STOP */
     bool             held_dirty;
     uint64_t         seen_gen;
+    struct job      *ret_head, *ret_tail; /* own-pool records to return (worker.c: recycle) */
+    uint32_t         ret_n, ret_batch;
 
     pthread_mutex_t  inbox_lock;
     struct job      *inbox_head, *inbox_tail;

@@ -85,13 +85,40 @@ static void yield_to_crash(struct shard_worker *w)
     pthread_mutex_lock(&w->lock);
 }
 
+/* Returns the records of this worker's own pool gathered since the last flush. */
+static void flush_returns(struct shard_worker *w)
+{
+    if (!w->ret_n)
+        return;
+    pool_push_chain_mp(&w->pool, w->ret_head, w->ret_tail, w->ret_n);
+    w->ret_head = w->ret_tail = NULL;
+    w->ret_n = 0;
+    shard__space_notify(w->d);
+}
+
+/* Records of the worker's own pool go back in batches, so the pool's top line crosses to the
+ * producers once a batch instead of once a job; a waiting submitter gets them at once. */
+static void recycle(struct shard_worker *w, struct job *j)
+{
+    if (j->home != &w->pool) {
+        shard__recycle(w->d, j);
+        return;
+    }
+    pool_link(&w->pool, j, w->ret_head);
+    if (!w->ret_head)
+        w->ret_tail = j;
+    w->ret_head = j;
+    if (++w->ret_n >= w->ret_batch || atomic_load_explicit(&w->d->space_waiters, memory_order_relaxed))
+        flush_returns(w);
+}
+
 static void run_job(struct shard_worker *w, struct job *j)
 {
     run_unlocked(w, true, j->hash, call_job, j);
     bump(&w->executed);
     if (j->rerouted)
         shard__rerouted_done(w->d, j);
-    shard__recycle(w->d, j);
+    recycle(w, j);
 }
 
 struct release_ctx {
@@ -258,6 +285,7 @@ static bool has_work(struct shard_worker *w)
 
 static void idle(struct shard_worker *w)
 {
+    flush_returns(w);
     for (int i = 0; i < SPIN_BEFORE_PARK; i++) {
         if (has_work(w))
             return;
@@ -303,6 +331,7 @@ void *shard__worker_main(void *arg)
         d->cfg.on_worker_start(w, d->cfg.user);
     pthread_mutex_lock(&w->lock);
     loop(w);
+    flush_returns(w);
     bool was_crashed = crashed(w);
     pthread_mutex_unlock(&w->lock);
     if (d->cfg.on_worker_stop)
