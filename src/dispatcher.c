@@ -33,24 +33,14 @@ SHARD_API shard_dispatcher *shard_worker_dispatcher(const shard_worker *w)
 
 void shard__space_notify(shard_dispatcher *d)
 {
-    /* seq_cst: the record push before it (a seq_cst CAS) and this read form a Dekker pair with the
-     * waiter's seq_cst count increment and pool check (wait_for_space): no lost wake-up. */
+    /* Racy read by design: a worker checks after each job and again after a seq_cst store before it
+     * parks, while a waiter registers with a seq_cst increment before it checks for room; so a waiter
+     * is at worst woken one job late, never forgotten. */
     if (atomic_load_explicit(&d->space_waiters, memory_order_seq_cst)) {
         pthread_mutex_lock(&d->space_lock);
         pthread_cond_broadcast(&d->space_cond);
         pthread_mutex_unlock(&d->space_lock);
     }
-}
-
-void shard__recycle(shard_dispatcher *d, struct job *j)
-{
-    struct job_pool *p = j->home;
-    if (!p) {
-        free(j);
-        return;
-    }
-    pool_push_chain_mp(p, j, j, 1);
-    shard__space_notify(d);
 }
 
 /* ---- workers ---- */
@@ -61,11 +51,10 @@ struct shard_worker *shard__worker_new(shard_dispatcher *d, const char *name, ui
     if (!w)
         return NULL;
     memset(w, 0, sizeof *w);
-    if (pool_init(&w->pool, d->capacity) != 0) {
+    if (queue_init(&w->q, d->capacity) != 0) {
         free(w);
         return NULL;
     }
-    queue_init(&w->q);
     pthread_mutex_init(&w->lock, NULL);
     pthread_mutex_init(&w->inbox_lock, NULL);
     held_init(&w->held);
@@ -76,8 +65,7 @@ struct shard_worker *shard__worker_new(shard_dispatcher *d, const char *name, ui
     snprintf(w->name, sizeof w->name, "%s", name);
     w->weight = weight;
     w->stop_item.kind = JOB_STOP;
-    /* Small queues return records one by one, or try_submit would see a full queue that is not. */
-    w->ret_batch = d->capacity / 8 < 1 ? 1 : d->capacity / 8 > 64 ? 64 : d->capacity / 8;
+    w->stop_item.embedded = true;
     return w;
 }
 
@@ -91,7 +79,13 @@ int shard__worker_start(struct shard_worker *w)
 
 void shard__worker_free(struct shard_worker *w)
 {
-    pool_destroy(&w->pool);
+    free(w->spare_ready);
+    while (w->spare) {
+        struct job *next = w->spare->held_next;
+        free(w->spare);
+        w->spare = next;
+    }
+    queue_destroy(&w->q);
     pthread_mutex_destroy(&w->lock);
     pthread_mutex_destroy(&w->inbox_lock);
     free(w);
@@ -180,14 +174,14 @@ static uint64_t key_hash(const shard_dispatcher *d, const void *key, size_t len)
     return shard__hash_key(key ? key : "", len, d->cfg.ring.seed);
 }
 
-/* Waits until w's pool has a free record, the ring changes, or destroy begins. */
+/* Waits until w's ring has a free slot, the ring of workers changes, or destroy begins. */
 static void wait_for_space(shard_dispatcher *d, struct shard_worker *w)
 {
     pthread_mutex_lock(&d->space_lock);
     uint64_t epoch = atomic_load_explicit(&d->space_epoch, memory_order_relaxed);
-    /* seq_cst, then a seq_cst read of the pool: the other half of shard__space_notify's pair. */
+    /* seq_cst, then seq_cst reads of the ring: the other half of shard__space_notify's pair. */
     atomic_fetch_add_explicit(&d->space_waiters, 1, memory_order_seq_cst);
-    while (pool_free_count(&w->pool) == 0 && !atomic_load_explicit(&d->shutdown, memory_order_relaxed) &&
+    while (!queue_has_room(&w->q) && !atomic_load_explicit(&d->shutdown, memory_order_relaxed) &&
            atomic_load_explicit(&d->space_epoch, memory_order_relaxed) == epoch)
         pthread_cond_wait(&d->space_cond, &d->space_lock);
     atomic_fetch_sub_explicit(&d->space_waiters, 1, memory_order_release);
@@ -211,24 +205,20 @@ static int submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn
         /* acquire: pairs with the release store that published the snapshot (publish()). */
         struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire);
         struct shard_worker *w = s->by_member[shard__ring_owner_index(s->ring, h)];
-        struct job *j = pool_pop_mp(&w->pool);
-        if (!j && from_worker && wait) {
-            /* A worker never waits: it could be the very worker that must make room. */
-            j = calloc(1, sizeof *j);
+        bool ok = queue_push_mp(&w->q, fn, arg, h, s->epoch);
+        if (!ok && from_worker && wait) {
+            /* A worker never waits: it could be the very worker that must make room. The job goes
+             * after the ring's current contents, through the side list. */
+            struct job *j = calloc(1, sizeof *j);
             if (!j) {
                 shard_rcu_read_unlock();
                 return -ENOMEM;
             }
+            *j = (struct job){ .fn = fn, .arg = arg, .hash = h, .epoch = s->epoch, .routed = w, .kind = JOB_RUN };
+            queue_push_side(&w->q, j);
+            ok = true;
         }
-        if (j) {
-            j->fn = fn;
-            j->arg = arg;
-            j->hash = h;
-            j->epoch = s->epoch;
-            j->routed = w;
-            j->kind = JOB_RUN;
-            j->rerouted = false;
-            queue_push_mp(&w->q, j);
+        if (ok) {
             shard__worker_wake(w);
             shard_rcu_read_unlock();
             return 0;

@@ -41,7 +41,6 @@ struct crash_record {
 
 struct shard_worker {
     struct queue     q;
-    struct job_pool  pool;
     struct parking   park;
 
     pthread_mutex_t  lock;
@@ -52,8 +51,10 @@ struct shard_worker {
     bool             stopped;     /* processed its STOP */
     bool             held_dirty;
     uint64_t         seen_gen;
-    struct job      *ret_head, *ret_tail; /* own-pool records to return (worker.c: recycle) */
-    uint32_t         ret_n, ret_batch;
+    struct job       scratch;     /* the job just taken from the ring */
+    struct job      *spare_ready; /* a record at hand in case that job must wait */
+    struct job      *spare;       /* spare records (worker.c) */
+    uint32_t         nspare;
 
     pthread_mutex_t  inbox_lock;
     struct job      *inbox_head, *inbox_tail;
@@ -119,9 +120,11 @@ bool  shard__crash_blocks(shard_dispatcher *d, const struct job *j);
 bool  shard__stuck_key(shard_dispatcher *d, uint64_t hash); /* a crashed worker still runs a job of it */
 void  shard__crash_record_update(shard_dispatcher *d, struct shard_worker *x); /* with d->lock */
 
+/* worker.c: frees a record, or keeps it as a spare of w (w may be NULL). Context: w's thread or lock. */
+void  shard__free_record(struct shard_worker *w, struct job *j);
+
 /* dispatcher.c */
 void  shard__space_notify(shard_dispatcher *d);
-void  shard__recycle(shard_dispatcher *d, struct job *j);
 struct shard_worker *shard__worker_new(shard_dispatcher *d, const char *name, uint32_t weight, uint64_t epoch);
 int   shard__worker_start(struct shard_worker *w);
 void  shard__worker_free(struct shard_worker *w);

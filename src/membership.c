@@ -190,7 +190,7 @@ static void push_fences(struct change *c)
 {
     for (size_t i = 0; i < c->nfences; i++) {
         struct shard_worker *w = c->fences[i]->routed;
-        queue_push_mp(&w->q, c->fences[i]);
+        queue_push_side(&w->q, c->fences[i]);
         shard__worker_wake(w);
     }
     free(c->fences);
@@ -241,7 +241,7 @@ static int check_name(const char *name)
 
 static void stop_and_join(struct shard_worker *w)
 {
-    queue_push_mp(&w->q, &w->stop_item);
+    queue_push_side(&w->q, &w->stop_item);
     shard__worker_wake(w);
     pthread_join(w->thread, NULL);
     w->joined = true;
@@ -386,16 +386,41 @@ SHARD_API int shard_worker_remove(shard_dispatcher *d, const char *name)
     publish(d, &c);
     set_state(x, SHARD_WORKER_RETIRING);
     push_fences(&c); /* x's fence included: it runs x's release hook once x's queue is done */
-    queue_push_mp(&x->q, &x->stop_item);
+    queue_push_side(&x->q, &x->stop_item);
     shard__worker_wake(x);
 out:
     pthread_mutex_unlock(&d->ctl);
     return err;
 }
 
-/* Everything x still holds, in order: held items, then its inbox, then its queue. Context: x->lock held,
- * after the grace period that ended pushes to x. */
-static struct job *take_leftovers(struct shard_worker *x)
+/* Records for the jobs in a worker's ring, allocated before a crash reaches its point of no return. */
+static void records_free(struct job *list)
+{
+    while (list) {
+        struct job *next = list->held_next;
+        free(list);
+        list = next;
+    }
+}
+
+static struct job *records_new(size_t n)
+{
+    struct job *list = NULL;
+    for (size_t i = 0; i < n; i++) {
+        struct job *j = calloc(1, sizeof *j);
+        if (!j) {
+            records_free(list);
+            return NULL;
+        }
+        j->held_next = list;
+        list = j;
+    }
+    return list;
+}
+
+/* Everything x still holds, in order: held items, then its inbox, then its queue (ring slots copied into
+ * the records of *spare). Context: x->lock held, after the grace period that ended pushes to x. */
+static struct job *take_leftovers(struct shard_worker *x, struct job **spare)
 {
     struct job *head = held_take_all(&x->held), *tail = head;
     while (tail && tail->held_next)
@@ -414,8 +439,15 @@ static struct job *take_leftovers(struct shard_worker *x)
             head = j;
         tail = j;
     }
-    struct job *j;
-    while ((j = queue_pop_sc(&x->q))) {
+    struct job scratch, *j;
+    while ((j = queue_pop_sc(&x->q, &scratch))) {
+        if (j == &scratch) {
+            struct job *r = *spare; /* there are as many as the ring has slots */
+            *spare = r->held_next;
+            *r = scratch;
+            r->routed = x;
+            j = r;
+        }
         j->held_next = NULL;
         if (tail)
             tail->held_next = j;
@@ -456,7 +488,7 @@ static void hand_over(shard_dispatcher *d, struct shard_worker *x, struct job *l
     for (struct job *j = left, *next; j; j = next) {
         next = j->held_next;
         if (j->kind != JOB_RUN) {
-            free(j); /* x's fences: it will never pass them */
+            shard__free_record(NULL, j); /* x's fences: it will never pass them */
             continue;
         }
         if (policy == SHARD_CRASH_REROUTE) {
@@ -470,7 +502,7 @@ static void hand_over(shard_dispatcher *d, struct shard_worker *x, struct job *l
         atomic_fetch_add_explicit(&d->dropped, 1, memory_order_relaxed);
         if (j->rerouted)
             shard__rerouted_done(d, j);
-        shard__recycle(d, j);
+        shard__free_record(NULL, j);
     }
     pthread_mutex_lock(&d->lock);
     /* release: the deliveries above happen before anyone who sees x handed over (handoff.c). */
@@ -498,6 +530,12 @@ SHARD_API int shard_worker_crash(shard_dispatcher *d, const char *name, enum sha
     }
     if ((err = change_prepare(d, ring, NULL, x, &c)) != 0)
         goto out;
+    struct job *spare = records_new(queue_capacity(&x->q));
+    if (!spare) {
+        change_discard(&c);
+        err = -ENOMEM;
+        goto out;
+    }
     /* From here on it cannot fail. x takes no further job; a job it is running keeps its key fenced. */
     atomic_store_explicit(&x->crash_pending, true, memory_order_relaxed);
     pthread_mutex_lock(&x->lock);
@@ -512,8 +550,9 @@ SHARD_API int shard_worker_crash(shard_dispatcher *d, const char *name, enum sha
     shard__worker_wake(x);
     publish(d, &c);
     pthread_mutex_lock(&x->lock);
-    struct job *left = take_leftovers(x);
+    struct job *left = take_leftovers(x, &spare);
     pthread_mutex_unlock(&x->lock);
+    records_free(spare);
     hand_over(d, x, left, policy);
     push_fences(&c);
 out:
@@ -557,7 +596,7 @@ SHARD_API int shard_drain(shard_dispatcher *d)
     for (size_t i = 0; i < n; i++) {
         marks[i]->kind = JOB_MARK;
         marks[i]->epoch = cur->epoch;
-        queue_push_mp(&cur->by_member[i]->q, marks[i]);
+        queue_push_side(&cur->by_member[i]->q, marks[i]);
         shard__worker_wake(cur->by_member[i]);
     }
     free(marks);
@@ -574,7 +613,7 @@ void shard__membership_stop_all(shard_dispatcher *d)
     for (size_t i = 0; i < d->nworkers; i++) {
         struct shard_worker *w = d->workers[i];
         if (state_of(w) == SHARD_WORKER_RUNNING) {
-            queue_push_mp(&w->q, &w->stop_item);
+            queue_push_side(&w->q, &w->stop_item);
             shard__worker_wake(w);
         }
     }
@@ -633,13 +672,13 @@ SHARD_API int shard_dispatcher_stats(shard_dispatcher *d, struct shard_stats *ou
     return 0;
 }
 
-static void fill_stats(shard_dispatcher *d, const struct shard_worker *w, struct shard_worker_stats *o)
+static void fill_stats(const struct shard_worker *w, struct shard_worker_stats *o)
 {
     memset(o, 0, sizeof *o);
     snprintf(o->name, sizeof o->name, "%s", w->name);
     o->state = (enum shard_worker_state)state_of(w);
     o->running = atomic_load_explicit(&w->busy, memory_order_relaxed);
-    o->queued = d->capacity - pool_free_count(&w->pool);
+    o->queued = queue_length(&w->q);
     o->executed = atomic_load_explicit(&w->executed, memory_order_relaxed);
     o->set_aside = atomic_load_explicit(&w->set_aside, memory_order_relaxed);
     o->handed_over = atomic_load_explicit(&w->handed_over, memory_order_relaxed);
@@ -660,7 +699,7 @@ SHARD_API long shard_dispatcher_worker_stats(shard_dispatcher *d, struct shard_w
             if (st == SHARD_WORKER_EXITED || (st == SHARD_WORKER_RUNNING) != (pass == 0))
                 continue;
             if (k < n)
-                fill_stats(d, w, &out[k]);
+                fill_stats(w, &out[k]);
             k++;
         }
     pthread_mutex_unlock(&d->lock);

@@ -1,4 +1,4 @@
-/* The per-worker job queue: record pool, MPSC FIFO, parking. SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The per-worker job queue: slot ring, side list, parking. SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "queue.h"
 
 #include <errno.h>
@@ -8,133 +8,145 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define IDX_BITS 20u
-#define IDX_MASK ((UINT64_C(1) << IDX_BITS) - 1)
-#define CNT_SHIFT IDX_BITS
-#define TAG_SHIFT (2 * IDX_BITS)
-
-static uint64_t top_word(uint64_t tag, uint64_t count, uint64_t idx1)
+int queue_init(struct queue *q, uint32_t capacity)
 {
-    return tag << TAG_SHIFT | (count & IDX_MASK) << CNT_SHIFT | idx1;
-}
-
-int pool_init(struct job_pool *p, uint32_t capacity)
-{
-    p->recs = calloc(capacity, sizeof *p->recs);
-    if (!p->recs)
+    uint64_t n = 1;
+    while (n < capacity)
+        n *= 2;
+    q->slots = aligned_alloc(SHARD_CACHELINE, (n * sizeof *q->slots + SHARD_CACHELINE - 1) / SHARD_CACHELINE *
+                                                  SHARD_CACHELINE);
+    if (!q->slots)
         return -ENOMEM;
-    p->capacity = capacity;
-    for (uint32_t i = 0; i < capacity; i++) {
-        p->recs[i].home = p;
-        atomic_init(&p->recs[i].free_next, i + 1 < capacity ? i + 2 : 0);
-    }
-    atomic_init(&p->top, top_word(0, capacity, capacity ? 1 : 0));
+    for (uint64_t i = 0; i < n; i++)
+        atomic_init(&q->slots[i].seq, i);
+    q->mask = n - 1;
+    atomic_init(&q->tail, 0);
+    q->head = 0;
+    atomic_init(&q->head_seen, 0);
+    pthread_mutex_init(&q->side_lock, NULL);
+    q->side_head = q->side_tail = NULL;
+    atomic_init(&q->side_flag, false);
     return 0;
 }
 
-void pool_destroy(struct job_pool *p)
+void queue_destroy(struct queue *q)
 {
-    free(p->recs);
-    p->recs = NULL;
+    free(q->slots);
+    q->slots = NULL;
+    pthread_mutex_destroy(&q->side_lock);
 }
 
-struct job *pool_pop_mp(struct job_pool *p)
+uint64_t queue_capacity(const struct queue *q)
 {
-    /* acquire: pairs with the release of pool_push_chain_mp, so the previous user's last reads of
-     * the record happen before the caller overwrites it. */
-    uint64_t old = atomic_load_explicit(&p->top, memory_order_acquire);
+    return q->mask + 1;
+}
+
+bool queue_push_mp(struct queue *q, shard_job_fn fn, void *arg, uint64_t hash, uint64_t epoch)
+{
+    uint64_t pos = atomic_load_explicit(&q->tail, memory_order_relaxed);
+    struct slot *s;
     for (;;) {
-        uint64_t idx1 = old & IDX_MASK;
-        if (!idx1)
-            return NULL;
-        struct job *rec = &p->recs[idx1 - 1];
-        /* May read a link that a concurrent pop-and-push changes: the tag makes that CAS fail. */
-        uint64_t next = atomic_load_explicit(&rec->free_next, memory_order_relaxed);
-        uint64_t nw = top_word((old >> TAG_SHIFT) + 1, ((old >> CNT_SHIFT) & IDX_MASK) - 1, next);
-        if (atomic_compare_exchange_weak_explicit(&p->top, &old, nw, memory_order_acquire,
-                                                  memory_order_acquire))
-            return rec;
+        s = &q->slots[pos & q->mask];
+        /* acquire: pairs with the consumer's release when it freed the slot, so its reads of the
+         * previous job come before these writes. */
+        uint64_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
+        int64_t dif = (int64_t)(seq - pos);
+        if (dif == 0) {
+            /* seq_cst: the caller reads the parking flag next (Dekker pair with park_prepare). */
+            if (atomic_compare_exchange_weak_explicit(&q->tail, &pos, pos + 1, memory_order_seq_cst,
+                                                      memory_order_relaxed))
+                break;
+        } else if (dif < 0) {
+            return false; /* the slot still holds the job of the previous lap: full */
+        } else {
+            pos = atomic_load_explicit(&q->tail, memory_order_relaxed);
+        }
     }
+    s->fn = fn;
+    s->arg = arg;
+    s->hash = hash;
+    s->epoch = epoch;
+    /* release: the consumer that sees pos + 1 sees the job. */
+    atomic_store_explicit(&s->seq, pos + 1, memory_order_release);
+    return true;
 }
 
-void pool_link(struct job_pool *p, struct job *rec, struct job *next)
+bool queue_has_room(struct queue *q)
 {
-    atomic_store_explicit(&rec->free_next, next ? (uint32_t)(next - p->recs) + 1 : 0, memory_order_relaxed);
+    uint64_t pos = atomic_load_explicit(&q->tail, memory_order_seq_cst);
+    return atomic_load_explicit(&q->slots[pos & q->mask].seq, memory_order_seq_cst) >= pos;
 }
 
-void pool_push_chain_mp(struct job_pool *p, struct job *first, struct job *last, uint32_t n)
+void queue_push_side(struct queue *q, struct job *j)
 {
-    uint64_t old = atomic_load_explicit(&p->top, memory_order_relaxed);
-    uint64_t first1 = (uint64_t)(first - p->recs) + 1;
-    for (;;) {
-        atomic_store_explicit(&last->free_next, (uint32_t)(old & IDX_MASK), memory_order_relaxed);
-        uint64_t nw = top_word((old >> TAG_SHIFT) + 1, ((old >> CNT_SHIFT) & IDX_MASK) + n, first1);
-        /* release: the records' links and everything the worker did with them precede the push.
-         * seq_cst (no dearer than release for a CAS on x86): half of the space wake-up Dekker pair
-         * (shard__space_notify). */
-        if (atomic_compare_exchange_weak_explicit(&p->top, &old, nw, memory_order_seq_cst,
-                                                  memory_order_relaxed))
-            return;
+    pthread_mutex_lock(&q->side_lock);
+    /* Under the lock, so side positions never go backwards. Every slot claimed before this load
+     * comes before j; a submit that claims a slot later may land before or after it. */
+    j->pos = atomic_load_explicit(&q->tail, memory_order_seq_cst);
+    j->held_next = NULL;
+    if (q->side_tail)
+        q->side_tail->held_next = j;
+    else
+        q->side_head = j;
+    q->side_tail = j;
+    atomic_store_explicit(&q->side_flag, true, memory_order_seq_cst);
+    pthread_mutex_unlock(&q->side_lock);
+}
+
+static struct job *side_pop(struct queue *q)
+{
+    struct job *j = NULL;
+    pthread_mutex_lock(&q->side_lock);
+    if (q->side_head && q->side_head->pos <= q->head) {
+        j = q->side_head;
+        q->side_head = j->held_next;
+        if (!q->side_head) {
+            q->side_tail = NULL;
+            atomic_store_explicit(&q->side_flag, false, memory_order_relaxed);
+        }
+        j->held_next = NULL;
     }
+    pthread_mutex_unlock(&q->side_lock);
+    return j;
 }
 
-uint32_t pool_free_count(const struct job_pool *p)
+struct job *queue_pop_sc(struct queue *q, struct job *scratch)
 {
-    /* seq_cst: read after the waiter's count increment (wait_for_space). */
-    return (uint32_t)((atomic_load_explicit(&p->top, memory_order_seq_cst) >> CNT_SHIFT) & IDX_MASK);
-}
-
-void queue_init(struct queue *q)
-{
-    memset(&q->stub, 0, sizeof q->stub);
-    atomic_init(&q->stub.next, NULL);
-    atomic_init(&q->tail, &q->stub);
-    q->head = &q->stub;
-}
-
-void queue_push_mp(struct queue *q, struct job *j)
-{
-    atomic_store_explicit(&j->next, NULL, memory_order_relaxed);
-    /* seq_cst: the producer then reads the parking flag; with the worker's seq_cst flag store and
-     * queue check this is the Dekker pair that makes a lost wake-up impossible. acq_rel is
-     * contained in it: acquire of the previous tail, release of this job's fields. */
-    struct job *prev = atomic_exchange_explicit(&q->tail, j, memory_order_seq_cst);
-    /* release: the consumer that follows this link sees the job's fields. */
-    atomic_store_explicit(&prev->next, j, memory_order_release);
-}
-
-struct job *queue_pop_sc(struct queue *q)
-{
-    struct job *head = q->head;
-    struct job *next = atomic_load_explicit(&head->next, memory_order_acquire);
-    if (head == &q->stub) {
-        if (!next)
-            return NULL;
-        q->head = next;
-        head = next;
-        next = atomic_load_explicit(&next->next, memory_order_acquire);
+    if (atomic_load_explicit(&q->side_flag, memory_order_acquire)) {
+        struct job *j = side_pop(q);
+        if (j)
+            return j;
     }
-    if (next) {
-        q->head = next;
-        return head;
-    }
-    /* head is the last linked node: hand it out only once the stub is behind it. */
-    if (atomic_load_explicit(&q->tail, memory_order_acquire) != head)
-        return NULL; /* a producer swapped the tail but has not linked yet */
-    queue_push_mp(q, &q->stub);
-    next = atomic_load_explicit(&head->next, memory_order_acquire);
-    if (next) {
-        q->head = next;
-        return head;
-    }
-    return NULL;
+    struct slot *s = &q->slots[q->head & q->mask];
+    /* acquire: pairs with the producer's release; the job's fields are visible. */
+    if (atomic_load_explicit(&s->seq, memory_order_acquire) != q->head + 1)
+        return NULL;
+    scratch->fn = s->fn;
+    scratch->arg = s->arg;
+    scratch->hash = s->hash;
+    scratch->epoch = s->epoch;
+    scratch->kind = JOB_RUN;
+    scratch->rerouted = false;
+    scratch->embedded = false;
+    scratch->release = false;
+    scratch->routed = NULL; /* the caller knows whose queue this is */
+    /* release: the reads above come before a producer of the next lap reuses the slot. */
+    atomic_store_explicit(&s->seq, q->head + q->mask + 1, memory_order_release);
+    q->head++;
+    atomic_store_explicit(&q->head_seen, q->head, memory_order_relaxed);
+    return scratch;
 }
 
 bool queue_nonempty_sc(struct queue *q)
 {
-    /* seq_cst: the worker's half of the Dekker pair (see queue_push_mp). */
-    struct job *tail = atomic_load_explicit(&q->tail, memory_order_seq_cst);
-    return tail != q->head || atomic_load_explicit(&q->head->next, memory_order_acquire) != NULL;
+    return atomic_load_explicit(&q->tail, memory_order_seq_cst) != q->head ||
+           atomic_load_explicit(&q->side_flag, memory_order_seq_cst);
+}
+
+uint64_t queue_length(const struct queue *q)
+{
+    return atomic_load_explicit(&q->tail, memory_order_relaxed) -
+           atomic_load_explicit(&q->head_seen, memory_order_relaxed);
 }
 
 static long futex(_Atomic uint32_t *addr, int op, uint32_t val)

@@ -2,6 +2,7 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "dispatcher_internal.h"
 #include "rcu.h"
@@ -85,31 +86,52 @@ static void yield_to_crash(struct shard_worker *w)
     pthread_mutex_lock(&w->lock);
 }
 
-/* Returns the records of this worker's own pool gathered since the last flush. */
-static void flush_returns(struct shard_worker *w)
+#define SPARE_RECORDS 1024
+
+/* Records for jobs set aside: spare ones are kept per worker, so steady handoffs do not allocate. */
+static struct job *alloc_record(struct shard_worker *w)
 {
-    if (!w->ret_n)
-        return;
-    pool_push_chain_mp(&w->pool, w->ret_head, w->ret_tail, w->ret_n);
-    w->ret_head = w->ret_tail = NULL;
-    w->ret_n = 0;
-    shard__space_notify(w->d);
+    struct job *j = w->spare;
+    if (j) {
+        w->spare = j->held_next;
+        w->nspare--;
+        memset(j, 0, sizeof *j);
+        return j;
+    }
+    return calloc(1, sizeof *j);
 }
 
-/* Records of the worker's own pool go back in batches, so the pool's top line crosses to the
- * producers once a batch instead of once a job; a waiting submitter gets them at once. */
-static void recycle(struct shard_worker *w, struct job *j)
+void shard__free_record(struct shard_worker *w, struct job *j)
 {
-    if (j->home != &w->pool) {
-        shard__recycle(w->d, j);
+    if (j->embedded)
+        return;
+    if (w && w->nspare < SPARE_RECORDS) {
+        j->held_next = w->spare;
+        w->spare = j;
+        w->nspare++;
         return;
     }
-    pool_link(&w->pool, j, w->ret_head);
-    if (!w->ret_head)
-        w->ret_tail = j;
-    w->ret_head = j;
-    if (++w->ret_n >= w->ret_batch || atomic_load_explicit(&w->d->space_waiters, memory_order_relaxed))
-        flush_returns(w);
+    free(j);
+}
+
+/* A job taken from the ring lives in w->scratch until it runs; one that must wait gets a record. */
+static struct job *to_record(struct shard_worker *w, struct job *j)
+{
+    if (j != &w->scratch)
+        return j;
+    struct job *r = w->spare_ready;
+    w->spare_ready = NULL;
+    *r = *j;
+    return r;
+}
+
+/* Before taking from the ring, make sure a record is at hand for the job if it must wait: a slot,
+ * once taken, cannot be put back. Return: false only when memory is exhausted. */
+static bool record_ready(struct shard_worker *w)
+{
+    if (!w->spare_ready)
+        w->spare_ready = alloc_record(w);
+    return w->spare_ready != NULL;
 }
 
 static void run_job(struct shard_worker *w, struct job *j)
@@ -118,7 +140,8 @@ static void run_job(struct shard_worker *w, struct job *j)
     bump(&w->executed);
     if (j->rerouted)
         shard__rerouted_done(w->d, j);
-    recycle(w, j);
+    if (j != &w->scratch)
+        shard__free_record(w, j);
 }
 
 struct release_ctx {
@@ -153,19 +176,19 @@ static void control(struct shard_worker *w, struct job *j)
             struct release_ctx rc = { d, { j->epoch, j->fence_before->ring, j->fence_after->ring } };
             run_unlocked(w, false, 0, call_release, &rc);
             if (crashed(w)) {
-                free(j);
+                shard__free_record(w, j);
                 return;
             }
         }
         pass_fence(w, j->epoch);
-        free(j);
+        shard__free_record(w, j);
         break;
     case JOB_MARK:
         pthread_mutex_lock(&d->lock);
         d->marks_pending--;
         pthread_cond_broadcast(&d->cond);
         pthread_mutex_unlock(&d->lock);
-        free(j);
+        shard__free_record(w, j);
         break;
     case JOB_STOP:
         w->stopped = true;
@@ -177,6 +200,7 @@ static void control(struct shard_worker *w, struct job *j)
 
 static void set_aside(struct shard_worker *w, struct job *j)
 {
+    j = to_record(w, j);
     held_push_back(&w->held, j);
     bump(&w->set_aside);
     w->held_dirty = true;
@@ -191,7 +215,7 @@ static void take(struct shard_worker *w, struct job *j)
         if (inbox_pending(w))
             pull_inbox(w);
         if (w->held.count) {
-            held_push_back(&w->held, j);
+            held_push_back(&w->held, to_record(w, j));
             w->held_dirty = true;
         } else {
             control(w, j);
@@ -285,13 +309,15 @@ static bool has_work(struct shard_worker *w)
 
 static void idle(struct shard_worker *w)
 {
-    flush_returns(w);
     for (int i = 0; i < SPIN_BEFORE_PARK; i++) {
         if (has_work(w))
             return;
         caa_cpu_relax();
     }
     uint32_t seq = park_prepare(&w->park);
+    /* After park_prepare's seq_cst store: a submitter that found the queue full and registered is
+     * seen here even if the per-job check missed it (shard__space_notify). */
+    shard__space_notify(w->d);
     if (has_work(w)) {
         park_cancel(&w->park);
         return;
@@ -314,11 +340,27 @@ static void loop(struct shard_worker *w)
             held_pass(w);
             continue;
         }
-        struct job *j = queue_pop_sc(&w->q);
-        if (j)
-            take(w, j);
-        else
+        if (!record_ready(w)) {
+            /* Out of memory: take nothing from the ring until a record can be had. */
+            pthread_mutex_unlock(&w->lock);
+            sched_yield();
+            pthread_mutex_lock(&w->lock);
+            continue;
+        }
+        struct job *j = queue_pop_sc(&w->q, &w->scratch);
+        if (!j) {
             idle(w);
+            continue;
+        }
+        if (j == &w->scratch) {
+            j->routed = w;
+            /* Waiting submitters are woken once half the ring is free, not after every job: one
+             * wake-up then refills half a ring instead of paying a syscall a job. */
+            if (atomic_load_explicit(&w->d->space_waiters, memory_order_relaxed) &&
+                queue_length(&w->q) <= queue_capacity(&w->q) / 2)
+                shard__space_notify(w->d);
+        }
+        take(w, j);
     }
 }
 
@@ -331,7 +373,6 @@ void *shard__worker_main(void *arg)
         d->cfg.on_worker_start(w, d->cfg.user);
     pthread_mutex_lock(&w->lock);
     loop(w);
-    flush_returns(w);
     bool was_crashed = crashed(w);
     pthread_mutex_unlock(&w->lock);
     if (d->cfg.on_worker_stop)

@@ -255,8 +255,8 @@ Test(dispatcher, full_queue_try_submit_eagain_submit_waits)
     for (int i = 0; i < 6; i++)
         jobs[i] = (struct seq_job){ &log, i };
     cr_assert_eq(shard_submit(d, "k", 1, blocker, NULL), 0);
-    sem_wait(&started); /* the worker is inside the blocker; its record counts against the capacity */
-    for (int i = 0; i < 3; i++)
+    sem_wait(&started); /* the worker is inside the blocker: four more jobs fill its queue */
+    for (int i = 0; i < 4; i++)
         cr_assert_eq(shard_try_submit(d, "k", 1, log_seq, &jobs[i]), 0);
     cr_assert_eq(shard_try_submit(d, "k", 1, log_seq, &jobs[5]), -EAGAIN);
     struct shard_worker_stats ws;
@@ -264,14 +264,14 @@ Test(dispatcher, full_queue_try_submit_eagain_submit_waits)
     cr_assert_eq(ws.queued, 4);
     cr_assert(ws.running);
     pthread_t t;
-    struct blocking_submit b = { d, &jobs[3], -1 };
+    struct blocking_submit b = { d, &jobs[4], -1 };
     pthread_create(&t, NULL, submit_blocking, &b);
     sem_post(&gate);
     pthread_join(t, NULL);
     cr_assert_eq(b.rc, 0);
     cr_assert_eq(shard_drain(d), 0);
-    cr_assert_eq(atomic_load(&log.next), 4, "the refused job must not run");
-    for (int i = 0; i < 4; i++)
+    cr_assert_eq(atomic_load(&log.next), 5, "the refused job must not run");
+    for (int i = 0; i < 5; i++)
         cr_assert_eq(log.order[i], i);
     shard_dispatcher_destroy(d);
 }

@@ -1,68 +1,67 @@
-/* The worker queue's parts alone, single-threaded: the record pool (capacity, count, reuse), the MPSC
- * FIFO (order, empty, stub recycling) and the held list (per-key FIFO in epoch order). */
+/* The worker queue's parts alone, single-threaded: the slot ring (order, capacity, wrap-around), the
+ * side list (ordered by ring position) and the held list (per-key FIFO in epoch order). */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 
 #include "held.h"
 #include "queue.h"
 
-Test(pool, holds_exactly_its_capacity)
+static void fn_a(shard_worker *w, void *arg)
 {
-    struct job_pool p;
-    cr_assert_eq(pool_init(&p, 5), 0);
-    cr_assert_eq(pool_free_count(&p), 5);
-    struct job *got[5];
-    for (int i = 0; i < 5; i++) {
-        got[i] = pool_pop_mp(&p);
-        cr_assert_not_null(got[i]);
-        for (int k = 0; k < i; k++)
-            cr_assert_neq(got[i], got[k], "a record handed out twice");
-    }
-    cr_assert_null(pool_pop_mp(&p), "a full pool must say so");
-    cr_assert_eq(pool_free_count(&p), 0);
-    pool_push_chain_mp(&p, got[2], got[2], 1);
-    cr_assert_eq(pool_free_count(&p), 1);
-    cr_assert_eq(pool_pop_mp(&p), got[2]);
-    /* A chain of three returns at once. */
-    pool_link(&p, got[0], got[1]);
-    pool_link(&p, got[1], got[4]);
-    pool_push_chain_mp(&p, got[0], got[4], 3);
-    cr_assert_eq(pool_free_count(&p), 3);
-    int n = 0;
-    while (pool_pop_mp(&p))
-        n++;
-    cr_assert_eq(n, 3);
-    pool_destroy(&p);
+    (void)w;
+    (void)arg;
 }
 
-Test(mpsc, fifo_order_through_the_stub)
+Test(ring_queue, fifo_order_capacity_and_wrap)
 {
     struct queue q;
-    queue_init(&q);
+    cr_assert_eq(queue_init(&q, 5), 0);
+    cr_assert_eq(queue_capacity(&q), 8, "capacity rounds up to a power of two");
+    struct job scratch;
+    cr_assert_null(queue_pop_sc(&q, &scratch));
     cr_assert_not(queue_nonempty_sc(&q));
-    cr_assert_null(queue_pop_sc(&q));
-    struct job jobs[10] = { 0 };
-    for (int round = 0; round < 3; round++) {
-        for (int i = 0; i < 10; i++) {
-            jobs[i].epoch = (uint64_t)(round * 10 + i);
-            queue_push_mp(&q, &jobs[i]);
+    uint64_t next = 0;
+    for (int lap = 0; lap < 5; lap++) {
+        for (uint64_t i = 0; i < 8; i++)
+            cr_assert(queue_push_mp(&q, fn_a, (void *)(uintptr_t)(lap * 8 + i), i * 3, 7), "lap %d push %lu", lap,
+                      (unsigned long)i);
+        cr_assert_not(queue_push_mp(&q, fn_a, NULL, 0, 0), "a full ring must refuse");
+        cr_assert_not(queue_has_room(&q));
+        cr_assert_eq(queue_length(&q), 8);
+        for (uint64_t i = 0; i < 8; i++) {
+            struct job *j = queue_pop_sc(&q, &scratch);
+            cr_assert_eq(j, &scratch);
+            cr_assert_eq((uintptr_t)j->arg, next++, "out of order");
+            cr_assert_eq(j->hash, i * 3);
+            cr_assert_eq(j->epoch, 7);
+            cr_assert_eq(j->kind, JOB_RUN);
+            cr_assert(queue_has_room(&q));
         }
-        cr_assert(queue_nonempty_sc(&q));
-        for (int i = 0; i < 10; i++) {
-            struct job *j = queue_pop_sc(&q);
-            cr_assert_eq(j, &jobs[i], "round %d: item %d out of order", round, i);
-        }
-        cr_assert_null(queue_pop_sc(&q));
-        cr_assert_not(queue_nonempty_sc(&q));
+        cr_assert_null(queue_pop_sc(&q, &scratch));
     }
-    /* Interleaved pushes and pops. */
-    queue_push_mp(&q, &jobs[0]);
-    queue_push_mp(&q, &jobs[1]);
-    cr_assert_eq(queue_pop_sc(&q), &jobs[0]);
-    queue_push_mp(&q, &jobs[2]);
-    cr_assert_eq(queue_pop_sc(&q), &jobs[1]);
-    cr_assert_eq(queue_pop_sc(&q), &jobs[2]);
-    cr_assert_null(queue_pop_sc(&q));
+    queue_destroy(&q);
+}
+
+Test(ring_queue, side_items_keep_their_place_in_line)
+{
+    struct queue q;
+    cr_assert_eq(queue_init(&q, 8), 0);
+    struct job fence = { .kind = JOB_FENCE }, extra = { .kind = JOB_RUN, .arg = (void *)99 };
+    struct job scratch;
+    queue_push_mp(&q, fn_a, (void *)1, 0, 0);
+    queue_push_mp(&q, fn_a, (void *)2, 0, 0);
+    queue_push_side(&q, &fence); /* after slots 1 and 2 */
+    queue_push_mp(&q, fn_a, (void *)3, 0, 0);
+    queue_push_side(&q, &extra); /* after slot 3 */
+    cr_assert(queue_nonempty_sc(&q));
+    cr_assert_eq(queue_pop_sc(&q, &scratch)->arg, (void *)1);
+    cr_assert_eq(queue_pop_sc(&q, &scratch)->arg, (void *)2);
+    cr_assert_eq(queue_pop_sc(&q, &scratch), &fence);
+    cr_assert_eq(queue_pop_sc(&q, &scratch)->arg, (void *)3);
+    cr_assert_eq(queue_pop_sc(&q, &scratch), &extra);
+    cr_assert_null(queue_pop_sc(&q, &scratch));
+    cr_assert_not(queue_nonempty_sc(&q));
+    queue_destroy(&q);
 }
 
 static struct job mk(uint64_t hash, uint64_t epoch)

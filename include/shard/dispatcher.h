@@ -46,7 +46,9 @@ struct shard_handoff {
 
 struct shard_config {
     uint32_t workers;         /* initial workers, named "w0", "w1", ...; 0: number of online CPUs */
-    uint32_t queue_capacity;  /* jobs a worker may hold; 0: SHARD_DEFAULT_QUEUE_CAPACITY */
+    uint32_t queue_capacity;  /* jobs a worker may hold; 0: SHARD_DEFAULT_QUEUE_CAPACITY. Rounded up
+                               * to a power of two; counts jobs waiting in the queue, not the one
+                               * running nor those set aside for a handoff */
     struct shard_ring_config ring;
     /* Jobs dropped by a DROP crash: called once each, in queue order, on the thread calling
      * shard_worker_crash. NULL: dropped silently (still counted in the stats). */
@@ -140,7 +142,7 @@ struct shard_worker_stats {
     char     name[SHARD_NAME_MAX + 1];
     enum shard_worker_state state;
     bool     running;     /* a job is running now */
-    uint64_t queued;      /* jobs it holds now: queued, set aside or running */
+    uint64_t queued;      /* jobs waiting in its queue now */
     uint64_t executed;    /* jobs it has run */
     uint64_t set_aside;   /* jobs it set aside to wait for a key's previous owner */
     uint64_t handed_over; /* jobs it received from a crashed worker's queue */
