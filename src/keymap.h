@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define KEYMAP_BUCKETS 256u
+#define KEYMAP_BUCKETS 4096u
 
 struct job;
 

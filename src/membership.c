@@ -394,33 +394,25 @@ out:
 }
 
 /* Records for the jobs in a worker's ring, allocated before a crash reaches its point of no return. */
-static void records_free(struct job *list)
+static struct job_block *block_new(size_t n)
 {
-    while (list) {
-        struct job *next = list->held_next;
-        free(list);
-        list = next;
+    struct job_block *b = calloc(1, sizeof *b + n * sizeof *b->recs);
+    if (b) {
+        atomic_init(&b->refs, 1); /* the crash's own, dropped when it is done with the block */
+        b->size = n;
     }
+    return b;
 }
 
-static struct job *records_new(size_t n)
+static void block_release(struct job_block *b)
 {
-    struct job *list = NULL;
-    for (size_t i = 0; i < n; i++) {
-        struct job *j = calloc(1, sizeof *j);
-        if (!j) {
-            records_free(list);
-            return NULL;
-        }
-        j->held_next = list;
-        list = j;
-    }
-    return list;
+    if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) == 1)
+        free(b);
 }
 
 /* Everything x still holds, in order: held items, then its inbox, then its queue (ring slots copied into
- * the records of *spare). Context: x->lock held, after the grace period that ended pushes to x. */
-static struct job *take_leftovers(struct shard_worker *x, struct job **spare)
+ * records of block). Context: x->lock held, after the grace period that ended pushes to x. */
+static struct job *take_leftovers(struct shard_worker *x, struct job_block *block)
 {
     struct job *head = held_take_all(&x->held), *tail = head;
     while (tail && tail->held_next)
@@ -439,13 +431,14 @@ static struct job *take_leftovers(struct shard_worker *x, struct job **spare)
             head = j;
         tail = j;
     }
-    struct job scratch, *j;
+    struct job scratch = { 0 }, *j;
     while ((j = queue_pop_sc(&x->q, &scratch))) {
         if (j == &scratch) {
-            struct job *r = *spare; /* there are as many as the ring has slots */
-            *spare = r->held_next;
+            struct job *r = &block->recs[block->used++]; /* as many as the ring has slots */
             *r = scratch;
             r->routed = x;
+            r->block = block;
+            atomic_fetch_add_explicit(&block->refs, 1, memory_order_relaxed);
             j = r;
         }
         j->held_next = NULL;
@@ -458,20 +451,28 @@ static struct job *take_leftovers(struct shard_worker *x, struct job **spare)
     return head;
 }
 
-static void deliver(struct shard_worker *dest, struct job *j)
+/* A crashed worker's jobs, gathered per new owner so each inbox is locked and woken once. */
+struct delivery {
+    struct job *head, *tail;
+};
+
+static void deliver(struct shard_worker *dest, struct delivery *list)
 {
+    if (!list->head)
+        return;
     pthread_mutex_lock(&dest->inbox_lock);
-    j->held_next = NULL;
     if (dest->inbox_tail)
-        dest->inbox_tail->held_next = j;
+        dest->inbox_tail->held_next = list->head;
     else
-        dest->inbox_head = j;
-    dest->inbox_tail = j;
+        dest->inbox_head = list->head;
+    dest->inbox_tail = list->tail;
     atomic_store_explicit(&dest->inbox_flag, true, memory_order_release);
     pthread_mutex_unlock(&dest->inbox_lock);
+    shard__worker_wake(dest);
 }
 
-static void hand_over(shard_dispatcher *d, struct shard_worker *x, struct job *left, enum shard_crash_policy policy)
+static void hand_over(shard_dispatcher *d, struct shard_worker *x, struct job *left, enum shard_crash_policy policy,
+                      struct delivery *lists)
 {
     struct snap *now = atomic_load_explicit(&d->snap, memory_order_relaxed);
     if (policy == SHARD_CRASH_REROUTE) {
@@ -492,9 +493,13 @@ static void hand_over(shard_dispatcher *d, struct shard_worker *x, struct job *l
             continue;
         }
         if (policy == SHARD_CRASH_REROUTE) {
-            struct shard_worker *dest = now->by_member[shard__ring_owner_index(now->ring, j->hash)];
-            deliver(dest, j);
-            shard__worker_wake(dest);
+            struct delivery *l = &lists[shard__ring_owner_index(now->ring, j->hash)];
+            j->held_next = NULL;
+            if (l->tail)
+                l->tail->held_next = j;
+            else
+                l->head = j;
+            l->tail = j;
             continue;
         }
         if (d->cfg.on_dropped)
@@ -504,6 +509,8 @@ static void hand_over(shard_dispatcher *d, struct shard_worker *x, struct job *l
             shard__rerouted_done(d, j);
         shard__free_record(NULL, j);
     }
+    for (size_t i = 0; i < shard_ring_member_count(now->ring); i++)
+        deliver(now->by_member[i], &lists[i]);
     pthread_mutex_lock(&d->lock);
     /* release: the deliveries above happen before anyone who sees x handed over (handoff.c). */
     atomic_store_explicit(&x->handed, true, memory_order_release);
@@ -530,8 +537,11 @@ SHARD_API int shard_worker_crash(shard_dispatcher *d, const char *name, enum sha
     }
     if ((err = change_prepare(d, ring, NULL, x, &c)) != 0)
         goto out;
-    struct job *spare = records_new(queue_capacity(&x->q));
-    if (!spare) {
+    struct job_block *block = block_new(queue_capacity(&x->q));
+    struct delivery *lists = calloc(shard_ring_member_count(c.snap->ring), sizeof *lists);
+    if (!block || !lists) {
+        free(block);
+        free(lists);
         change_discard(&c);
         err = -ENOMEM;
         goto out;
@@ -550,10 +560,11 @@ SHARD_API int shard_worker_crash(shard_dispatcher *d, const char *name, enum sha
     shard__worker_wake(x);
     publish(d, &c);
     pthread_mutex_lock(&x->lock);
-    struct job *left = take_leftovers(x, &spare);
+    struct job *left = take_leftovers(x, block);
     pthread_mutex_unlock(&x->lock);
-    records_free(spare);
-    hand_over(d, x, left, policy);
+    block_release(block);
+    hand_over(d, x, left, policy, lists);
+    free(lists);
     push_fences(&c);
 out:
     pthread_mutex_unlock(&d->ctl);

@@ -33,6 +33,7 @@ enum job_kind {
 };
 
 struct snap;
+struct job_block;
 
 /* A job outside the ring: set aside, rerouted, a control item, or a worker's overflow submit. */
 struct job {
@@ -50,6 +51,15 @@ struct job {
     struct job  *held_next, *held_prev; /* held order list (held.c); also side list and inbox */
     struct keylink links[KEYMAP_USES];  /* keymap.c: held by key, crash record by key */
     const struct snap *fence_before, *fence_after; /* JOB_FENCE with release */
+    struct job_block  *block;    /* records made in bulk by a crash: freed with the last of them */
+};
+
+/* Records for a crashed worker's ring, allocated before the crash's point of no return as one block:
+ * its pages are touched only for the records used, and it is freed when the last one is. */
+struct job_block {
+    _Atomic long refs;
+    size_t       used, size;
+    struct job   recs[];
 };
 
 struct slot {

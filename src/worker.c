@@ -105,6 +105,12 @@ void shard__free_record(struct shard_worker *w, struct job *j)
 {
     if (j->embedded)
         return;
+    if (j->block) {
+        /* acq_rel: every user's writes to its records happen before the block is freed. */
+        if (atomic_fetch_sub_explicit(&j->block->refs, 1, memory_order_acq_rel) == 1)
+            free(j->block);
+        return;
+    }
     if (w && w->nspare < SPARE_RECORDS) {
         j->held_next = w->spare;
         w->spare = j;
