@@ -37,7 +37,7 @@ case "${1:-}" in
 demo)
     install_missing
     build build
-    ./build/examples/ring_demo
+    ./build/examples/crash_sim
     ;;
 test)
     install_missing
