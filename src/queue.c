@@ -18,11 +18,14 @@ int queue_init(struct queue *q, uint32_t capacity)
     if (!q->slots)
         return -ENOMEM;
     for (uint64_t i = 0; i < n; i++)
-        atomic_init(&q->slots[i].seq, i);
+        atomic_init(&q->slots[i].seq, 0); /* 0 matches no position + 1 */
     q->mask = n - 1;
+    uint64_t batch = n / 8 > 32 ? 32 : n / 8 ? n / 8 : 1;
+    q->release_mask = batch - 1;
     atomic_init(&q->tail, 0);
+    atomic_init(&q->head_cache, 0);
     q->head = 0;
-    atomic_init(&q->head_seen, 0);
+    atomic_init(&q->head_pub, 0);
     pthread_mutex_init(&q->side_lock, NULL);
     q->side_head = q->side_tail = NULL;
     atomic_init(&q->side_flag, false);
@@ -41,27 +44,33 @@ uint64_t queue_capacity(const struct queue *q)
     return q->mask + 1;
 }
 
+/* Whether position pos is free: the consumer has published a head beyond its previous lap. Refreshes
+ * the producers' cached head only when the cached one says no. */
+static bool slot_free(struct queue *q, uint64_t pos)
+{
+    uint64_t cap = q->mask + 1;
+    /* acquire, pairing with the release below: whoever refreshed the cache acquired head_pub from
+     * the consumer first, so the consumer's reads of this slot's previous job happen before our
+     * writes to it, whichever producer refreshed. A stale cache only says "full" too early. */
+    if (pos - atomic_load_explicit(&q->head_cache, memory_order_acquire) < cap)
+        return true;
+    /* acquire: pairs with queue_release_sc. */
+    uint64_t head = atomic_load_explicit(&q->head_pub, memory_order_acquire);
+    atomic_store_explicit(&q->head_cache, head, memory_order_release);
+    return pos - head < cap;
+}
+
 bool queue_push_mp(struct queue *q, shard_job_fn fn, void *arg, uint64_t hash, uint64_t epoch)
 {
     uint64_t pos = atomic_load_explicit(&q->tail, memory_order_relaxed);
-    struct slot *s;
-    for (;;) {
-        s = &q->slots[pos & q->mask];
-        /* acquire: pairs with the consumer's release when it freed the slot, so its reads of the
-         * previous job come before these writes. */
-        uint64_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
-        int64_t dif = (int64_t)(seq - pos);
-        if (dif == 0) {
-            /* seq_cst: the caller reads the parking flag next (Dekker pair with park_prepare). */
-            if (atomic_compare_exchange_weak_explicit(&q->tail, &pos, pos + 1, memory_order_seq_cst,
-                                                      memory_order_relaxed))
-                break;
-        } else if (dif < 0) {
-            return false; /* the slot still holds the job of the previous lap: full */
-        } else {
-            pos = atomic_load_explicit(&q->tail, memory_order_relaxed);
-        }
-    }
+    do {
+        if (!slot_free(q, pos))
+            return false;
+        /* seq_cst: the caller reads the parking flag next (Dekker pair with park_prepare). */
+    } while (!atomic_compare_exchange_weak_explicit(&q->tail, &pos, pos + 1, memory_order_seq_cst,
+                                                    memory_order_relaxed));
+    /* pos was free when checked and head only moves forward; the CAS gave pos to us alone. */
+    struct slot *s = &q->slots[pos & q->mask];
     s->fn = fn;
     s->arg = arg;
     s->hash = hash;
@@ -74,7 +83,7 @@ bool queue_push_mp(struct queue *q, shard_job_fn fn, void *arg, uint64_t hash, u
 bool queue_has_room(struct queue *q)
 {
     uint64_t pos = atomic_load_explicit(&q->tail, memory_order_seq_cst);
-    return atomic_load_explicit(&q->slots[pos & q->mask].seq, memory_order_seq_cst) >= pos;
+    return pos - atomic_load_explicit(&q->head_pub, memory_order_seq_cst) < q->mask + 1;
 }
 
 void queue_push_side(struct queue *q, struct job *j)
@@ -130,11 +139,16 @@ struct job *queue_pop_sc(struct queue *q, struct job *scratch)
     scratch->embedded = false;
     scratch->release = false;
     scratch->routed = NULL; /* the caller knows whose queue this is */
-    /* release: the reads above come before a producer of the next lap reuses the slot. */
-    atomic_store_explicit(&s->seq, q->head + q->mask + 1, memory_order_release);
     q->head++;
-    atomic_store_explicit(&q->head_seen, q->head, memory_order_relaxed);
+    if ((q->head & q->release_mask) == 0)
+        queue_release_sc(q);
     return scratch;
+}
+
+void queue_release_sc(struct queue *q)
+{
+    /* release: the reads of the slots below head come before a producer reuses them. */
+    atomic_store_explicit(&q->head_pub, q->head, memory_order_release);
 }
 
 bool queue_nonempty_sc(struct queue *q)
@@ -146,7 +160,7 @@ bool queue_nonempty_sc(struct queue *q)
 uint64_t queue_length(const struct queue *q)
 {
     return atomic_load_explicit(&q->tail, memory_order_relaxed) -
-           atomic_load_explicit(&q->head_seen, memory_order_relaxed);
+           atomic_load_explicit(&q->head_pub, memory_order_relaxed);
 }
 
 static long futex(_Atomic uint32_t *addr, int op, uint32_t val)

@@ -1,9 +1,10 @@
 /* Internal: the per-worker job queue. SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * The hot path is a bounded multi-producer single-consumer ring of job slots written by value
- * (Vyukov's sequence-numbered array queue): a submit claims a position with one CAS on the tail and
- * writes one slot; the worker reads slots in order with plain acquire loads. No record is allocated
- * or recycled, so a job costs about one cache-line transfer between producer and worker.
+ * The hot path is a bounded multi-producer single-consumer ring of job slots written by value: a
+ * submit claims a position with one CAS on the tail, writes the slot and marks it written; the worker
+ * reads slots in order and never writes them, publishing how far it got once a batch (head_pub), which
+ * producers read only when their cached copy says the ring is full. No record is allocated or recycled,
+ * so a job costs about one cache-line transfer from producer to worker, as in a plain SPSC ring.
  * Everything rare enters the same order through a side list of linked records stamped with the tail
  * position at insertion: control items (fences, drain marks, stop) and jobs a worker submits beyond a
  * full queue. The worker takes a side item once it has consumed every slot before its position.
@@ -63,19 +64,22 @@ struct job_block {
 };
 
 struct slot {
-    _Atomic uint64_t seq; /* pos: free for the producer of pos; pos + 1: holds the job of pos */
+    _Atomic uint64_t seq; /* pos + 1 once the job of pos is written; the worker never writes it */
     shard_job_fn     fn;
     void            *arg;
     uint64_t         hash;
     uint64_t         epoch;
 };
 
+/* Each line written by one side only: read-only fields, the producers' line, the consumer's line. */
 struct queue {
-    alignas(SHARD_CACHELINE) _Atomic uint64_t tail; /* producers: next position to claim */
-    alignas(SHARD_CACHELINE) uint64_t head;         /* consumer: next position to take */
-    _Atomic uint64_t head_seen;                     /* head, for stats */
-    struct slot     *slots;
+    alignas(SHARD_CACHELINE) struct slot *slots;
     uint64_t         mask;
+    uint64_t         release_mask; /* publish head every release_mask + 1 pops */
+    alignas(SHARD_CACHELINE) _Atomic uint64_t tail; /* producers: next position to claim */
+    _Atomic uint64_t head_cache;                    /* producers: a recent head_pub */
+    alignas(SHARD_CACHELINE) uint64_t head;         /* consumer: next position to take */
+    _Atomic uint64_t head_pub;                      /* consumer: positions below are free again */
     alignas(SHARD_CACHELINE) pthread_mutex_t side_lock;
     struct job      *side_head, *side_tail;
     _Atomic bool     side_flag;                     /* side list not empty */
@@ -100,6 +104,10 @@ void queue_push_side(struct queue *q, struct job *j);
 struct job *queue_pop_sc(struct queue *q, struct job *scratch);
 /* True when the queue may hold an item (seq_cst: the worker's half of the parking Dekker pair). */
 bool queue_nonempty_sc(struct queue *q);
+/* Publishes the consumer's position, freeing the slots it has taken. pop does it every 1/8 of the
+ * capacity (at most 32 slots, every slot for queues under 16), so taken slots wait at most that long
+ * to be reused; call it before going idle. */
+void queue_release_sc(struct queue *q);
 uint64_t queue_length(const struct queue *q);
 
 /* Parking: the worker sleeps on seq while sleeping is set; a waker clears sleeping and bumps seq. */

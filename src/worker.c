@@ -315,6 +315,7 @@ static bool has_work(struct shard_worker *w)
 
 static void idle(struct shard_worker *w)
 {
+    queue_release_sc(&w->q); /* the slots taken so far are free for producers again */
     for (int i = 0; i < SPIN_BEFORE_PARK; i++) {
         if (has_work(w))
             return;
@@ -363,8 +364,10 @@ static void loop(struct shard_worker *w)
             /* Waiting submitters are woken once half the ring is free, not after every job: one
              * wake-up then refills half a ring instead of paying a syscall a job. */
             if (atomic_load_explicit(&w->d->space_waiters, memory_order_relaxed) &&
-                queue_length(&w->q) <= queue_capacity(&w->q) / 2)
+                queue_length(&w->q) <= queue_capacity(&w->q) / 2) {
+                queue_release_sc(&w->q);
                 shard__space_notify(w->d);
+            }
         }
         take(w, j);
     }

@@ -22,6 +22,7 @@ Test(ring_queue, fifo_order_capacity_and_wrap)
     cr_assert_not(queue_nonempty_sc(&q));
     uint64_t next = 0;
     for (int lap = 0; lap < 5; lap++) {
+        queue_release_sc(&q); /* the worker publishes its position before it goes idle */
         for (uint64_t i = 0; i < 8; i++)
             cr_assert(queue_push_mp(&q, fn_a, (void *)(uintptr_t)(lap * 8 + i), i * 3, 7), "lap %d push %lu", lap,
                       (unsigned long)i);
@@ -35,10 +36,29 @@ Test(ring_queue, fifo_order_capacity_and_wrap)
             cr_assert_eq(j->hash, i * 3);
             cr_assert_eq(j->epoch, 7);
             cr_assert_eq(j->kind, JOB_RUN);
-            cr_assert(queue_has_room(&q));
         }
+        queue_release_sc(&q);
+        cr_assert(queue_has_room(&q));
+        cr_assert_eq(queue_length(&q), 0);
         cr_assert_null(queue_pop_sc(&q, &scratch));
     }
+    queue_destroy(&q);
+}
+
+Test(ring_queue, taken_slots_are_reused_only_once_published)
+{
+    struct queue q;
+    cr_assert_eq(queue_init(&q, 256), 0); /* publishes every 32 pops */
+    struct job scratch;
+    for (int i = 0; i < 256; i++)
+        cr_assert(queue_push_mp(&q, fn_a, NULL, 0, 0));
+    for (int i = 0; i < 31; i++)
+        cr_assert_not_null(queue_pop_sc(&q, &scratch));
+    cr_assert_not(queue_push_mp(&q, fn_a, NULL, 0, 0), "slots not yet published were reused");
+    cr_assert_not_null(queue_pop_sc(&q, &scratch)); /* the 32nd pop publishes */
+    for (int i = 0; i < 32; i++)
+        cr_assert(queue_push_mp(&q, fn_a, NULL, 0, 0), "published slot %d not reusable", i);
+    cr_assert_not(queue_push_mp(&q, fn_a, NULL, 0, 0));
     queue_destroy(&q);
 }
 
