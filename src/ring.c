@@ -40,8 +40,7 @@ SHARD_API void shard_ring_destroy(shard_ring *r)
     for (size_t i = 0; i < r->nmembers; i++)
         free(r->members[i].name);
     free(r->members);
-    free(r->points);
-    free(r->owners);
+    free(r->pts);
     free(r->index);
     free(r);
 }
@@ -55,10 +54,9 @@ SHARD_API int shard_ring_clone(const shard_ring *r, shard_ring **out)
         return -ENOMEM;
     c->cfg = r->cfg;
     c->members = malloc((r->nmembers ? r->nmembers : 1) * sizeof *c->members);
-    c->points = malloc((r->npoints ? r->npoints : 1) * sizeof *c->points);
-    c->owners = malloc((r->npoints ? r->npoints : 1) * sizeof *c->owners);
+    c->pts = malloc((r->npoints ? r->npoints : 1) * sizeof *c->pts);
     c->index = malloc((r->nbuckets ? r->nbuckets : 1) * sizeof *c->index);
-    if (!c->members || !c->points || !c->owners || !c->index)
+    if (!c->members || !c->pts || !c->index)
         goto fail;
     c->members_cap = r->nmembers ? r->nmembers : 1;
     c->points_cap = r->npoints ? r->npoints : 1;
@@ -70,8 +68,7 @@ SHARD_API int shard_ring_clone(const shard_ring *r, shard_ring **out)
             goto fail;
     }
     if (r->npoints) {
-        memcpy(c->points, r->points, r->npoints * sizeof *c->points);
-        memcpy(c->owners, r->owners, r->npoints * sizeof *c->owners);
+        memcpy(c->pts, r->pts, r->npoints * sizeof *c->pts);
         memcpy(c->index, r->index, r->nbuckets * sizeof *c->index);
     }
     c->npoints = r->npoints;
@@ -121,8 +118,8 @@ static void index_build(shard_ring *r)
         return;
     }
     size_t nb = bucket_count(n);
-    r->min = r->points[0];
-    r->span = r->points[n - 1] - r->points[0];
+    r->min = r->pts[0].point;
+    r->span = r->pts[n - 1].point - r->pts[0].point;
     unsigned shift = 0;
     while ((r->span >> shift) >= nb)
         shift++;
@@ -131,7 +128,7 @@ static void index_build(shard_ring *r)
     /* index[b] = first point whose bucket is >= b: one pass over the points, one over the buckets. */
     size_t b = 0;
     for (size_t i = 0; i < n; i++) {
-        size_t pb = (size_t)((r->points[i] - r->min) >> shift);
+        size_t pb = (size_t)((r->pts[i].point - r->min) >> shift);
         while (b <= pb)
             r->index[b++] = (uint32_t)i;
     }
@@ -146,21 +143,13 @@ static int reserve_points(shard_ring *r, size_t npoints)
         size_t cap = r->points_cap ? r->points_cap : 64;
         while (cap < npoints)
             cap *= 2;
-        uint64_t *p = malloc(cap * sizeof *p);
-        uint32_t *o = malloc(cap * sizeof *o);
-        if (!p || !o) {
-            free(p);
-            free(o);
+        struct ring_point *p = malloc(cap * sizeof *p);
+        if (!p)
             return -ENOMEM;
-        }
-        if (r->npoints) {
-            memcpy(p, r->points, r->npoints * sizeof *p);
-            memcpy(o, r->owners, r->npoints * sizeof *o);
-        }
-        free(r->points);
-        free(r->owners);
-        r->points = p;
-        r->owners = o;
+        if (r->npoints)
+            memcpy(p, r->pts, r->npoints * sizeof *p);
+        free(r->pts);
+        r->pts = p;
         r->points_cap = cap;
     }
     size_t nb = bucket_count(npoints);
@@ -248,17 +237,17 @@ static void merge_points(shard_ring *r, const struct point_rec *add, size_t nadd
     size_t i = r->npoints, j = nadd, k = r->npoints + nadd;
     /* Merge from the back so the ring's arrays serve as the destination without a copy. */
     while (j > 0) {
-        bool take_old = i > 0 && (r->points[i - 1] > add[j - 1].point ||
-                                  (r->points[i - 1] == add[j - 1].point && r->owners[i - 1] > add[j - 1].owner));
+        bool take_old = i > 0 && (r->pts[i - 1].point > add[j - 1].point ||
+                                  (r->pts[i - 1].point == add[j - 1].point && r->pts[i - 1].owner > add[j - 1].owner));
         k--;
         if (take_old) {
             i--;
-            r->points[k] = r->points[i];
-            r->owners[k] = r->owners[i];
+            r->pts[k].point = r->pts[i].point;
+            r->pts[k].owner = r->pts[i].owner;
         } else {
             j--;
-            r->points[k] = add[j].point;
-            r->owners[k] = add[j].owner;
+            r->pts[k].point = add[j].point;
+            r->pts[k].owner = add[j].owner;
         }
     }
     r->npoints += nadd;
@@ -341,7 +330,7 @@ SHARD_API int shard_ring_add_many(shard_ring *r, const struct shard_ring_member 
     radix_sort(recs, recs + total, m);
 
     for (size_t i = 0; i < r->npoints; i++)
-        r->owners[i] = remap[r->owners[i]];
+        r->pts[i].owner = remap[r->pts[i].owner];
     memcpy(r->members, merged, (old_n + n) * sizeof *merged);
     r->nmembers = old_n + n;
     merge_points(r, recs, m);
@@ -378,11 +367,11 @@ SHARD_API int shard_ring_remove(shard_ring *r, const char *member)
     uint32_t gone = (uint32_t)idx;
     size_t k = 0;
     for (size_t i = 0; i < r->npoints; i++) {
-        uint32_t o = r->owners[i];
+        uint32_t o = r->pts[i].owner;
         if (o == gone)
             continue;
-        r->points[k] = r->points[i];
-        r->owners[k++] = o > gone ? o - 1 : o;
+        r->pts[k].point = r->pts[i].point;
+        r->pts[k++].owner = o > gone ? o - 1 : o;
     }
     r->npoints = k;
     free(r->members[gone].name);
@@ -422,9 +411,9 @@ SHARD_API int shard_ring_point(const shard_ring *r, size_t i, uint64_t *point, c
     if (i >= r->npoints)
         return -ERANGE;
     if (point)
-        *point = r->points[i];
+        *point = r->pts[i].point;
     if (owner)
-        *owner = r->members[r->owners[i]].name;
+        *owner = r->members[r->pts[i].owner].name;
     return 0;
 }
 
@@ -432,7 +421,7 @@ SHARD_API size_t shard_ring_memory(const shard_ring *r)
 {
     if (!r)
         return 0;
-    return r->npoints * (sizeof *r->points + sizeof *r->owners) + r->nbuckets * sizeof *r->index;
+    return r->npoints * sizeof *r->pts + r->nbuckets * sizeof *r->index;
 }
 
 SHARD_API uint64_t shard_ring_hash(const shard_ring *r, const void *key, size_t len)
@@ -472,7 +461,7 @@ SHARD_API size_t shard_ring_owners_of_hash(const shard_ring *r, uint64_t hash, c
     if (use_bitmap)
         memset(seen, 0, ((r->nmembers + 63) / 64) * sizeof *seen);
     for (size_t step = 0; step < r->npoints && found < n; step++, pos = pos + 1 == r->npoints ? 0 : pos + 1) {
-        uint32_t o = r->owners[pos];
+        uint32_t o = r->pts[pos].owner;
         bool dup = false;
         if (use_bitmap) {
             dup = seen[o / 64] >> (o % 64) & 1;
@@ -498,9 +487,9 @@ SHARD_API size_t shard_ring_owners(const shard_ring *r, const void *key, size_t 
 static double arc_length(const shard_ring *r, size_t i)
 {
     if (i > 0)
-        return (double)(r->points[i] - r->points[i - 1]);
+        return (double)(r->pts[i].point - r->pts[i - 1].point);
     /* 2^64 - (max - min): the wrapping arc, the whole space when every point is equal. */
-    return 18446744073709551616.0 - (double)(r->points[r->npoints - 1] - r->points[0]);
+    return 18446744073709551616.0 - (double)(r->pts[r->npoints - 1].point - r->pts[0].point);
 }
 
 SHARD_API double shard_ring_share(const shard_ring *r, const char *member)
@@ -512,7 +501,7 @@ SHARD_API double shard_ring_share(const shard_ring *r, const char *member)
         return 0;
     double sum = 0;
     for (size_t i = 0; i < r->npoints; i++)
-        if (r->owners[i] == (uint32_t)idx)
+        if (r->pts[i].owner == (uint32_t)idx)
             sum += arc_length(r, i);
     return sum / 18446744073709551616.0;
 }
@@ -525,7 +514,6 @@ SHARD_API uint64_t shard_ring_checksum(const shard_ring *r)
     XXH3_64bits_reset(&st);
     for (size_t i = 0; i < r->nmembers; i++)
         XXH3_64bits_update(&st, r->members[i].name, strlen(r->members[i].name) + 1);
-    XXH3_64bits_update(&st, r->points, r->npoints * sizeof *r->points);
-    XXH3_64bits_update(&st, r->owners, r->npoints * sizeof *r->owners);
+    XXH3_64bits_update(&st, r->pts, r->npoints * sizeof *r->pts);
     return XXH3_64bits_digest(&st);
 }
