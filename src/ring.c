@@ -40,7 +40,8 @@ SHARD_API void shard_ring_destroy(shard_ring *r)
     for (size_t i = 0; i < r->nmembers; i++)
         free(r->members[i].name);
     free(r->members);
-    free(r->pts);
+    free(r->points);
+    free(r->owners);
     free(r->index);
     free(r);
 }
@@ -54,9 +55,10 @@ SHARD_API int shard_ring_clone(const shard_ring *r, shard_ring **out)
         return -ENOMEM;
     c->cfg = r->cfg;
     c->members = malloc((r->nmembers ? r->nmembers : 1) * sizeof *c->members);
-    c->pts = malloc((r->npoints ? r->npoints : 1) * sizeof *c->pts);
+    c->points = malloc((r->npoints ? r->npoints : 1) * sizeof *c->points);
+    c->owners = malloc((r->npoints ? r->npoints : 1) * sizeof *c->owners);
     c->index = malloc((r->nbuckets ? r->nbuckets : 1) * sizeof *c->index);
-    if (!c->members || !c->pts || !c->index)
+    if (!c->members || !c->points || !c->owners || !c->index)
         goto fail;
     c->members_cap = r->nmembers ? r->nmembers : 1;
     c->points_cap = r->npoints ? r->npoints : 1;
@@ -68,7 +70,8 @@ SHARD_API int shard_ring_clone(const shard_ring *r, shard_ring **out)
             goto fail;
     }
     if (r->npoints) {
-        memcpy(c->pts, r->pts, r->npoints * sizeof *c->pts);
+        memcpy(c->points, r->points, r->npoints * sizeof *c->points);
+        memcpy(c->owners, r->owners, r->npoints * sizeof *c->owners);
         memcpy(c->index, r->index, r->nbuckets * sizeof *c->index);
     }
     c->npoints = r->npoints;
@@ -118,8 +121,8 @@ static void index_build(shard_ring *r)
         return;
     }
     size_t nb = bucket_count(n);
-    r->min = r->pts[0].point;
-    r->span = r->pts[n - 1].point - r->pts[0].point;
+    r->min = r->points[0];
+    r->span = r->points[n - 1] - r->points[0];
     unsigned shift = 0;
     while ((r->span >> shift) >= nb)
         shift++;
@@ -128,7 +131,7 @@ static void index_build(shard_ring *r)
     /* index[b] = first point whose bucket is >= b: one pass over the points, one over the buckets. */
     size_t b = 0;
     for (size_t i = 0; i < n; i++) {
-        size_t pb = (size_t)((r->pts[i].point - r->min) >> shift);
+        size_t pb = (size_t)((r->points[i] - r->min) >> shift);
         while (b <= pb)
             r->index[b++] = (uint32_t)i;
     }
@@ -143,13 +146,21 @@ static int reserve_points(shard_ring *r, size_t npoints)
         size_t cap = r->points_cap ? r->points_cap : 64;
         while (cap < npoints)
             cap *= 2;
-        struct ring_point *p = malloc(cap * sizeof *p);
-        if (!p)
+        uint64_t *p = malloc(cap * sizeof *p);
+        uint32_t *o = malloc(cap * sizeof *o);
+        if (!p || !o) {
+            free(p);
+            free(o);
             return -ENOMEM;
-        if (r->npoints)
-            memcpy(p, r->pts, r->npoints * sizeof *p);
-        free(r->pts);
-        r->pts = p;
+        }
+        if (r->npoints) {
+            memcpy(p, r->points, r->npoints * sizeof *p);
+            memcpy(o, r->owners, r->npoints * sizeof *o);
+        }
+        free(r->points);
+        free(r->owners);
+        r->points = p;
+        r->owners = o;
         r->points_cap = cap;
     }
     size_t nb = bucket_count(npoints);
@@ -237,17 +248,17 @@ static void merge_points(shard_ring *r, const struct point_rec *add, size_t nadd
     size_t i = r->npoints, j = nadd, k = r->npoints + nadd;
     /* Merge from the back so the ring's arrays serve as the destination without a copy. */
     while (j > 0) {
-        bool take_old = i > 0 && (r->pts[i - 1].point > add[j - 1].point ||
-                                  (r->pts[i - 1].point == add[j - 1].point && r->pts[i - 1].owner > add[j - 1].owner));
+        bool take_old = i > 0 && (r->points[i - 1] > add[j - 1].point ||
+                                  (r->points[i - 1] == add[j - 1].point && r->owners[i - 1] > add[j - 1].owner));
         k--;
         if (take_old) {
             i--;
-            r->pts[k].point = r->pts[i].point;
-            r->pts[k].owner = r->pts[i].owner;
+            r->points[k] = r->points[i];
+            r->owners[k] = r->owners[i];
         } else {
             j--;
-            r->pts[k].point = add[j].point;
-            r->pts[k].owner = add[j].owner;
+            r->points[k] = add[j].point;
+            r->owners[k] = add[j].owner;
         }
     }
     r->npoints += nadd;
@@ -330,7 +341,7 @@ SHARD_API int shard_ring_add_many(shard_ring *r, const struct shard_ring_member 
     radix_sort(recs, recs + total, m);
 
     for (size_t i = 0; i < r->npoints; i++)
-        r->pts[i].owner = remap[r->pts[i].owner];
+        r->owners[i] = remap[r->owners[i]];
     memcpy(r->members, merged, (old_n + n) * sizeof *merged);
     r->nmembers = old_n + n;
     merge_points(r, recs, m);
@@ -367,11 +378,11 @@ SHARD_API int shard_ring_remove(shard_ring *r, const char *member)
     uint32_t gone = (uint32_t)idx;
     size_t k = 0;
     for (size_t i = 0; i < r->npoints; i++) {
-        uint32_t o = r->pts[i].owner;
+        uint32_t o = r->owners[i];
         if (o == gone)
             continue;
-        r->pts[k].point = r->pts[i].point;
-        r->pts[k++].owner = o > gone ? o - 1 : o;
+        r->points[k] = r->points[i];
+        r->owners[k++] = o > gone ? o - 1 : o;
     }
     r->npoints = k;
     free(r->members[gone].name);
@@ -411,9 +422,9 @@ SHARD_API int shard_ring_point(const shard_ring *r, size_t i, uint64_t *point, c
     if (i >= r->npoints)
         return -ERANGE;
     if (point)
-        *point = r->pts[i].point;
+        *point = r->points[i];
     if (owner)
-        *owner = r->members[r->pts[i].owner].name;
+        *owner = r->members[r->owners[i]].name;
     return 0;
 }
 
@@ -421,7 +432,7 @@ SHARD_API size_t shard_ring_memory(const shard_ring *r)
 {
     if (!r)
         return 0;
-    return r->npoints * sizeof *r->pts + r->nbuckets * sizeof *r->index;
+    return r->npoints * (sizeof *r->points + sizeof *r->owners) + r->nbuckets * sizeof *r->index;
 }
 
 SHARD_API uint64_t shard_ring_hash(const shard_ring *r, const void *key, size_t len)
@@ -461,7 +472,7 @@ SHARD_API size_t shard_ring_owners_of_hash(const shard_ring *r, uint64_t hash, c
     if (use_bitmap)
         memset(seen, 0, ((r->nmembers + 63) / 64) * sizeof *seen);
     for (size_t step = 0; step < r->npoints && found < n; step++, pos = pos + 1 == r->npoints ? 0 : pos + 1) {
-        uint32_t o = r->pts[pos].owner;
+        uint32_t o = r->owners[pos];
         bool dup = false;
         if (use_bitmap) {
             dup = seen[o / 64] >> (o % 64) & 1;
@@ -487,9 +498,9 @@ SHARD_API size_t shard_ring_owners(const shard_ring *r, const void *key, size_t 
 static double arc_length(const shard_ring *r, size_t i)
 {
     if (i > 0)
-        return (double)(r->pts[i].point - r->pts[i - 1].point);
+        return (double)(r->points[i] - r->points[i - 1]);
     /* 2^64 - (max - min): the wrapping arc, the whole space when every point is equal. */
-    return 18446744073709551616.0 - (double)(r->pts[r->npoints - 1].point - r->pts[0].point);
+    return 18446744073709551616.0 - (double)(r->points[r->npoints - 1] - r->points[0]);
 }
 
 SHARD_API double shard_ring_share(const shard_ring *r, const char *member)
@@ -501,7 +512,7 @@ SHARD_API double shard_ring_share(const shard_ring *r, const char *member)
         return 0;
     double sum = 0;
     for (size_t i = 0; i < r->npoints; i++)
-        if (r->pts[i].owner == (uint32_t)idx)
+        if (r->owners[i] == (uint32_t)idx)
             sum += arc_length(r, i);
     return sum / 18446744073709551616.0;
 }
@@ -514,6 +525,7 @@ SHARD_API uint64_t shard_ring_checksum(const shard_ring *r)
     XXH3_64bits_reset(&st);
     for (size_t i = 0; i < r->nmembers; i++)
         XXH3_64bits_update(&st, r->members[i].name, strlen(r->members[i].name) + 1);
-    XXH3_64bits_update(&st, r->pts, r->npoints * sizeof *r->pts);
+    XXH3_64bits_update(&st, r->points, r->npoints * sizeof *r->points);
+    XXH3_64bits_update(&st, r->owners, r->npoints * sizeof *r->owners);
     return XXH3_64bits_digest(&st);
 }

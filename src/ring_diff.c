@@ -48,9 +48,9 @@ static int32_t owner_at(const shard_ring *r, size_t *pos, uint64_t x)
 {
     if (r->npoints == 0)
         return -1;
-    while (*pos < r->npoints && r->pts[*pos].point < x)
+    while (*pos < r->npoints && r->points[*pos] < x)
         (*pos)++;
-    return (int32_t)r->pts[*pos == r->npoints ? 0 : *pos].owner;
+    return (int32_t)r->owners[*pos == r->npoints ? 0 : *pos];
 }
 
 static void collect_boundaries(struct diff *d)
@@ -60,13 +60,13 @@ static void collect_boundaries(struct diff *d)
     d->n = 0;
     while (i < a->npoints || j < b->npoints) {
         uint64_t x;
-        if (j == b->npoints || (i < a->npoints && a->pts[i].point <= b->pts[j].point))
-            x = a->pts[i].point;
+        if (j == b->npoints || (i < a->npoints && a->points[i] <= b->points[j]))
+            x = a->points[i];
         else
-            x = b->pts[j].point;
-        while (i < a->npoints && a->pts[i].point == x)
+            x = b->points[j];
+        while (i < a->npoints && a->points[i] == x)
             i++;
-        while (j < b->npoints && b->pts[j].point == x)
+        while (j < b->npoints && b->points[j] == x)
             j++;
         d->bd[d->n++] = (struct boundary){ x, owner_at(a, &pa, x), owner_at(b, &pb, x) };
     }

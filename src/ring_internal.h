@@ -12,21 +12,16 @@ struct ring_member {
     uint32_t weight;
 };
 
-/* A point and the index of its member, packed into 12 bytes: a lookup reads both with one load. */
-struct ring_point {
-    uint64_t point;
-    uint32_t owner;
-} __attribute__((packed));
-
-/* Points are kept sorted by (point, member index); members are kept sorted by name, so member-index
- * order is name order and ties between equal points resolve by name.
+/* Points are kept sorted by (point, member index) in two parallel arrays; members are kept sorted by
+ * name, so member-index order is name order and ties between equal points resolve by name.
  * The index maps the top bits of (hash - min) to the first point of that bucket: a lookup reads one
  * index entry and then, on average, one or two adjacent points. */
 struct shard_ring {
     struct shard_ring_config cfg;
     struct ring_member *members;
     size_t    nmembers, members_cap;
-    struct ring_point *pts;
+    uint64_t *points;
+    uint32_t *owners;
     size_t    npoints, points_cap;
     uint32_t *index;
     size_t    nbuckets, index_cap;
@@ -45,12 +40,12 @@ static inline size_t shard__ring_find(const struct shard_ring *r, uint64_t hash)
     /* The largest point is >= hash, so this stops; it stays within bucket b or at the next one's
      * first point, except in crowded buckets, handled by a binary search after a few steps. */
     for (int step = 0; step < 8; step++, i++)
-        if (r->pts[i].point >= hash)
+        if (r->points[i] >= hash)
             return i;
     size_t hi = b + 1 < r->nbuckets ? r->index[b + 1] : r->npoints;
     while (i < hi) {
         size_t mid = i + (hi - i) / 2;
-        if (r->pts[mid].point < hash)
+        if (r->points[mid] < hash)
             i = mid + 1;
         else
             hi = mid;
@@ -61,7 +56,7 @@ static inline size_t shard__ring_find(const struct shard_ring *r, uint64_t hash)
 /* Member index owning hash; the ring must not be empty. */
 static inline uint32_t shard__ring_owner_index(const struct shard_ring *r, uint64_t hash)
 {
-    return r->pts[shard__ring_find(r, hash)].owner;
+    return r->owners[shard__ring_find(r, hash)];
 }
 
 /* Index of member by name, or -1. */
