@@ -4,6 +4,8 @@
 #   ./build.sh test      install what is missing, build, run the whole test suite
 #   ./build.sh sanitize  the suite under AddressSanitizer + UndefinedBehaviorSanitizer, then the
 #                        multi-threaded programs under ThreadSanitizer
+#   ./build.sh fuzz      the libFuzzer targets (clang), each for FUZZ_SECONDS (default 30) from the
+#                        committed seed corpus; new inputs go to build-fuzz/, not to the corpus
 # Build trees go to build/, build-asan/ and build-tsan/.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -52,8 +54,19 @@ sanitize)
     TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/tests/tsan.supp" \
         ctest --test-dir build-tsan --output-on-failure -j "$jobs" -L threads
     ;;
+fuzz)
+    packages+=(clang libclang-rt-14-dev)
+    install_missing
+    CC=clang build build-fuzz -DSHARD_BUILD_FUZZ=ON -DSHARD_SANITIZE=address,undefined \
+        -DSHARD_BUILD_TESTS=OFF -DSHARD_BUILD_BENCH=OFF -DSHARD_BUILD_EXAMPLES=OFF
+    for target in ring; do
+        mkdir -p "build-fuzz/corpus-$target"
+        ./build-fuzz/fuzz/fuzz_$target -max_total_time="${FUZZ_SECONDS:-30}" -print_final_stats=1 \
+            "build-fuzz/corpus-$target" "fuzz/corpus/$target"
+    done
+    ;;
 *)
-    echo "usage: $0 demo|test|sanitize" >&2
+    echo "usage: $0 demo|test|sanitize|fuzz" >&2
     exit 2
     ;;
 esac
