@@ -174,8 +174,10 @@ static uint64_t key_hash(const shard_dispatcher *d, const void *key, size_t len)
     return shard__hash_key(key ? key : "", len, d->cfg.ring.seed);
 }
 
-/* Waits until w's ring has a free slot, the ring of workers changes, or destroy begins. */
-static void wait_for_space(shard_dispatcher *d, struct shard_worker *w)
+/* Waits until w's ring has a free slot, the ring of workers changes, or destroy begins.
+ * Return: true if destroy began; the caller must then not touch d again, since destroy frees it as
+ * soon as the last waiter has left. */
+static bool wait_for_space(shard_dispatcher *d, struct shard_worker *w)
 {
     pthread_mutex_lock(&d->space_lock);
     uint64_t epoch = atomic_load_explicit(&d->space_epoch, memory_order_relaxed);
@@ -184,10 +186,12 @@ static void wait_for_space(shard_dispatcher *d, struct shard_worker *w)
     while (!queue_has_room(&w->q) && !atomic_load_explicit(&d->shutdown, memory_order_relaxed) &&
            atomic_load_explicit(&d->space_epoch, memory_order_relaxed) == epoch)
         pthread_cond_wait(&d->space_cond, &d->space_lock);
+    bool shutdown = atomic_load_explicit(&d->shutdown, memory_order_relaxed);
     atomic_fetch_sub_explicit(&d->space_waiters, 1, memory_order_release);
-    if (atomic_load_explicit(&d->shutdown, memory_order_relaxed))
+    if (shutdown)
         pthread_cond_broadcast(&d->space_cond); /* destroy waits for the last waiter to leave */
     pthread_mutex_unlock(&d->space_lock);
+    return shutdown;
 }
 
 static int submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn fn, void *arg, bool wait)
@@ -226,7 +230,8 @@ static int submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn
         shard_rcu_read_unlock();
         if (!wait)
             return -EAGAIN;
-        wait_for_space(d, w);
+        if (wait_for_space(d, w))
+            return -ESHUTDOWN;
     }
 }
 

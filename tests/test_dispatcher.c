@@ -598,3 +598,73 @@ Test(dispatcher, an_idle_dispatcher_uses_no_cpu)
     cr_assert_eq(ws[0].executed + ws[1].executed, 50000);
     shard_dispatcher_destroy(d);
 }
+
+/* ---- destroy while producers wait for room ---- */
+
+struct waiting_producer {
+    shard_dispatcher *d;
+    atomic_long      *ran;
+    atomic_int        accepted, refused, other;
+};
+
+static void *produce_until_refused(void *arg)
+{
+    struct waiting_producer *p = arg;
+    for (;;) {
+        int rc = shard_submit(p->d, "k", 1, count, p->ran);
+        if (rc == 0) {
+            atomic_fetch_add(&p->accepted, 1);
+            continue;
+        }
+        if (rc == -ESHUTDOWN)
+            atomic_fetch_add(&p->refused, 1);
+        else
+            atomic_fetch_add(&p->other, 1);
+        return NULL;
+    }
+}
+
+struct destroyer {
+    shard_dispatcher *d;
+};
+
+static void *destroy_it(void *arg)
+{
+    shard_dispatcher_destroy(((struct destroyer *)arg)->d);
+    return NULL;
+}
+
+Test(dispatcher, destroy_sends_producers_waiting_for_room_away_with_eshutdown)
+{
+    sem_init(&gate, 0, 0);
+    sem_init(&started, 0, 0);
+    shard_dispatcher *d = make(1, 4);
+    static atomic_long ran;
+    cr_assert_eq(shard_submit(d, "k", 1, blocker, NULL), 0);
+    sem_wait(&started); /* the only worker is held: the producers fill its queue and wait */
+    static struct waiting_producer p[3];
+    pthread_t t[3];
+    for (int i = 0; i < 3; i++) {
+        p[i] = (struct waiting_producer){ .d = d, .ran = &ran };
+        pthread_create(&t[i], NULL, produce_until_refused, &p[i]);
+    }
+    struct shard_worker_stats ws;
+    do
+        shard_dispatcher_worker_stats(d, &ws, 1);
+    while (ws.queued < 4); /* the queue is full: the producers are waiting for room */
+    pthread_t dt;
+    struct destroyer ds = { d };
+    pthread_create(&dt, NULL, destroy_it, &ds);
+    for (int i = 0; i < 3; i++)
+        pthread_join(t[i], NULL); /* each returns -ESHUTDOWN while the worker is still held */
+    sem_post(&gate);
+    pthread_join(dt, NULL);
+    long accepted = 0;
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(atomic_load(&p[i].refused), 1);
+        cr_assert_eq(atomic_load(&p[i].other), 0);
+        accepted += atomic_load(&p[i].accepted);
+    }
+    cr_assert_eq(accepted, 4);
+    cr_assert_eq(atomic_load(&ran), accepted, "every accepted job ran before destroy returned");
+}

@@ -1,0 +1,151 @@
+/* Allocation failure: every allocation a ring or membership call makes is failed in turn (the N-th
+ * allocation made by the calling thread, for N = 1, 2, ...). Each call must then return -ENOMEM and
+ * change nothing (same epoch, same ring checksum, the same jobs run), or succeed as usual. The library
+ * is linked statically and its allocator calls wrapped (-Wl,--wrap=...), so only the thread that armed
+ * the failure sees it. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <shard.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static _Thread_local long fail_countdown; /* 0: off; 1: the next allocation fails */
+static _Thread_local long failures_hit;
+
+static int should_fail(void)
+{
+    if (fail_countdown && --fail_countdown == 0) {
+        failures_hit++;
+        return 1;
+    }
+    return 0;
+}
+
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t a, size_t b);
+void *__real_realloc(void *p, size_t n);
+void *__real_aligned_alloc(size_t a, size_t n);
+char *__real_strdup(const char *s);
+
+void *__wrap_malloc(size_t n) { return should_fail() ? NULL : __real_malloc(n); }
+void *__wrap_calloc(size_t a, size_t b) { return should_fail() ? NULL : __real_calloc(a, b); }
+void *__wrap_realloc(void *p, size_t n) { return should_fail() ? NULL : __real_realloc(p, n); }
+void *__wrap_aligned_alloc(size_t a, size_t n) { return should_fail() ? NULL : __real_aligned_alloc(a, n); }
+char *__wrap_strdup(const char *s) { return should_fail() ? NULL : __real_strdup(s); }
+
+static void arm(long n)
+{
+    fail_countdown = n;
+    failures_hit = 0;
+}
+
+Test(faults, ring_calls_fail_cleanly)
+{
+    int saw_enomem = 0;
+    for (long n = 1; n < 40; n++) {
+        shard_ring *r;
+        cr_assert_eq(shard_ring_create(&r, NULL), 0);
+        cr_assert_eq(shard_ring_add(r, "a", 1), 0);
+        cr_assert_eq(shard_ring_add(r, "b", 2), 0);
+        uint64_t sum = shard_ring_checksum(r);
+        struct shard_ring_member m[] = { { "c", 1 }, { "d", 1 } };
+        arm(n);
+        int e1 = shard_ring_add(r, "x", 1);
+        int e2 = e1 ? shard_ring_add_many(r, m, 2) : 0;
+        arm(0);
+        cr_assert(e1 == 0 || e1 == -ENOMEM);
+        cr_assert(e2 == 0 || e2 == -ENOMEM);
+        if (e1 == -ENOMEM) {
+            saw_enomem = 1;
+            if (e2 == -ENOMEM)
+                cr_assert_eq(shard_ring_checksum(r), sum, "a failed add changed the ring (n=%ld)", n);
+        }
+        shard_ring *c;
+        arm(n);
+        int e3 = shard_ring_clone(r, &c);
+        arm(0);
+        cr_assert(e3 == 0 || e3 == -ENOMEM);
+        if (e3 == 0)
+            shard_ring_destroy(c);
+        shard_ring_destroy(r);
+    }
+    cr_assert(saw_enomem);
+}
+
+static atomic_long ran;
+static void count(shard_worker *w, void *arg)
+{
+    (void)w;
+    (void)arg;
+    atomic_fetch_add(&ran, 1);
+}
+
+enum op { ADD, REMOVE, CRASH, DRAIN };
+
+static void membership_under_failure(enum op op)
+{
+    long enomem = 0, ok = 0;
+    for (long n = 1; n < 80; n++) {
+        shard_dispatcher *d;
+        struct shard_config cfg = { .workers = 3, .queue_capacity = 64 };
+        cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
+        atomic_store(&ran, 0);
+        char k[24];
+        for (int i = 0; i < 100; i++)
+            cr_assert_eq(shard_submit(d, k, (size_t)snprintf(k, sizeof k, "k%d", i), count, NULL), 0);
+        struct shard_stats before;
+        shard_dispatcher_stats(d, &before);
+        arm(n);
+        int err = op == ADD      ? shard_worker_add(d, "x", 1)
+                  : op == REMOVE ? shard_worker_remove(d, "w1")
+                  : op == CRASH  ? shard_worker_crash(d, "w1", SHARD_CRASH_REROUTE)
+                                 : shard_drain(d);
+        long hit = failures_hit;
+        arm(0);
+        struct shard_stats after;
+        shard_dispatcher_stats(d, &after);
+        if (err == -ENOMEM) {
+            enomem++;
+            cr_assert_eq(after.epoch, before.epoch, "a failed change published a ring (n=%ld)", n);
+            cr_assert_eq(after.ring_checksum, before.ring_checksum);
+        } else {
+            cr_assert_eq(err, 0, "n=%ld: %s", n, shard_strerror(err));
+            ok++;
+            if (op != DRAIN)
+                cr_assert_eq(after.epoch, before.epoch + 1);
+            if (hit == 0) {
+                shard_drain(d);
+                shard_dispatcher_destroy(d);
+                cr_assert_eq(atomic_load(&ran), 100);
+                break; /* n is past the last allocation the call makes */
+            }
+        }
+        cr_assert_eq(shard_drain(d), 0);
+        cr_assert_eq(atomic_load(&ran), 100, "jobs lost after a failed change (n=%ld)", n);
+        shard_dispatcher_destroy(d);
+    }
+    cr_assert_gt(enomem, 0, "no allocation of the call was failed");
+    cr_assert_gt(ok, 0);
+}
+
+Test(faults, add_fails_cleanly)
+{
+    membership_under_failure(ADD);
+}
+
+Test(faults, remove_fails_cleanly)
+{
+    membership_under_failure(REMOVE);
+}
+
+Test(faults, crash_fails_cleanly)
+{
+    membership_under_failure(CRASH);
+}
+
+Test(faults, drain_fails_cleanly)
+{
+    membership_under_failure(DRAIN);
+}
