@@ -6,6 +6,8 @@
 #                        multi-threaded programs under ThreadSanitizer
 #   ./build.sh fuzz      the libFuzzer targets (clang), each for FUZZ_SECONDS (default 30) from the
 #                        committed seed corpus; new inputs go to build-fuzz/, not to the corpus
+#   ./build.sh valgrind  the Criterion suites under valgrind memcheck: no error, no leak (all but the
+#                        two 100,000-key ring suites, which take minutes there and ASan covers)
 # Build trees go to build/, build-asan/ and build-tsan/.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -65,8 +67,32 @@ fuzz)
             "build-fuzz/corpus-$target" "fuzz/corpus/$target"
     done
     ;;
+valgrind)
+    packages+=(valgrind)
+    install_missing
+    build build
+    status=0
+    for t in build/tests/test_*; do
+        [[ -x $t ]] || continue
+        # 100,000-key single-threaded suites: minutes under valgrind, and ASan covers them.
+        [[ $t == */test_ring_movement || $t == */test_ring_diff ]] && continue
+        log=build/$(basename "$t").valgrind.log
+        # Criterion runs each test in a child whose exit status valgrind cannot pass up: with -q,
+        # any line valgrind prints is an error or a leak, so the log decides.
+        valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect --trace-children=yes \
+            "$t" --jobs 1 >"$log" 2>&1 || status=1
+        if grep -q '^==[0-9]*==' "$log"; then
+            echo "valgrind: $(basename "$t"): errors or leaks:"
+            grep '^==[0-9]*==' "$log" | head -n 40
+            status=1
+        else
+            echo "valgrind: $(basename "$t"): clean ($(grep -o 'Tested: [0-9]*' "$log" | tail -n 1))"
+        fi
+    done
+    exit $status
+    ;;
 *)
-    echo "usage: $0 demo|test|sanitize|fuzz" >&2
+    echo "usage: $0 demo|test|sanitize|fuzz|valgrind" >&2
     exit 2
     ;;
 esac
