@@ -668,3 +668,59 @@ Test(dispatcher, destroy_sends_producers_waiting_for_room_away_with_eshutdown)
     cr_assert_eq(accepted, 4);
     cr_assert_eq(atomic_load(&ran), accepted, "every accepted job ran before destroy returned");
 }
+
+/* ---- a handoff while a queue is full ---- */
+
+struct ordered_key {
+    shard_dispatcher *d;
+    struct seq_job   *jobs;
+    int               n, rc;
+};
+
+static void *submit_in_order(void *arg)
+{
+    struct ordered_key *o = arg;
+    for (int i = 0; i < o->n && !o->rc; i++)
+        o->rc = shard_submit(o->d, "k", 1, log_seq, &o->jobs[i]);
+    return NULL;
+}
+
+Test(dispatcher, membership_changes_while_a_queue_is_full_neither_wait_nor_reorder)
+{
+    sem_init(&gate, 0, 0);
+    sem_init(&started, 0, 0);
+    shard_dispatcher *d = make(2, 4);
+    static struct seq_log log;
+    static struct seq_job jobs[16];
+    for (int i = 0; i < 16; i++)
+        jobs[i] = (struct seq_job){ &log, i };
+    cr_assert_eq(shard_submit(d, "k", 1, blocker, NULL), 0);
+    sem_wait(&started); /* k's worker is held */
+    pthread_t t;
+    struct ordered_key o = { d, jobs, 16, 0 };
+    pthread_create(&t, NULL, submit_in_order, &o); /* fills the queue, then waits for room */
+    struct shard_worker_stats ws[2];
+    for (int full = 0; !full;) {
+        long n = shard_dispatcher_worker_stats(d, ws, 2);
+        for (long i = 0; i < n; i++)
+            full |= ws[i].queued == 4;
+    }
+    /* Both return while the queue stays full and its worker stays held. */
+    shard_ring *before, *after;
+    cr_assert_eq(shard_dispatcher_ring(d, &before), 0);
+    cr_assert_eq(shard_worker_add(d, "w2", 3), 0);
+    cr_assert_eq(shard_worker_add(d, "w3", 3), 0);
+    cr_assert_eq(shard_dispatcher_ring(d, &after), 0);
+    cr_assert_str_neq(shard_ring_owner(before, "k", 1), shard_ring_owner(after, "k", 1),
+                      "k must move for this test to exercise a handoff");
+    shard_ring_destroy(before);
+    shard_ring_destroy(after);
+    sem_post(&gate);
+    pthread_join(t, NULL);
+    cr_assert_eq(o.rc, 0);
+    cr_assert_eq(shard_drain(d), 0);
+    cr_assert_eq(atomic_load(&log.next), 16);
+    for (int i = 0; i < 16; i++)
+        cr_assert_eq(log.order[i], i, "k's jobs ran out of order across the handoff");
+    shard_dispatcher_destroy(d);
+}
