@@ -10,13 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(c)                                                                                  \
-    do {                                                                                          \
-        if (!(c)) {                                                                               \
-            fprintf(stderr, "invariant failed: %s (%s:%d)\n", #c, __FILE__, __LINE__);            \
-            abort();                                                                              \
-        }                                                                                         \
-    } while (0)
+#include "fuzz_common.h"
 
 #define MAX_JOBS 512
 
@@ -35,19 +29,6 @@ static void on_dropped(shard_job_fn fn, void *arg, void *user)
     (void)user;
     atomic_fetch_add(&ended[(uintptr_t)arg], 1);
     atomic_fetch_add(&dropped, 1);
-}
-
-struct input {
-    const uint8_t *p;
-    size_t         n;
-};
-
-static uint8_t byte(struct input *in)
-{
-    if (!in->n)
-        return 0;
-    in->n--;
-    return *in->p++;
 }
 
 static void name(struct input *in, char *out)

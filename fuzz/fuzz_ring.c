@@ -12,26 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(c)                                                                                  \
-    do {                                                                                          \
-        if (!(c)) {                                                                               \
-            fprintf(stderr, "invariant failed: %s (%s:%d)\n", #c, __FILE__, __LINE__);            \
-            abort();                                                                              \
-        }                                                                                         \
-    } while (0)
-
-struct input {
-    const uint8_t *p;
-    size_t         n;
-};
-
-static uint8_t byte(struct input *in)
-{
-    if (!in->n)
-        return 0;
-    in->n--;
-    return *in->p++;
-}
+#include "fuzz_common.h"
 
 /* A name from the input: short, from a small alphabet, so repeats and ties are common. */
 static void name(struct input *in, char *out)

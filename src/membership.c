@@ -352,45 +352,47 @@ out:
     return err;
 }
 
-/* Common checks of remove and crash; on success ring is the next ring (without x). */
-static int prepare_leave(shard_dispatcher *d, const char *name, struct shard_worker **x, shard_ring **ring)
-{
-    struct snap *cur = atomic_load_explicit(&d->snap, memory_order_relaxed);
-    *x = find_member(d, name);
-    if (!*x)
-        return -ENOENT;
-    if (shard_ring_member_count(cur->ring) == 1)
-        return -EBUSY;
-    int err = shard_ring_clone(cur->ring, ring);
-    if (err)
-        return err;
-    return shard_ring_remove(*ring, name);
-}
-
-SHARD_API int shard_worker_remove(shard_dispatcher *d, const char *name)
+/* The common start of remove and crash: checks, then the next ring (without name) prepared as a change,
+ * with a fence for every worker of the current ring, x's too when fence_x. On success ctl is held and
+ * *x is the worker; on failure nothing changed and ctl is not held. */
+static int leave_prepare(shard_dispatcher *d, const char *name, bool fence_x, struct shard_worker **x,
+                         struct change *c)
 {
     int err = check_name(name);
     if (err)
         return err == -ENAMETOOLONG ? -ENOENT : err;
     if ((err = ctl_enter(d)) != 0)
         return err;
-    struct shard_worker *x;
+    struct snap *cur = atomic_load_explicit(&d->snap, memory_order_relaxed);
     shard_ring *ring = NULL;
-    struct change c;
-    if ((err = prepare_leave(d, name, &x, &ring)) != 0) {
+    *x = find_member(d, name);
+    if (!*x)
+        err = -ENOENT;
+    else if (shard_ring_member_count(cur->ring) == 1)
+        err = -EBUSY;
+    else if ((err = shard_ring_clone(cur->ring, &ring)) == 0 && (err = shard_ring_remove(ring, name)) == 0)
+        err = change_prepare(d, ring, NULL, fence_x ? NULL : *x, c); /* takes the ring over */
+    else
         shard_ring_destroy(ring);
-        goto out;
-    }
-    if ((err = change_prepare(d, ring, NULL, NULL, &c)) != 0)
-        goto out;
+    if (err)
+        pthread_mutex_unlock(&d->ctl);
+    return err;
+}
+
+SHARD_API int shard_worker_remove(shard_dispatcher *d, const char *name)
+{
+    struct shard_worker *x;
+    struct change c;
+    int err = leave_prepare(d, name, true, &x, &c);
+    if (err)
+        return err;
     publish(d, &c);
     set_state(x, SHARD_WORKER_RETIRING);
     push_fences(&c); /* x's fence included: it runs x's release hook once x's queue is done */
     queue_push_side(&x->q, &x->stop_item);
     shard__worker_wake(x);
-out:
     pthread_mutex_unlock(&d->ctl);
-    return err;
+    return 0;
 }
 
 /* Records for the jobs in a worker's ring, allocated before a crash reaches its point of no return. */
@@ -523,20 +525,11 @@ SHARD_API int shard_worker_crash(shard_dispatcher *d, const char *name, enum sha
 {
     if (policy != SHARD_CRASH_REROUTE && policy != SHARD_CRASH_DROP)
         return -EINVAL;
-    int err = check_name(name);
-    if (err)
-        return err == -ENAMETOOLONG ? -ENOENT : err;
-    if ((err = ctl_enter(d)) != 0)
-        return err;
     struct shard_worker *x;
-    shard_ring *ring = NULL;
     struct change c;
-    if ((err = prepare_leave(d, name, &x, &ring)) != 0) {
-        shard_ring_destroy(ring);
-        goto out;
-    }
-    if ((err = change_prepare(d, ring, NULL, x, &c)) != 0)
-        goto out;
+    int err = leave_prepare(d, name, false, &x, &c);
+    if (err)
+        return err;
     struct job_block *block = block_new(queue_capacity(&x->q));
     struct delivery *lists = calloc(shard_ring_member_count(c.snap->ring), sizeof *lists);
     if (!block || !lists) {
