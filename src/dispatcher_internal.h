@@ -110,6 +110,8 @@ extern _Thread_local struct shard_worker *shard__current_worker;
 /* worker.c */
 void *shard__worker_main(void *arg);
 void  shard__worker_wake(struct shard_worker *w);
+/* Detaches the jobs rerouted to w (a list through held_next). Context: w's thread or w->lock held. */
+struct job *shard__inbox_take(struct shard_worker *w);
 
 /* handoff.c: what a held job waits for. */
 bool  shard__job_may_run(shard_dispatcher *d, const struct job *j);

@@ -412,26 +412,34 @@ static void block_release(struct job_block *b)
         free(b);
 }
 
+/* A list of jobs linked through held_next: a crashed worker's leftovers, or its jobs for one new owner
+ * (gathered so that each inbox is locked and woken once). */
+struct delivery {
+    struct job *head, *tail;
+};
+
+static void list_append(struct delivery *l, struct job *j)
+{
+    j->held_next = NULL;
+    if (l->tail)
+        l->tail->held_next = j;
+    else
+        l->head = j;
+    l->tail = j;
+}
+
 /* Everything x still holds, in order: held items, then its inbox, then its queue (ring slots copied into
  * records of block). Context: x->lock held, after the grace period that ended pushes to x. */
 static struct job *take_leftovers(struct shard_worker *x, struct job_block *block)
 {
-    struct job *head = held_take_all(&x->held), *tail = head;
-    while (tail && tail->held_next)
-        tail = tail->held_next;
-    pthread_mutex_lock(&x->inbox_lock);
-    struct job *inbox = x->inbox_head;
-    x->inbox_head = x->inbox_tail = NULL;
-    atomic_store_explicit(&x->inbox_flag, false, memory_order_relaxed);
-    pthread_mutex_unlock(&x->inbox_lock);
-    for (struct job *j = inbox, *next; j; j = next) {
+    struct delivery all = { 0 };
+    for (struct job *j = held_take_all(&x->held), *next; j; j = next) {
         next = j->held_next;
-        j->held_next = NULL;
-        if (tail)
-            tail->held_next = j;
-        else
-            head = j;
-        tail = j;
+        list_append(&all, j);
+    }
+    for (struct job *j = shard__inbox_take(x), *next; j; j = next) {
+        next = j->held_next;
+        list_append(&all, j);
     }
     struct job scratch = { 0 }, *j;
     while ((j = queue_pop_sc(&x->q, &scratch))) {
@@ -443,20 +451,10 @@ static struct job *take_leftovers(struct shard_worker *x, struct job_block *bloc
             atomic_fetch_add_explicit(&block->refs, 1, memory_order_relaxed);
             j = r;
         }
-        j->held_next = NULL;
-        if (tail)
-            tail->held_next = j;
-        else
-            head = j;
-        tail = j;
+        list_append(&all, j);
     }
-    return head;
+    return all.head;
 }
-
-/* A crashed worker's jobs, gathered per new owner so each inbox is locked and woken once. */
-struct delivery {
-    struct job *head, *tail;
-};
 
 static void deliver(struct shard_worker *dest, struct delivery *list)
 {
@@ -495,13 +493,7 @@ static void hand_over(shard_dispatcher *d, struct shard_worker *x, struct job *l
             continue;
         }
         if (policy == SHARD_CRASH_REROUTE) {
-            struct delivery *l = &lists[shard__ring_owner_index(now->ring, j->hash)];
-            j->held_next = NULL;
-            if (l->tail)
-                l->tail->held_next = j;
-            else
-                l->head = j;
-            l->tail = j;
+            list_append(&lists[shard__ring_owner_index(now->ring, j->hash)], j);
             continue;
         }
         if (d->cfg.on_dropped)

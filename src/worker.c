@@ -34,14 +34,20 @@ static bool inbox_pending(struct shard_worker *w)
     return atomic_load_explicit(&w->inbox_flag, memory_order_acquire);
 }
 
-/* Moves jobs rerouted to this worker into the front of its held list. */
-static void pull_inbox(struct shard_worker *w)
+struct job *shard__inbox_take(struct shard_worker *w)
 {
     pthread_mutex_lock(&w->inbox_lock);
     struct job *j = w->inbox_head;
     w->inbox_head = w->inbox_tail = NULL;
     atomic_store_explicit(&w->inbox_flag, false, memory_order_relaxed);
     pthread_mutex_unlock(&w->inbox_lock);
+    return j;
+}
+
+/* Moves jobs rerouted to this worker into the front of its held list. */
+static void pull_inbox(struct shard_worker *w)
+{
+    struct job *j = shard__inbox_take(w);
     while (j) {
         struct job *next = j->held_next;
         held_push_prio(&w->held, j);
