@@ -490,7 +490,6 @@ static void svg(void)
                "<text x='20' y='24' font-size='16'>Ring of %d nodes x 200 points; node-%d crashes</text>\n"
                "<text x='20' y='44'>outer: owner before; inner: owner after (the crashed node's arcs, recoloured); dots: sessions</text>\n",
             nodes, crashed);
-    size_t np = shard_ring_point_count(r);
     for (int ring = 0; ring < 2; ring++) {
         shard_ring *rr = ring ? less : r;
         double rad = ring ? R - 22 : R;
@@ -510,7 +509,6 @@ static void svg(void)
                     cy - rad * cos(a1), id * 360 / nodes, !ring && id == crashed ? 20 : 55, width);
         }
     }
-    (void)np;
     for (int k = 0; k < 300 && k < nkeys; k++) {
         double a = (double)key_hash[k] / 18446744073709551616.0 * 2 * M_PI;
         fprintf(f, "<circle cx='%.1f' cy='%.1f' r='2' fill='%s'/>\n", cx + (R - 45) * sin(a), cy - (R - 45) * cos(a),

@@ -1,6 +1,6 @@
 /* libFuzzer target: a byte string is a program of ring operations (add, add_many, remove, clone,
  * lookups, owners, diff, checksum) with arbitrary names, weights and keys; after each operation the
- * ring's invariants are checked against a brute-force model:
+ * ring's invariants are checked against the brute-force model of tests/ring_oracle.h:
  *   points sorted (equal points by name); every owner is a member; lookups equal the model's;
  *   shares sum to 1; a removal changes only the removed member's keys; diff agrees with lookups;
  *   a clone has the checksum of its original; errors leave the ring unchanged.
@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "fuzz_common.h"
+#include "ring_oracle.h"
 
 /* A name from the input: short, from a small alphabet, so repeats and ties are common. */
 static void name(struct input *in, char *out)
@@ -30,26 +31,6 @@ static uint64_t colliding_point(const char *member, uint32_t i, void *ctx)
     return ((uint64_t)(i % 3) << 62) ^ (uint64_t)(strlen(member) & 1) << 61;
 }
 
-static const char *model_owner(const shard_ring *r, uint64_t h)
-{
-    size_t n = shard_ring_point_count(r);
-    const char *best = NULL, *lowest = NULL;
-    uint64_t bp = 0, lp = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint64_t p;
-        const char *o;
-        CHECK(shard_ring_point(r, i, &p, &o) == 0);
-        if (!lowest || p < lp || (p == lp && strcmp(o, lowest) < 0)) {
-            lowest = o;
-            lp = p;
-        }
-        if (p >= h && (!best || p < bp || (p == bp && strcmp(o, best) < 0))) {
-            best = o;
-            bp = p;
-        }
-    }
-    return best ? best : lowest;
-}
 
 static void check_ring(const shard_ring *r, struct input *in)
 {
@@ -80,7 +61,7 @@ static void check_ring(const shard_ring *r, struct input *in)
         const char *o = shard_ring_owner_of_hash(r, h);
         CHECK((o == NULL) == (m == 0));
         if (o)
-            CHECK(strcmp(o, model_owner(r, h)) == 0);
+            CHECK(strcmp(o, oracle_owner(r, h)) == 0);
         const char *rep[8];
         size_t got = shard_ring_owners_of_hash(r, h, rep, 8);
         CHECK(got == (m < 8 ? m : 8));
@@ -182,7 +163,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             const char *o = shard_ring_owner(r, key, len);
             CHECK((o == NULL) == (shard_ring_member_count(r) == 0));
             if (o)
-                CHECK(strcmp(o, model_owner(r, shard_ring_hash(r, key, len))) == 0);
+                CHECK(strcmp(o, oracle_owner(r, shard_ring_hash(r, key, len))) == 0);
         } else {
             shard_ring *other;
             CHECK(shard_ring_create(&other, &cfg) == 0);

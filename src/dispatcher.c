@@ -167,13 +167,6 @@ void shard__dispatcher_free(shard_dispatcher *d)
 
 /* ---- submit ---- */
 
-static uint64_t key_hash(const shard_dispatcher *d, const void *key, size_t len)
-{
-    if (d->cfg.ring.hash)
-        return d->cfg.ring.hash(key, len, d->cfg.ring.ctx);
-    return shard__hash_key(key ? key : "", len, d->cfg.ring.seed);
-}
-
 /* Waits until w's ring has a free slot, the ring of workers changes, or destroy begins.
  * Return: true if destroy began; the caller must then not touch d again, since destroy frees it as
  * soon as the last waiter has left. */
@@ -198,7 +191,7 @@ static int submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn
 {
     if (!d || !fn || (!key && len > 0))
         return -EINVAL;
-    uint64_t h = key_hash(d, key, len);
+    uint64_t h = shard__hash_key_cfg(&d->cfg.ring, key, len);
     bool from_worker = shard__current_worker != NULL;
     for (;;) {
         shard_rcu_read_lock();

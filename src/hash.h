@@ -5,8 +5,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "shard/ring.h"
+
 /* XXH3_64bits_withSeed(key, len, seed). */
 uint64_t shard__hash_key(const void *key, size_t len, uint64_t seed);
+
+/* A key's position under a ring config: its hash hook, or XXH3 with its seed. key may be NULL with
+ * len 0. The one definition the ring and the dispatcher both use. */
+static inline uint64_t shard__hash_key_cfg(const struct shard_ring_config *cfg, const void *key, size_t len)
+{
+    if (cfg->hash)
+        return cfg->hash(key, len, cfg->ctx);
+    return shard__hash_key(key ? key : "", len, cfg->seed);
+}
 
 /* XXH3_64bits_withSeed(member "#" decimal(index), seed); member at most SHARD_NAME_MAX bytes. */
 uint64_t shard__hash_point(const char *member, uint32_t index, uint64_t seed);

@@ -439,9 +439,7 @@ SHARD_API uint64_t shard_ring_hash(const shard_ring *r, const void *key, size_t 
 {
     if (!r || (!key && len > 0))
         return 0;
-    if (r->cfg.hash)
-        return r->cfg.hash(key, len, r->cfg.ctx);
-    return shard__hash_key(key ? key : "", len, r->cfg.seed);
+    return shard__hash_key_cfg(&r->cfg, key, len);
 }
 
 SHARD_API const char *shard_ring_owner_of_hash(const shard_ring *r, uint64_t hash)
@@ -455,7 +453,7 @@ SHARD_API const char *shard_ring_owner(const shard_ring *r, const void *key, siz
 {
     if (!r || r->npoints == 0 || (!key && len > 0))
         return NULL;
-    return shard_ring_owner_of_hash(r, shard_ring_hash(r, key, len));
+    return r->members[shard__ring_owner_index(r, shard__hash_key_cfg(&r->cfg, key, len))].name;
 }
 
 SHARD_API size_t shard_ring_owners_of_hash(const shard_ring *r, uint64_t hash, const char **out, size_t n)
