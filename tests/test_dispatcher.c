@@ -215,6 +215,15 @@ static void blocker(shard_worker *w, void *arg)
     sem_wait(&gate);
 }
 
+/* Holds the worker of key inside a blocker job until sem_post(&gate); returns once it is inside. */
+static void hold_worker_of(shard_dispatcher *d, const char *key)
+{
+    sem_init(&gate, 0, 0);
+    sem_init(&started, 0, 0);
+    cr_assert_eq(shard_submit(d, key, strlen(key), blocker, NULL), 0);
+    sem_wait(&started);
+}
+
 struct seq_log {
     atomic_int next;
     int        order[16];
@@ -247,15 +256,12 @@ static void *submit_blocking(void *arg)
 
 Test(dispatcher, full_queue_try_submit_eagain_submit_waits)
 {
-    sem_init(&gate, 0, 0);
-    sem_init(&started, 0, 0);
     shard_dispatcher *d = make(1, 4);
     static struct seq_log log;
     static struct seq_job jobs[6];
     for (int i = 0; i < 6; i++)
         jobs[i] = (struct seq_job){ &log, i };
-    cr_assert_eq(shard_submit(d, "k", 1, blocker, NULL), 0);
-    sem_wait(&started); /* the worker is inside the blocker: four more jobs fill its queue */
+    hold_worker_of(d, "k"); /* the worker is inside the blocker: four more jobs fill its queue */
     for (int i = 0; i < 4; i++)
         cr_assert_eq(shard_try_submit(d, "k", 1, log_seq, &jobs[i]), 0);
     cr_assert_eq(shard_try_submit(d, "k", 1, log_seq, &jobs[5]), -EAGAIN);
@@ -531,8 +537,6 @@ static void on_drop(shard_job_fn fn, void *arg, void *user)
 
 Test(dispatcher, crash_drop_hands_each_queued_job_to_on_dropped_once)
 {
-    sem_init(&gate, 0, 0);
-    sem_init(&started, 0, 0);
     shard_dispatcher *d;
     struct shard_config cfg = { .workers = 2, .on_dropped = on_drop };
     cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
@@ -542,8 +546,7 @@ Test(dispatcher, crash_drop_hands_each_queued_job_to_on_dropped_once)
     snprintf(victim, sizeof victim, "%s", shard_ring_owner(r, "k", 1));
     shard_ring_destroy(r);
     static atomic_long ran;
-    cr_assert_eq(shard_submit(d, "k", 1, blocker, NULL), 0);
-    sem_wait(&started);
+    hold_worker_of(d, "k");
     for (int i = 0; i < 50; i++)
         cr_assert_eq(shard_submit(d, "k", 1, count, &ran), 0);
     cr_assert_eq(shard_worker_crash(d, victim, SHARD_CRASH_DROP), 0);
@@ -636,12 +639,9 @@ static void *destroy_it(void *arg)
 
 Test(dispatcher, destroy_sends_producers_waiting_for_room_away_with_eshutdown)
 {
-    sem_init(&gate, 0, 0);
-    sem_init(&started, 0, 0);
     shard_dispatcher *d = make(1, 4);
     static atomic_long ran;
-    cr_assert_eq(shard_submit(d, "k", 1, blocker, NULL), 0);
-    sem_wait(&started); /* the only worker is held: the producers fill its queue and wait */
+    hold_worker_of(d, "k"); /* the only worker is held: the producers fill its queue and wait */
     static struct waiting_producer p[3];
     pthread_t t[3];
     for (int i = 0; i < 3; i++) {
@@ -687,15 +687,12 @@ static void *submit_in_order(void *arg)
 
 Test(dispatcher, membership_changes_while_a_queue_is_full_neither_wait_nor_reorder)
 {
-    sem_init(&gate, 0, 0);
-    sem_init(&started, 0, 0);
     shard_dispatcher *d = make(2, 4);
     static struct seq_log log;
     static struct seq_job jobs[16];
     for (int i = 0; i < 16; i++)
         jobs[i] = (struct seq_job){ &log, i };
-    cr_assert_eq(shard_submit(d, "k", 1, blocker, NULL), 0);
-    sem_wait(&started); /* k's worker is held */
+    hold_worker_of(d, "k"); /* k's worker is held */
     pthread_t t;
     struct ordered_key o = { d, jobs, 16, 0 };
     pthread_create(&t, NULL, submit_in_order, &o); /* fills the queue, then waits for room */
