@@ -1,0 +1,107 @@
+/* kv_server: a growable byte buffer and the RESP reply encoders that write into it.
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Owned by one thread at a time: a request's reply is written by the worker running its job and read
+ * by the network thread after the job's completion is handed back (see net.c). Growth failure sticks:
+ * a buffer that could not grow is marked failed and the reply becomes an out-of-memory error. */
+#ifndef KV_BUF_H
+#define KV_BUF_H
+
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct buf {
+    char  *p;
+    size_t len, cap;
+    bool   failed;
+};
+
+static inline bool buf_reserve(struct buf *b, size_t more)
+{
+    if (b->failed)
+        return false;
+    if (b->len + more <= b->cap)
+        return true;
+    size_t cap = b->cap ? b->cap : 64;
+    while (cap < b->len + more)
+        cap *= 2;
+    char *p = realloc(b->p, cap);
+    if (!p) {
+        b->failed = true;
+        return false;
+    }
+    b->p = p;
+    b->cap = cap;
+    return true;
+}
+
+static inline void buf_put(struct buf *b, const void *data, size_t n)
+{
+    if (n && buf_reserve(b, n)) {
+        memcpy(b->p + b->len, data, n);
+        b->len += n;
+    }
+}
+
+/* Drops the first n bytes (already written to a socket or parsed). */
+static inline void buf_consume(struct buf *b, size_t n)
+{
+    memmove(b->p, b->p + n, b->len - n);
+    b->len -= n;
+}
+
+static inline void buf_free(struct buf *b)
+{
+    free(b->p);
+    *b = (struct buf){ 0 };
+}
+
+static inline void buf_printf_line(struct buf *b, char type, const char *fmt_value, int64_t n)
+{
+    char line[32];
+    int k = snprintf(line, sizeof line, fmt_value, type, n);
+    buf_put(b, line, (size_t)k);
+}
+
+/* RESP2 replies. */
+static inline void resp_simple(struct buf *b, const char *s)
+{
+    buf_put(b, "+", 1);
+    buf_put(b, s, strlen(s));
+    buf_put(b, "\r\n", 2);
+}
+
+/* msg starts with the error code: "ERR ...", "WRONGTYPE ...". */
+static inline void resp_error(struct buf *b, const char *msg)
+{
+    buf_put(b, "-", 1);
+    buf_put(b, msg, strlen(msg));
+    buf_put(b, "\r\n", 2);
+}
+
+static inline void resp_int(struct buf *b, int64_t n)
+{
+    buf_printf_line(b, ':', "%c%" PRId64 "\r\n", n);
+}
+
+static inline void resp_array(struct buf *b, int64_t n)
+{
+    buf_printf_line(b, '*', "%c%" PRId64 "\r\n", n);
+}
+
+static inline void resp_bulk(struct buf *b, const void *s, size_t n)
+{
+    buf_printf_line(b, '$', "%c%" PRId64 "\r\n", (int64_t)n);
+    buf_put(b, s, n);
+    buf_put(b, "\r\n", 2);
+}
+
+static inline void resp_null(struct buf *b)
+{
+    buf_put(b, "$-1\r\n", 5);
+}
+
+#endif

@@ -1,0 +1,260 @@
+/* kv_server: the commands: what each does with a key's data on its worker, and the table.
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * A keyed command's part runs on the worker owning its key, with that worker's store: no lock. A
+ * command of several keys is not atomic across them (Redis's MSET is): each key is applied on its
+ * own worker, in order with that key's other commands. */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <strings.h>
+
+#include "net_internal.h"
+#include "server.h"
+
+/* Redis's integer syntax: optional '-', no leading zeros or '+', no spaces, within int64. */
+static bool parse_int64(const char *s, size_t len, int64_t *out)
+{
+    if (len == 0 || len > 20)
+        return false;
+    bool neg = s[0] == '-';
+    size_t i = neg;
+    if (i == len || (s[i] == '0' && len > i + 1) || (neg && s[i] == '0'))
+        return false;
+    uint64_t v = 0;
+    for (; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        uint64_t d = (uint64_t)(s[i] - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return false;
+        v = v * 10 + d;
+    }
+    if (neg ? v > (uint64_t)INT64_MAX + 1 : v > (uint64_t)INT64_MAX)
+        return false;
+    *out = neg ? (int64_t)(0 - v) : (int64_t)v;
+    return true;
+}
+
+static const struct resp_arg *key_of(const struct request *r, const struct part *p)
+{
+    return &r->argv[p->arg];
+}
+
+#define KEY(r, p) key_of(r, p)->p, key_of(r, p)->len
+#define HASHED_KEY(r, p) kv_hash(KEY(r, p)), KEY(r, p)
+
+static void get_part(struct kv_store *s, struct request *r, const struct part *p)
+{
+    struct kv_entry *e = store_find(s, HASHED_KEY(r, p));
+    if (e)
+        resp_bulk(&r->part_reply[p->index], e->val, e->vlen);
+    else
+        resp_null(&r->part_reply[p->index]);
+}
+
+static void set_part(struct kv_store *s, struct request *r, const struct part *p)
+{
+    struct buf *out = &r->part_reply[p->index];
+    if (r->argc != 3) {
+        resp_error(out, "ERR syntax error (SET takes no options here)");
+        return;
+    }
+    if (store_set(s, HASHED_KEY(r, p), r->argv[2].p, r->argv[2].len) != 0)
+        resp_error(out, "ERR out of memory");
+    else
+        resp_simple(out, "OK");
+}
+
+/* One pair of MSET: the key and the value after it. */
+static void mset_part(struct kv_store *s, struct request *r, const struct part *p)
+{
+    const struct resp_arg *v = &r->argv[p->arg + 1];
+    if (store_set(s, HASHED_KEY(r, p), v->p, v->len) != 0)
+        r->part_reply[p->index].failed = true;
+}
+
+static void mset_finish(struct request *r)
+{
+    resp_simple(&r->reply, "OK");
+}
+
+static void mget_finish(struct request *r)
+{
+    resp_array(&r->reply, r->nparts);
+    for (uint32_t i = 0; i < r->nparts; i++)
+        buf_put(&r->reply, r->part_reply[i].p, r->part_reply[i].len);
+}
+
+static void del_part(struct kv_store *s, struct request *r, const struct part *p)
+{
+    if (store_del(s, HASHED_KEY(r, p)))
+        atomic_fetch_add_explicit(&r->sum, 1, memory_order_relaxed);
+}
+
+static void exists_part(struct kv_store *s, struct request *r, const struct part *p)
+{
+    if (store_find(s, HASHED_KEY(r, p)))
+        atomic_fetch_add_explicit(&r->sum, 1, memory_order_relaxed);
+}
+
+static void sum_finish(struct request *r)
+{
+    resp_int(&r->reply, atomic_load_explicit(&r->sum, memory_order_relaxed));
+}
+
+static void add_to(struct kv_store *s, struct request *r, const struct part *p, int64_t by)
+{
+    struct buf *out = &r->part_reply[p->index];
+    struct kv_entry *e = store_find(s, HASHED_KEY(r, p));
+    int64_t v = 0;
+    if (e && !parse_int64(e->val, e->vlen, &v)) {
+        resp_error(out, "ERR value is not an integer or out of range");
+        return;
+    }
+    if ((by > 0 && v > INT64_MAX - by) || (by < 0 && v < INT64_MIN - by)) {
+        resp_error(out, "ERR increment or decrement would overflow");
+        return;
+    }
+    v += by;
+    char text[24];
+    int n = snprintf(text, sizeof text, "%" PRId64, v);
+    if (store_set(s, HASHED_KEY(r, p), text, (size_t)n) != 0)
+        resp_error(out, "ERR out of memory");
+    else
+        resp_int(out, v);
+}
+
+static void incr_part(struct kv_store *s, struct request *r, const struct part *p)
+{
+    add_to(s, r, p, 1);
+}
+
+static void decr_part(struct kv_store *s, struct request *r, const struct part *p)
+{
+    add_to(s, r, p, -1);
+}
+
+static void incrby_part(struct kv_store *s, struct request *r, const struct part *p, bool negate)
+{
+    int64_t by;
+    if (!parse_int64(r->argv[2].p, r->argv[2].len, &by) || (negate && by == INT64_MIN)) {
+        resp_error(&r->part_reply[p->index], "ERR value is not an integer or out of range");
+        return;
+    }
+    add_to(s, r, p, negate ? -by : by);
+}
+
+static void incrby(struct kv_store *s, struct request *r, const struct part *p)
+{
+    incrby_part(s, r, p, false);
+}
+
+static void decrby(struct kv_store *s, struct request *r, const struct part *p)
+{
+    incrby_part(s, r, p, true);
+}
+
+/* Which worker holds the key: the one running this part. */
+static void owner_part(struct kv_store *s, struct request *r, const struct part *p)
+{
+    const char *name = store_name(s);
+    resp_bulk(&r->part_reply[p->index], name, strlen(name));
+}
+
+static void ping(struct server *srv, struct request *r)
+{
+    (void)srv;
+    if (r->argc == 2)
+        resp_bulk(&r->reply, r->argv[1].p, r->argv[1].len);
+    else
+        resp_simple(&r->reply, "PONG");
+}
+
+static void echo(struct server *srv, struct request *r)
+{
+    (void)srv;
+    resp_bulk(&r->reply, r->argv[1].p, r->argv[1].len);
+}
+
+static void dbsize(struct server *srv, struct request *r)
+{
+    (void)srv;
+    resp_int(&r->reply, (int64_t)store_total_keys());
+}
+
+/* CONFIG and COMMAND: clients ask (redis-benchmark reads "save" and "appendonly"); nothing to tell. */
+static void empty_array(struct server *srv, struct request *r)
+{
+    (void)srv;
+    resp_array(&r->reply, 0);
+}
+
+static void select_db(struct server *srv, struct request *r)
+{
+    (void)srv;
+    if (r->argv[1].len == 1 && r->argv[1].p[0] == '0')
+        resp_simple(&r->reply, "OK");
+    else
+        resp_error(&r->reply, "ERR DB index is out of range (one database here)");
+}
+
+static void quit(struct server *srv, struct request *r)
+{
+    (void)srv;
+    resp_simple(&r->reply, "OK");
+    conn_close_after_replies(r->conn);
+}
+
+static void shutdown_server(struct server *srv, struct request *r)
+{
+    (void)srv;
+    resp_simple(&r->reply, "OK");
+    conn_close_after_replies(r->conn);
+    kill(getpid(), SIGTERM); /* main waits for it with sigwait, then stops everything in order */
+}
+
+static const struct command commands[] = {
+    { "GET", 2, CMD_KEYED, 0, get_part, NULL, NULL },
+    { "SET", -3, CMD_KEYED, 0, set_part, NULL, NULL },
+    { "DEL", -2, CMD_KEYED, 1, del_part, sum_finish, NULL },
+    { "EXISTS", -2, CMD_KEYED, 1, exists_part, sum_finish, NULL },
+    { "INCR", 2, CMD_KEYED, 0, incr_part, NULL, NULL },
+    { "DECR", 2, CMD_KEYED, 0, decr_part, NULL, NULL },
+    { "INCRBY", 3, CMD_KEYED, 0, incrby, NULL, NULL },
+    { "DECRBY", 3, CMD_KEYED, 0, decrby, NULL, NULL },
+    { "MGET", -2, CMD_KEYED, 1, get_part, mget_finish, NULL },
+    { "MSET", -3, CMD_KEYED, 2, mset_part, mset_finish, NULL },
+    { "SHARD.OWNER", 2, CMD_KEYED, 0, owner_part, NULL, NULL },
+    { "PING", -1, CMD_LOCAL, 0, NULL, NULL, ping },
+    { "ECHO", 2, CMD_LOCAL, 0, NULL, NULL, echo },
+    { "DBSIZE", 1, CMD_LOCAL, 0, NULL, NULL, dbsize },
+    { "CONFIG", -1, CMD_LOCAL, 0, NULL, NULL, empty_array },
+    { "COMMAND", -1, CMD_LOCAL, 0, NULL, NULL, empty_array },
+    { "SELECT", 2, CMD_LOCAL, 0, NULL, NULL, select_db },
+    { "QUIT", 1, CMD_LOCAL, 0, NULL, NULL, quit },
+    { "SHUTDOWN", -1, CMD_LOCAL, 0, NULL, NULL, shutdown_server },
+    { "SHARD.STATS", 1, CMD_LOCAL, 0, NULL, NULL, admin_stats },
+    { "SHARD.ADD", -2, CMD_ADMIN, 0, NULL, NULL, admin_add },
+    { "SHARD.REMOVE", 2, CMD_ADMIN, 0, NULL, NULL, admin_remove },
+    { "SHARD.CRASH", 2, CMD_ADMIN, 0, NULL, NULL, admin_crash },
+};
+
+const struct command *command_lookup(const struct resp_arg *arg)
+{
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strlen(commands[i].name) == arg->len && strncasecmp(commands[i].name, arg->p, arg->len) == 0)
+            return &commands[i];
+    return NULL;
+}
+
+bool command_args_ok(const struct command *cmd, uint32_t argc, char *why, size_t n)
+{
+    bool ok = cmd->arity >= 0 ? argc == (uint32_t)cmd->arity : argc >= (uint32_t)-cmd->arity;
+    if (ok && cmd->key_step > 1)
+        ok = (argc - 1) % (uint32_t)cmd->key_step == 0;
+    if (!ok)
+        snprintf(why, n, "ERR wrong number of arguments for '%s' command", cmd->name);
+    return ok;
+}

@@ -1,0 +1,51 @@
+/* kv_server: a single-threaded hash map of byte strings to byte strings.
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Written by hand: glibc's hsearch cannot delete or grow, and liburcu's rculfhash is a concurrent map
+ * that would make every worker pay for RCU reads on data only it touches. Separate chaining over a
+ * power-of-two bucket array, grown at load factor 1; entries are allocated by the caller so that an
+ * entry can move between maps (a worker's map and the transit area) without being copied. */
+#ifndef KV_KVMAP_H
+#define KV_KVMAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct kv_entry {
+    struct kv_entry *next; /* bucket chain, or a list of entries on their way elsewhere */
+    uint64_t         hash; /* kv_hash of the key */
+    char            *val;
+    size_t           vlen;
+    size_t           klen;
+    char             key[];
+};
+
+struct kvmap {
+    struct kv_entry **buckets;
+    size_t            mask; /* buckets - 1 */
+    size_t            n;
+};
+
+uint64_t kv_hash(const void *key, size_t len);
+
+/* A new entry with a copy of key and of val; NULL without memory. Free with kv_entry_free. */
+struct kv_entry *kv_entry_new(uint64_t hash, const void *key, size_t klen, const void *val, size_t vlen);
+/* Replaces the value with a copy of val. Return: 0; -ENOMEM (the old value stays). */
+int  kv_entry_set(struct kv_entry *e, const void *val, size_t vlen);
+void kv_entry_free(struct kv_entry *e);
+
+/* An empty map. Return: 0; -ENOMEM. Pair with kvmap_free, which frees the entries too. */
+int  kvmap_init(struct kvmap *m);
+void kvmap_free(struct kvmap *m);
+
+struct kv_entry *kvmap_find(const struct kvmap *m, uint64_t hash, const void *key, size_t klen);
+/* Adds e, whose key must not be in m. Never fails: without memory to grow, chains get longer. */
+void kvmap_insert(struct kvmap *m, struct kv_entry *e);
+/* Unlinks and returns the entry of key; NULL when absent. */
+struct kv_entry *kvmap_take(struct kvmap *m, uint64_t hash, const void *key, size_t klen);
+/* Unlinks every entry for which pick(e, ctx) is true and returns them as a list linked by next. */
+struct kv_entry *kvmap_take_if(struct kvmap *m, bool (*pick)(const struct kv_entry *e, void *ctx),
+                               void *ctx);
+
+#endif

@@ -1,0 +1,439 @@
+/* kv_server: network threads: epoll, connections, reading requests and writing replies in order.
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Each thread has its own listening socket on the same port (SO_REUSEPORT: the kernel spreads new
+ * connections), its own epoll and its own connections: nothing here is shared between threads but the
+ * completion stack, which workers push onto. A connection stops being read while it has
+ * max_pipeline requests in flight or a large unsent output, so a client that pipelines without
+ * reading cannot grow the server's memory without bound. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "net_internal.h"
+
+#define READ_CHUNK   16384
+#define READ_BUDGET  (256 * 1024) /* per wake-up, so one connection cannot starve the others */
+#define OUT_LIMIT    (1024 * 1024)
+#define MAX_EVENTS   64
+
+static void conn_watch(struct conn *c)
+{
+    bool in = !c->closing && !c->dead && c->inflight < c->nt->srv->opt.max_pipeline &&
+              c->out.len < OUT_LIMIT;
+    bool out = c->out.len > 0;
+    if (c->dead || (in == c->want_in && out == c->want_out))
+        return;
+    struct epoll_event ev = { .events = (in ? EPOLLIN : 0u) | (out ? EPOLLOUT : 0u), .data.ptr = c };
+    epoll_ctl(c->nt->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+    c->want_in = in;
+    c->want_out = out;
+}
+
+/* Closes the socket at once; the struct lives on until its last request is done. */
+static void conn_kill(struct conn *c)
+{
+    if (c->dead)
+        return;
+    epoll_ctl(c->nt->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+    close(c->fd);
+    c->fd = -1;
+    c->dead = true;
+    buf_free(&c->in);
+    buf_free(&c->out);
+}
+
+static void conn_free(struct conn *c)
+{
+    struct net_thread *nt = c->nt;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        nt->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    for (struct request *r = c->head, *next; r; r = next) {
+        next = r->next;
+        request_free(r);
+    }
+    free(c);
+}
+
+static void conn_append(struct conn *c, struct request *r)
+{
+    if (c->tail)
+        c->tail->next = r;
+    else
+        c->head = r;
+    c->tail = r;
+    c->inflight++;
+}
+
+void conn_close_after_replies(struct conn *c)
+{
+    c->closing = true;
+}
+
+/* An error reply that is answered in its place in the FIFO, by the network thread. */
+static bool conn_reply_error(struct conn *c, const char *msg)
+{
+    struct request *r = request_new(c, c->nt, c->nt->srv, NULL, NULL, 0);
+    if (!r)
+        return false;
+    resp_error(&r->reply, msg);
+    r->done = true;
+    conn_append(c, r);
+    return true;
+}
+
+static bool dispatch(struct conn *c, const struct resp_arg *argv, uint32_t argc)
+{
+    struct server *srv = c->nt->srv;
+    atomic_fetch_add_explicit(&srv->commands, 1, memory_order_relaxed);
+    const struct command *cmd = command_lookup(&argv[0]);
+    char why[160];
+    if (!cmd) {
+        snprintf(why, sizeof why, "ERR unknown command '%.*s'", (int)(argv[0].len > 64 ? 64 : argv[0].len),
+                 argv[0].p);
+        return conn_reply_error(c, why);
+    }
+    if (!command_args_ok(cmd, argc, why, sizeof why))
+        return conn_reply_error(c, why);
+    struct request *r = request_new(c, c->nt, srv, cmd, argv, argc);
+    if (!r)
+        return false;
+    conn_append(c, r);
+    switch (cmd->kind) {
+    case CMD_LOCAL:
+        cmd->run(srv, r);
+        r->done = true;
+        break;
+    case CMD_ADMIN:
+        admin_enqueue(srv, r);
+        break;
+    case CMD_KEYED:
+        request_submit(r);
+        break;
+    }
+    return true;
+}
+
+/* Parses and dispatches what the input holds, while the connection may take more. Return: whether
+ * it dispatched anything. */
+static bool conn_parse(struct conn *c)
+{
+    struct server *srv = c->nt->srv;
+    size_t off = 0;
+    bool progress = false;
+    while (!c->closing && !c->dead && c->inflight < srv->opt.max_pipeline && c->out.len < OUT_LIMIT) {
+        size_t argc;
+        const char *why;
+        long n = resp_parse(c->in.p + off, c->in.len - off, &srv->opt.limits, c->nt->argv, &argc, &why);
+        if (n == 0)
+            break;
+        if (n < 0) {
+            /* Like Redis: answer the error after the replies already owed, then close. */
+            atomic_fetch_add_explicit(&srv->protocol_errors, 1, memory_order_relaxed);
+            if (!conn_reply_error(c, why))
+                conn_kill(c);
+            conn_close_after_replies(c);
+            progress = true;
+            break;
+        }
+        off += (size_t)n;
+        progress = true;
+        if (argc && !dispatch(c, c->nt->argv, (uint32_t)argc)) {
+            conn_kill(c); /* out of memory: the client sees a closed connection, never a wrong reply */
+            break;
+        }
+    }
+    if (!c->dead)
+        buf_consume(&c->in, off);
+    return progress;
+}
+
+/* Moves the replies of done requests at the head of the FIFO to the output. */
+static void conn_collect(struct conn *c)
+{
+    while (c->head && c->head->done) {
+        struct request *r = c->head;
+        c->head = r->next;
+        if (!c->head)
+            c->tail = NULL;
+        c->inflight--;
+        if (!c->dead) {
+            if (r->reply.failed)
+                resp_error(&c->out, "ERR out of memory");
+            else
+                buf_put(&c->out, r->reply.p, r->reply.len);
+        }
+        request_free(r);
+    }
+}
+
+static void conn_write(struct conn *c)
+{
+    size_t off = 0;
+    while (!c->dead && off < c->out.len) {
+        ssize_t n = send(c->fd, c->out.p + off, c->out.len - off, MSG_NOSIGNAL);
+        if (n > 0)
+            off += (size_t)n;
+        else if (n < 0 && errno == EINTR)
+            continue;
+        else if (n < 0 && errno == EAGAIN)
+            break;
+        else
+            conn_kill(c);
+    }
+    if (!c->dead)
+        buf_consume(&c->out, off);
+    if (c->out.failed)
+        conn_kill(c);
+}
+
+/* Everything a connection can do now: parse, collect replies, write; again while that frees room.
+ * May free c. */
+static void conn_pump(struct conn *c)
+{
+    bool again = true;
+    while (again) {
+        again = conn_parse(c);
+        conn_collect(c);
+        if (c->dead) {
+            if (!c->head)
+                conn_free(c);
+            return;
+        }
+        conn_write(c);
+        if (c->closing && !c->head && c->out.len == 0) {
+            conn_kill(c);
+            conn_free(c);
+            return;
+        }
+    }
+    if (c->dead) {
+        if (!c->head)
+            conn_free(c);
+        return;
+    }
+    conn_watch(c);
+}
+
+static void conn_read(struct conn *c)
+{
+    size_t got = 0;
+    while (got < READ_BUDGET) {
+        if (!buf_reserve(&c->in, READ_CHUNK)) {
+            conn_kill(c);
+            break;
+        }
+        ssize_t n = recv(c->fd, c->in.p + c->in.len, c->in.cap - c->in.len, 0);
+        if (n > 0) {
+            c->in.len += (size_t)n;
+            got += (size_t)n;
+        } else if (n < 0 && errno == EINTR) {
+            continue;
+        } else if (n < 0 && errno == EAGAIN) {
+            break;
+        } else {
+            conn_kill(c); /* the client is gone: its pending replies are dropped as they finish */
+            break;
+        }
+    }
+    conn_pump(c);
+}
+
+static void accept_all(struct net_thread *nt)
+{
+    for (;;) {
+        int fd = accept4(nt->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0)
+            return; /* EAGAIN, or out of descriptors: the kernel keeps the rest in the backlog */
+        struct conn *c = calloc(1, sizeof *c);
+        if (!c) {
+            close(fd);
+            continue;
+        }
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        *c = (struct conn){ .fd = fd, .nt = nt, .want_in = true, .next = nt->conns };
+        struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
+        if (epoll_ctl(nt->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+            close(fd);
+            free(c);
+            continue;
+        }
+        if (nt->conns)
+            nt->conns->prev = c;
+        nt->conns = c;
+        atomic_fetch_add_explicit(&nt->srv->connections, 1, memory_order_relaxed);
+    }
+}
+
+/* Takes every finished request and pumps each connection that got one. */
+static void take_completions(struct net_thread *nt)
+{
+    uint64_t count;
+    ssize_t n = read(nt->event_fd, &count, sizeof count);
+    (void)n; /* EAGAIN when nothing was signalled: the stack is taken anyway */
+    /* acquire: pairs with the release push in request_complete, so the replies are visible. */
+    struct request *r = atomic_exchange_explicit(&nt->done, NULL, memory_order_acquire);
+    struct conn *touched = NULL;
+    for (struct request *next; r; r = next) {
+        next = atomic_load_explicit(&r->done_next, memory_order_relaxed);
+        r->done = true;
+        if (!r->conn->touched) {
+            r->conn->touched = true;
+            r->conn->touched_next = touched;
+            touched = r->conn;
+        }
+    }
+    for (struct conn *c = touched, *next; c; c = next) {
+        next = c->touched_next;
+        c->touched = false;
+        conn_pump(c);
+    }
+}
+
+static void *net_main(void *arg)
+{
+    struct net_thread *nt = arg;
+    struct epoll_event ev[MAX_EVENTS];
+    while (!atomic_load_explicit(&nt->srv->stopping, memory_order_acquire)) {
+        int n = epoll_wait(nt->epfd, ev, MAX_EVENTS, -1);
+        for (int i = 0; i < n; i++) {
+            if (ev[i].data.ptr == NULL)
+                accept_all(nt);
+            else if (ev[i].data.ptr == nt)
+                take_completions(nt);
+            else if (ev[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+                conn_read(ev[i].data.ptr);
+            else if (ev[i].events & EPOLLOUT)
+                conn_pump(ev[i].data.ptr);
+        }
+        take_completions(nt);
+    }
+    return NULL;
+}
+
+static int listen_on(struct server *srv, int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+    if (inet_pton(AF_INET, srv->opt.bind, &a.sin_addr) != 1) {
+        close(fd);
+        return -EINVAL;
+    }
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(fd, 511) != 0) {
+        int err = -errno;
+        close(fd);
+        return err;
+    }
+    return fd;
+}
+
+static int bound_port(int fd)
+{
+    struct sockaddr_in a;
+    socklen_t len = sizeof a;
+    getsockname(fd, (struct sockaddr *)&a, &len);
+    return ntohs(a.sin_port);
+}
+
+static int net_thread_init(struct server *srv, struct net_thread *nt, int port)
+{
+    *nt = (struct net_thread){ .srv = srv, .epfd = -1, .listen_fd = -1, .event_fd = -1 };
+    nt->argv = calloc(srv->opt.limits.max_args, sizeof *nt->argv);
+    if (!nt->argv)
+        return -ENOMEM;
+    nt->listen_fd = listen_on(srv, port);
+    if (nt->listen_fd < 0)
+        return nt->listen_fd;
+    nt->epfd = epoll_create1(EPOLL_CLOEXEC);
+    nt->event_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (nt->epfd < 0 || nt->event_fd < 0)
+        return -errno;
+    struct epoll_event l = { .events = EPOLLIN, .data.ptr = NULL };
+    struct epoll_event e = { .events = EPOLLIN, .data.ptr = nt };
+    if (epoll_ctl(nt->epfd, EPOLL_CTL_ADD, nt->listen_fd, &l) != 0 ||
+        epoll_ctl(nt->epfd, EPOLL_CTL_ADD, nt->event_fd, &e) != 0)
+        return -errno;
+    return 0;
+}
+
+int net_start(struct server *srv)
+{
+    srv->net = calloc(srv->opt.net_threads, sizeof *srv->net);
+    if (!srv->net)
+        return -ENOMEM;
+    int port = srv->opt.port;
+    for (uint32_t i = 0; i < srv->opt.net_threads; i++) {
+        int err = net_thread_init(srv, &srv->net[i], port);
+        srv->net_ready = i + 1;
+        if (err) {
+            fprintf(stderr, "kv_server: cannot listen on %s:%d: %s\n", srv->opt.bind, port, strerror(-err));
+            return err;
+        }
+        port = bound_port(srv->net[i].listen_fd); /* the others share the port the first one got */
+    }
+    srv->port = port;
+    for (uint32_t i = 0; i < srv->opt.net_threads; i++) {
+        int err = pthread_create(&srv->net[i].thread, NULL, net_main, &srv->net[i]);
+        if (err) {
+            fprintf(stderr, "kv_server: cannot start a network thread: %s\n", strerror(err));
+            return -err;
+        }
+        srv->net_running = i + 1;
+    }
+    return 0;
+}
+
+void net_stop(struct server *srv)
+{
+    atomic_store_explicit(&srv->stopping, true, memory_order_release);
+    for (uint32_t i = 0; i < srv->net_running; i++) {
+        uint64_t one = 1;
+        ssize_t n = write(srv->net[i].event_fd, &one, sizeof one);
+        (void)n;
+    }
+    for (uint32_t i = 0; i < srv->net_running; i++)
+        pthread_join(srv->net[i].thread, NULL);
+    srv->net_running = 0;
+}
+
+void net_free(struct server *srv)
+{
+    if (!srv->net)
+        return;
+    for (uint32_t i = 0; i < srv->net_ready; i++) {
+        struct net_thread *nt = &srv->net[i];
+        /* The dispatcher is gone: every submitted request has been pushed here. */
+        struct request *r = atomic_exchange(&nt->done, NULL);
+        for (; r; r = atomic_load(&r->done_next))
+            r->done = true;
+        while (nt->conns) {
+            conn_kill(nt->conns);
+            conn_free(nt->conns);
+        }
+        free(nt->argv);
+        if (nt->listen_fd >= 0)
+            close(nt->listen_fd);
+        if (nt->epfd >= 0)
+            close(nt->epfd);
+        if (nt->event_fd >= 0)
+            close(nt->event_fd);
+    }
+    free(srv->net);
+    srv->net = NULL;
+}

@@ -1,0 +1,146 @@
+/* kv_server: a request's life: its allocation, its parts as shard jobs, its completion.
+ * SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <stdalign.h>
+#include <unistd.h>
+
+#include "net_internal.h"
+#include "server.h"
+
+static size_t align_up(size_t n)
+{
+    return (n + alignof(max_align_t) - 1) & ~(alignof(max_align_t) - 1);
+}
+
+static uint32_t count_parts(const struct command *cmd, uint32_t argc)
+{
+    if (!cmd || cmd->kind != CMD_KEYED)
+        return 0;
+    if (cmd->key_step == 0)
+        return 1;
+    return (argc - 1 + (uint32_t)cmd->key_step - 1) / (uint32_t)cmd->key_step;
+}
+
+struct request *request_new(struct conn *c, struct net_thread *nt, struct server *srv,
+                            const struct command *cmd, const struct resp_arg *argv, uint32_t argc)
+{
+    uint32_t nparts = count_parts(cmd, argc);
+    size_t bytes = 0;
+    for (uint32_t i = 0; i < argc; i++)
+        bytes += argv[i].len + 1;
+    /* One allocation: the request, its parts, their replies, argv and the argument bytes. */
+    size_t off_parts = align_up(sizeof(struct request));
+    size_t off_replies = align_up(off_parts + nparts * sizeof(struct part));
+    size_t off_argv = align_up(off_replies + nparts * sizeof(struct buf));
+    size_t off_bytes = off_argv + argc * sizeof(struct resp_arg);
+    char *mem = calloc(1, off_bytes + bytes);
+    if (!mem)
+        return NULL;
+    struct request *r = (struct request *)mem;
+    r->conn = c;
+    r->nt = nt;
+    r->srv = srv;
+    r->cmd = cmd;
+    r->argc = argc;
+    r->nparts = nparts;
+    r->parts = (struct part *)(mem + off_parts);
+    r->part_reply = (struct buf *)(mem + off_replies);
+    r->argv = (struct resp_arg *)(mem + off_argv);
+    char *p = mem + off_bytes;
+    for (uint32_t i = 0; i < argc; i++) {
+        memcpy(p, argv[i].p, argv[i].len);
+        p[argv[i].len] = '\0'; /* so that numbers and names can be read as C strings */
+        r->argv[i] = (struct resp_arg){ p, argv[i].len };
+        p += argv[i].len + 1;
+    }
+    uint32_t step = cmd && cmd->key_step ? (uint32_t)cmd->key_step : 1;
+    for (uint32_t i = 0; i < nparts; i++)
+        r->parts[i] = (struct part){ r, i, 1 + i * step };
+    atomic_init(&r->parts_left, nparts);
+    return r;
+}
+
+void request_free(struct request *r)
+{
+    for (uint32_t i = 0; i < r->nparts; i++)
+        buf_free(&r->part_reply[i]);
+    buf_free(&r->reply);
+    free(r);
+}
+
+static void finish(struct request *r)
+{
+    int err = atomic_load_explicit(&r->error, memory_order_relaxed);
+    if (err) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "ERR %s", shard_strerror(err));
+        resp_error(&r->reply, msg);
+    } else if (r->cmd->finish) {
+        r->cmd->finish(r);
+    } else {
+        r->reply = r->part_reply[0];
+        r->part_reply[0] = (struct buf){ 0 };
+    }
+    request_complete(r);
+}
+
+/* acq_rel: each part's writes (its reply, sum, error) are released by its decrement; the last one
+ * acquires them all before it assembles the reply. */
+static void part_done(struct request *r)
+{
+    if (atomic_fetch_sub_explicit(&r->parts_left, 1, memory_order_acq_rel) == 1)
+        finish(r);
+}
+
+static void part_failed(struct request *r, int err)
+{
+    int none = 0;
+    atomic_compare_exchange_strong_explicit(&r->error, &none, err, memory_order_relaxed,
+                                            memory_order_relaxed);
+}
+
+static void run_part(shard_worker *w, void *arg)
+{
+    struct part *p = arg;
+    struct request *r = p->r;
+    struct kv_store *s = store_of(w);
+    if (s)
+        r->cmd->part(s, r, p);
+    else
+        part_failed(r, -ENOMEM);
+    if (r->part_reply[p->index].failed)
+        part_failed(r, -ENOMEM);
+    part_done(r);
+}
+
+void request_submit(struct request *r)
+{
+    for (uint32_t i = 0; i < r->nparts; i++) {
+        const struct resp_arg *key = &r->argv[r->parts[i].arg];
+        int err = shard_submit(r->srv->d, key->p, key->len, run_part, &r->parts[i]);
+        if (err) {
+            part_failed(r, err);
+            part_done(r);
+        }
+    }
+}
+
+void request_complete(struct request *r)
+{
+    struct net_thread *nt = r->nt;
+    /* release: the reply written before the push is visible to the network thread, which takes the
+     * stack with an acquire exchange. A hand-written Treiber push (push and take-all only, so no ABA):
+     * liburcu's lfstack does the same, but with inline-assembly atomics ThreadSanitizer cannot see. */
+    struct request *head = atomic_load_explicit(&nt->done, memory_order_relaxed);
+    do
+        atomic_store_explicit(&r->done_next, head, memory_order_relaxed);
+    while (!atomic_compare_exchange_weak_explicit(&nt->done, &head, r, memory_order_release,
+                                                  memory_order_relaxed));
+    /* Only the push onto an empty stack wakes the thread: a non-empty stack has a wake-up pending
+     * (the thread takes the whole stack after reading the eventfd). r may be freed from here on. */
+    if (!head) {
+        uint64_t one = 1;
+        ssize_t n = write(nt->event_fd, &one, sizeof one);
+        (void)n; /* fails only when the counter would overflow: a wake-up is pending anyway */
+    }
+}

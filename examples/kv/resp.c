@@ -1,0 +1,126 @@
+/* kv_server: RESP request parser. SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Written by hand: hiredis has a reply parser for clients, not a request parser for servers, and no
+ * Debian library parses RESP requests. It reads headers only; bulk bodies are skipped by their length,
+ * so parsing a large value that arrives in pieces costs its headers again, not its bytes. */
+#include "resp.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+/* The longest header line: a type byte, 19 digits (lengths here are far smaller), CR LF. */
+#define HEADER_MAX 24
+
+enum { NEED_MORE = 0 };
+
+/* Reads "<type><digits>\r\n" at buf[*pos]; 1 on success, 0 for need more, -EPROTO if malformed. */
+static int read_header(const char *buf, size_t len, size_t *pos, char type, uint64_t *out)
+{
+    size_t i = *pos;
+    if (i >= len)
+        return NEED_MORE;
+    if (buf[i] != type)
+        return -EPROTO;
+    uint64_t n = 0;
+    size_t digits = 0;
+    for (i++; i < len && buf[i] >= '0' && buf[i] <= '9'; i++, digits++) {
+        if (digits == 18)
+            return -EPROTO;
+        n = n * 10 + (uint64_t)(buf[i] - '0');
+    }
+    if (i + 2 > len)
+        return i - *pos >= HEADER_MAX ? -EPROTO : NEED_MORE;
+    if (digits == 0 || buf[i] != '\r' || buf[i + 1] != '\n')
+        return -EPROTO;
+    *out = n;
+    *pos = i + 2;
+    return 1;
+}
+
+static long fail(const char **why, const char *text, long err)
+{
+    *why = text;
+    return err;
+}
+
+static long parse_multibulk(const char *buf, size_t len, const struct resp_limits *lim,
+                            struct resp_arg *argv, size_t *argc, const char **why)
+{
+    size_t pos = 0;
+    uint64_t n;
+    int r = read_header(buf, len, &pos, '*', &n);
+    if (r < 0)
+        return fail(why, "ERR Protocol error: invalid multibulk length", r);
+    if (r == NEED_MORE)
+        return NEED_MORE;
+    if (n > lim->max_args)
+        return fail(why, "ERR Protocol error: too many arguments", -E2BIG);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t blen;
+        r = read_header(buf, len, &pos, '$', &blen);
+        if (r < 0)
+            return fail(why, "ERR Protocol error: expected '$' and a bulk length", r);
+        if (r == NEED_MORE)
+            return pos > lim->max_request ? fail(why, "ERR Protocol error: request too large", -E2BIG)
+                                          : NEED_MORE;
+        if (blen > lim->max_request || pos + blen + 2 > lim->max_request)
+            return fail(why, "ERR Protocol error: request too large", -E2BIG);
+        if (pos + blen + 2 > len)
+            return NEED_MORE;
+        if (buf[pos + blen] != '\r' || buf[pos + blen + 1] != '\n')
+            return fail(why, "ERR Protocol error: bulk string not followed by CRLF", -EPROTO);
+        argv[i] = (struct resp_arg){ buf + pos, (size_t)blen };
+        pos += blen + 2;
+    }
+    *argc = (size_t)n;
+    return (long)pos;
+}
+
+static bool is_space(char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+/* One line of words separated by spaces, ended by LF (CR LF tolerated). No quoting: enough for nc. */
+static long parse_inline(const char *buf, size_t len, const struct resp_limits *lim,
+                         struct resp_arg *argv, size_t *argc, const char **why)
+{
+    const char *nl = memchr(buf, '\n', len < lim->max_request ? len : lim->max_request);
+    if (!nl)
+        return len >= lim->max_request ? fail(why, "ERR Protocol error: too big inline request", -E2BIG)
+                                       : NEED_MORE;
+    size_t end = (size_t)(nl - buf);
+    if (end > 0 && buf[end - 1] == '\r')
+        end--;
+    size_t n = 0;
+    for (size_t i = 0; i < end;) {
+        while (i < end && is_space(buf[i]))
+            i++;
+        if (i == end)
+            break;
+        size_t start = i;
+        while (i < end && !is_space(buf[i]))
+            i++;
+        if (n == lim->max_args)
+            return fail(why, "ERR Protocol error: too many arguments", -E2BIG);
+        argv[n++] = (struct resp_arg){ buf + start, i - start };
+    }
+    *argc = n;
+    return (long)(nl - buf) + 1;
+}
+
+long resp_parse(const char *buf, size_t len, const struct resp_limits *lim, struct resp_arg *argv,
+                size_t *argc, const char **why)
+{
+    *argc = 0;
+    if (len == 0)
+        return NEED_MORE;
+    if (buf[0] == '*')
+        return parse_multibulk(buf, len, lim, argv, argc, why);
+    /* Binary junk is not a command: Redis also refuses a request starting with a RESP type byte. */
+    if (buf[0] == '$' || buf[0] == ':' || buf[0] == '+' || buf[0] == '-' || buf[0] == '\0')
+        return fail(why, "ERR Protocol error: expected '*' or an inline command", -EPROTO);
+    return parse_inline(buf, len, lim, argv, argc, why);
+}

@@ -1,0 +1,141 @@
+/* kv_server: the pieces of the server and how a command travels through them.
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * A network thread (net.c) reads a connection, parses requests (resp.c) and turns each into a request
+ * appended to the connection's FIFO. A data command becomes one shard job per key, each on the worker
+ * owning that key (request.c); a command of several keys (MGET, MSET, DEL, EXISTS) is split into one
+ * part per key and the last part to finish assembles the reply. Admin commands that change membership
+ * go to the admin thread (admin.c), which is not a worker, as shard requires. A finished request is
+ * pushed onto its network thread's completion stack and the thread is woken through an eventfd; it
+ * writes replies from the head of each connection's FIFO while they are done, so replies leave in
+ * request order whichever workers answered first. */
+#ifndef KV_SERVER_H
+#define KV_SERVER_H
+
+#include <pthread.h>
+#include <shard.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "resp.h"
+#include "store.h"
+
+struct server;
+struct net_thread;
+struct conn;
+struct request;
+
+struct server_options {
+    const char *bind;           /* address to listen on; 127.0.0.1 unless told otherwise */
+    int         port;           /* 0: any free port (printed at start) */
+    uint32_t    workers;        /* initial shard workers */
+    uint32_t    net_threads;    /* network threads, each with its own epoll and listening socket */
+    uint32_t    queue_capacity; /* shard queue capacity per worker */
+    uint32_t    max_pipeline;   /* requests in flight per connection before it is read no further */
+    struct resp_limits limits;
+};
+
+struct admin {
+    pthread_mutex_t lock;
+    pthread_cond_t  cond;
+    struct request *head, *tail;
+    bool            stop;
+    pthread_t       thread;
+};
+
+struct server {
+    struct server_options opt;
+    shard_dispatcher     *d;
+    struct net_thread    *net;
+    struct admin          admin;
+    uint32_t              net_ready;   /* network threads set up (sockets, epoll) */
+    uint32_t              net_running; /* of those, started */
+    int                   port; /* the one bound */
+    atomic_bool           stopping;
+    atomic_ullong         connections, commands, protocol_errors;
+};
+
+enum cmd_kind {
+    CMD_KEYED, /* one shard job per key */
+    CMD_LOCAL, /* answered by the network thread */
+    CMD_ADMIN, /* run by the admin thread */
+};
+
+/* One key of a request: a shard job. */
+struct part {
+    struct request *r;
+    uint32_t        index; /* which part: its reply is r->part_reply[index] */
+    uint32_t        arg;   /* argv index of its key */
+};
+
+struct command {
+    const char   *name;
+    int           arity;     /* Redis convention: n arguments exactly (name included), -n at least n */
+    enum cmd_kind kind;
+    int           key_step;  /* keyed: keys at argv[1], argv[1 + step], ...; 0 for argv[1] alone */
+    /* keyed: runs one part on the key's worker, writing r->part_reply[p->index] */
+    void (*part)(struct kv_store *s, struct request *r, const struct part *p);
+    /* keyed, several parts: builds r->reply once every part is done; NULL: the one part's reply */
+    void (*finish)(struct request *r);
+    /* local and admin: writes r->reply */
+    void (*run)(struct server *srv, struct request *r);
+};
+
+struct request {
+    _Atomic(struct request *) done_next; /* the network thread's completion stack */
+    struct request       *next;          /* the connection's FIFO: network thread only */
+    struct request       *next_admin;    /* the admin thread's queue, under its lock */
+    struct conn          *conn;
+    struct net_thread    *nt;
+    struct server        *srv;
+    const struct command *cmd;
+    uint32_t              argc, nparts;
+    struct resp_arg      *argv; /* copies, in the request's own allocation */
+    struct part          *parts;
+    struct buf           *part_reply;
+    struct buf            reply;
+    atomic_uint           parts_left;
+    atomic_llong          sum;   /* DEL and EXISTS count here */
+    atomic_int            error; /* first failure of a part (negative errno), 0 if none */
+    bool                  done;  /* network thread only: its completion has been taken */
+};
+
+/* request.c */
+/* A request for argv (copied). cmd NULL: an error reply req, already done. NULL without memory. */
+struct request *request_new(struct conn *c, struct net_thread *nt, struct server *srv,
+                            const struct command *cmd, const struct resp_arg *argv, uint32_t argc);
+void request_free(struct request *r);
+/* Submits every part of a keyed request; a part that cannot be submitted answers with an error. */
+void request_submit(struct request *r);
+/* Hands a finished request back to its network thread. The caller must not touch r afterwards.
+ * Context: any thread (a worker, the admin thread). */
+void request_complete(struct request *r);
+
+/* commands.c */
+/* The command named by arg, case-insensitive; NULL when unknown. */
+const struct command *command_lookup(const struct resp_arg *arg);
+/* Whether argc fits the command; on false an error reply text is written to why[n]. */
+bool command_args_ok(const struct command *cmd, uint32_t argc, char *why, size_t n);
+
+/* admin.c */
+int  admin_start(struct server *srv);
+/* Answers what is still queued with an error and joins the thread. */
+void admin_stop(struct server *srv);
+void admin_enqueue(struct server *srv, struct request *r);
+void admin_add(struct server *srv, struct request *r);
+void admin_remove(struct server *srv, struct request *r);
+void admin_crash(struct server *srv, struct request *r);
+void admin_stats(struct server *srv, struct request *r);
+
+/* net.c */
+/* Binds and starts the network threads. Return: 0; a negative errno (message printed). */
+int  net_start(struct server *srv);
+/* Stops the threads (no request is read any more); net_free once the dispatcher is destroyed. */
+void net_stop(struct server *srv);
+void net_free(struct server *srv);
+/* A connection's reading ends after its pending replies: QUIT, and after a protocol error. */
+void conn_close_after_replies(struct conn *c);
+
+#endif

@@ -1,0 +1,228 @@
+/* kv_server: worker stores, the transit area and the shard hooks that move keys between them.
+ * SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "store.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct kv_store {
+    struct kvmap     map;
+    char             name[SHARD_NAME_MAX + 1];
+    atomic_size_t    keys; /* map.n, readable by the stats of other threads */
+    struct kv_store *next; /* in the registry */
+};
+
+/* Striped so that workers adopting moved keys after a change rarely wait for each other. */
+#define TRANSIT_STRIPES 64
+
+static struct {
+    pthread_mutex_t lock;
+    struct kvmap    map;
+} transit[TRANSIT_STRIPES];
+
+/* Entries in transit. Read without the lock to skip the transit area when it is empty, which is
+ * almost always. Relaxed is enough: an entry is put in transit by a release hook (or a parked crashed
+ * worker) that shard orders before the new owner's first command of that key, so the new owner's load
+ * sees the increment by coherence of that happens-before. */
+static atomic_size_t in_transit;
+static atomic_size_t total_keys;
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct kv_store *registry;
+
+int store_global_init(void)
+{
+    for (int i = 0; i < TRANSIT_STRIPES; i++) {
+        pthread_mutex_init(&transit[i].lock, NULL);
+        if (kvmap_init(&transit[i].map) != 0) {
+            store_global_free();
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void store_global_free(void)
+{
+    for (int i = 0; i < TRANSIT_STRIPES; i++) {
+        if (transit[i].map.buckets)
+            kvmap_free(&transit[i].map);
+        pthread_mutex_destroy(&transit[i].lock);
+    }
+    atomic_store(&in_transit, 0);
+}
+
+static void transit_put_list(struct kv_entry *list)
+{
+    for (struct kv_entry *e = list, *next; e; e = next) {
+        next = e->next;
+        pthread_mutex_t *lock = &transit[e->hash % TRANSIT_STRIPES].lock;
+        pthread_mutex_lock(lock);
+        kvmap_insert(&transit[e->hash % TRANSIT_STRIPES].map, e);
+        pthread_mutex_unlock(lock);
+        atomic_fetch_add_explicit(&in_transit, 1, memory_order_relaxed);
+    }
+}
+
+static struct kv_entry *transit_take(uint64_t hash, const void *key, size_t klen)
+{
+    if (atomic_load_explicit(&in_transit, memory_order_relaxed) == 0)
+        return NULL;
+    pthread_mutex_t *lock = &transit[hash % TRANSIT_STRIPES].lock;
+    pthread_mutex_lock(lock);
+    struct kv_entry *e = kvmap_take(&transit[hash % TRANSIT_STRIPES].map, hash, key, klen);
+    pthread_mutex_unlock(lock);
+    if (e)
+        atomic_fetch_sub_explicit(&in_transit, 1, memory_order_relaxed);
+    return e;
+}
+
+void store_on_start(shard_worker *w, void *user)
+{
+    (void)user;
+    struct kv_store *s = calloc(1, sizeof *s);
+    if (s && kvmap_init(&s->map) != 0) {
+        free(s);
+        s = NULL;
+    }
+    if (!s)
+        return; /* its commands answer "out of memory" */
+    strcpy(s->name, shard_worker_name(w));
+    pthread_mutex_lock(&registry_lock);
+    s->next = registry;
+    registry = s;
+    pthread_mutex_unlock(&registry_lock);
+    shard_worker_set_user(w, s);
+}
+
+void store_on_stop(shard_worker *w, void *user)
+{
+    (void)user;
+    struct kv_store *s = shard_worker_user(w);
+    if (!s)
+        return;
+    pthread_mutex_lock(&registry_lock);
+    for (struct kv_store **p = &registry; *p; p = &(*p)->next)
+        if (*p == s) {
+            *p = s->next;
+            break;
+        }
+    pthread_mutex_unlock(&registry_lock);
+    atomic_fetch_sub(&total_keys, s->map.n);
+    kvmap_free(&s->map);
+    free(s);
+    shard_worker_set_user(w, NULL);
+}
+
+struct kv_store *store_of(shard_worker *w)
+{
+    return shard_worker_user(w);
+}
+
+const char *store_name(const struct kv_store *s)
+{
+    return s->name;
+}
+
+static void count_local(struct kv_store *s)
+{
+    atomic_store_explicit(&s->keys, s->map.n, memory_order_relaxed);
+}
+
+struct move_ctx {
+    const shard_ring *after;
+    const char       *self;
+};
+
+static bool moves_away(const struct kv_entry *e, void *ctx)
+{
+    const struct move_ctx *c = ctx;
+    const char *owner = shard_ring_owner(c->after, e->key, e->klen);
+    return !owner || strcmp(owner, c->self) != 0;
+}
+
+static bool everything(const struct kv_entry *e, void *ctx)
+{
+    (void)e;
+    (void)ctx;
+    return true;
+}
+
+void store_on_release(shard_worker *w, const struct shard_handoff *h, void *user)
+{
+    (void)user;
+    struct kv_store *s = shard_worker_user(w);
+    if (!s)
+        return;
+    struct move_ctx c = { h->after, s->name };
+    transit_put_list(kvmap_take_if(&s->map, moves_away, &c));
+    count_local(s);
+}
+
+void store_evacuate(struct kv_store *s)
+{
+    transit_put_list(kvmap_take_if(&s->map, everything, NULL));
+    count_local(s);
+}
+
+struct kv_entry *store_find(struct kv_store *s, uint64_t hash, const void *key, size_t klen)
+{
+    struct kv_entry *e = kvmap_find(&s->map, hash, key, klen);
+    if (e)
+        return e;
+    e = transit_take(hash, key, klen);
+    if (e) {
+        kvmap_insert(&s->map, e);
+        count_local(s);
+    }
+    return e;
+}
+
+int store_set(struct kv_store *s, uint64_t hash, const void *key, size_t klen, const void *val,
+              size_t vlen)
+{
+    struct kv_entry *e = store_find(s, hash, key, klen);
+    if (e)
+        return kv_entry_set(e, val, vlen);
+    e = kv_entry_new(hash, key, klen, val, vlen);
+    if (!e)
+        return -ENOMEM;
+    kvmap_insert(&s->map, e);
+    count_local(s);
+    atomic_fetch_add_explicit(&total_keys, 1, memory_order_relaxed);
+    return 0;
+}
+
+bool store_del(struct kv_store *s, uint64_t hash, const void *key, size_t klen)
+{
+    if (!store_find(s, hash, key, klen))
+        return false;
+    kv_entry_free(kvmap_take(&s->map, hash, key, klen));
+    count_local(s);
+    atomic_fetch_sub_explicit(&total_keys, 1, memory_order_relaxed);
+    return true;
+}
+
+size_t store_total_keys(void)
+{
+    return atomic_load_explicit(&total_keys, memory_order_relaxed);
+}
+
+size_t store_transit_keys(void)
+{
+    return atomic_load_explicit(&in_transit, memory_order_relaxed);
+}
+
+size_t store_worker_keys(const char *name)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&registry_lock);
+    for (struct kv_store *s = registry; s; s = s->next)
+        if (strcmp(s->name, name) == 0)
+            n = atomic_load_explicit(&s->keys, memory_order_relaxed);
+    pthread_mutex_unlock(&registry_lock);
+    return n;
+}

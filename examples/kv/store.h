@@ -1,0 +1,63 @@
+/* kv_server: each worker's keys, and how they change hands. SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * A worker owns a store (a kvmap) that only its own thread touches: no lock on the data. When a
+ * membership change moves keys away from a worker, shard runs its release hook on that worker after
+ * every command it was given for those keys, and before any new owner runs one: the hook puts the
+ * moved entries into the transit area, a small locked map keyed by key. A worker that misses a key in
+ * its own store looks in the transit area before concluding the key does not exist, and adopts the
+ * entry. Keying the transit area by key, not by destination, matters: a key can move twice before
+ * its new owner runs a command of it, and whoever owns it then finds it.
+ *
+ * A crash (shard_worker_crash) runs no release hook: a crashed worker's memory is gone in a real
+ * crash. The server simulates a crash of a worker whose data survives (as with a replica): the admin
+ * thread first parks the worker inside a job that hands its whole store to the transit area
+ * (store_evacuate), crashes it while it is parked, and then lets the job return. Everything it was
+ * given after the park is rerouted by shard, in order, to the keys' new owners. */
+#ifndef KV_STORE_H
+#define KV_STORE_H
+
+#include <shard.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "kvmap.h"
+
+struct kv_store;
+
+/* Sets up the transit area; Context: once, before the dispatcher starts. Return: 0; -ENOMEM. */
+int  store_global_init(void);
+/* Frees whatever is still in transit; Context: once, after the dispatcher is destroyed. */
+void store_global_free(void);
+
+/* The shard hooks: pass these in struct shard_config. */
+void store_on_start(shard_worker *w, void *user);
+void store_on_stop(shard_worker *w, void *user);
+void store_on_release(shard_worker *w, const struct shard_handoff *h, void *user);
+
+/* The running worker's store; NULL if its start hook found no memory. Context: a job on w. */
+struct kv_store *store_of(shard_worker *w);
+
+/* The name of the worker that owns the store. */
+const char *store_name(const struct kv_store *s);
+
+/* The entry of key, adopting it from the transit area if it was handed to this worker's keys;
+ * NULL when the key does not exist. Context: a job on the store's worker, for a key it owns. */
+struct kv_entry *store_find(struct kv_store *s, uint64_t hash, const void *key, size_t klen);
+/* Sets key to val. Return: 0; -ENOMEM (nothing changed). Context: as store_find. */
+int store_set(struct kv_store *s, uint64_t hash, const void *key, size_t klen, const void *val,
+              size_t vlen);
+/* Deletes key; true when it existed. Context: as store_find. */
+bool store_del(struct kv_store *s, uint64_t hash, const void *key, size_t klen);
+/* Hands every entry of the store to the transit area (the crash simulation above).
+ * Context: a job on the store's worker. */
+void store_evacuate(struct kv_store *s);
+
+/* Keys in the whole server (DBSIZE), and how many wait in the transit area. Context: any thread;
+ * exact once no command runs. */
+size_t store_total_keys(void);
+size_t store_transit_keys(void);
+/* Keys held by the worker named name (not counting those in transit); 0 when it has no store.
+ * Context: any thread. */
+size_t store_worker_keys(const char *name);
+
+#endif
