@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-packages=(build-essential cmake pkg-config liburcu-dev libxxhash-dev libcriterion-dev)
+packages=(build-essential cmake pkg-config liburcu-dev libxxhash-dev libcriterion-dev redis-tools)
 
 install_missing() {
     local missing=()

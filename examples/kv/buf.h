@@ -49,6 +49,8 @@ static inline void buf_put(struct buf *b, const void *data, size_t n)
 /* Drops the first n bytes (already written to a socket or parsed). */
 static inline void buf_consume(struct buf *b, size_t n)
 {
+    if (n == 0)
+        return;
     memmove(b->p, b->p + n, b->len - n);
     b->len -= n;
 }

@@ -203,8 +203,11 @@ static void conn_pump(struct conn *c)
 {
     bool again = true;
     while (again) {
+        /* Parsing may be stopped by the limits that collecting lifts: go round while either moved. */
         again = conn_parse(c);
+        uint32_t before = c->inflight;
         conn_collect(c);
+        again |= c->inflight < before;
         if (c->dead) {
             if (!c->head)
                 conn_free(c);

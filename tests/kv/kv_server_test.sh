@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# kv_server driven by real Redis clients (redis-cli, redis-benchmark from Debian's redis-tools).
+#
+#   kv_server_test.sh PATH/TO/kv_server
+#
+# Starts the server on a free loopback port and checks: the commands and their errors; replies in
+# request order for a pipelined connection whose commands go to different workers; a client sending
+# garbage or an oversized request gets an error and is disconnected while others carry on; and, under
+# load from redis-benchmark and redis-cli --pipe while workers are added, removed and crashed, every
+# acknowledged write reads back: no key lost, no increment lost. Exits non-zero on the first failure.
+set -euo pipefail
+
+server_bin=${1:?usage: kv_server_test.sh PATH/TO/kv_server}
+for tool in redis-cli redis-benchmark; do
+    command -v "$tool" >/dev/null || { echo "FAIL: $tool not found (Debian package redis-tools)"; exit 1; }
+done
+
+tmp=$(mktemp -d)
+server_pid=
+cleanup() {
+    [[ -n $server_pid ]] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+fail() {
+    echo "FAIL: $*"
+    echo "--- server stderr:"
+    cat "$tmp/server.err" 2>/dev/null || true
+    exit 1
+}
+
+expect() { # expect WHAT EXPECTED ACTUAL
+    [[ $2 == "$3" ]] || fail "$1: expected '$2', got '$3'"
+}
+
+# Start on port 0 and read the port it got from its first line (a FIFO: no polling).
+mkfifo "$tmp/ready"
+"$server_bin" --port 0 --workers 2 --queue 64 >"$tmp/ready" 2>"$tmp/server.err" &
+server_pid=$!
+exec {ready}<"$tmp/ready"
+IFS= read -r -t 30 -u "$ready" line || fail "the server did not start"
+port=${line##*:}
+port=${port%% *}
+echo "server: $line"
+
+cli() { redis-cli -p "$port" "$@"; }
+
+# --- Commands, one at a time.
+expect PING PONG "$(cli PING)"
+expect SET OK "$(cli SET greeting hello)"
+expect GET hello "$(cli GET greeting)"
+expect "GET missing" "" "$(cli GET no-such-key)"
+expect INCR 1 "$(cli INCR counter)"
+expect INCRBY 11 "$(cli INCRBY counter 10)"
+expect DECR 10 "$(cli DECR counter)"
+expect MSET OK "$(cli MSET a 1 b 2 c 3 d 4 e 5 f 6)"
+expect MGET $'1\n2\n3\n\n6' "$(cli MGET a b c nope f)"
+expect EXISTS 3 "$(cli EXISTS a b nope c)"
+expect DEL 2 "$(cli DEL a b nope)"
+expect "MGET after DEL" $'\n\n3' "$(cli MGET a b c)"
+expect DBSIZE 6 "$(cli DBSIZE)"
+expect "INCR of text" "ERR value is not an integer or out of range" "$(cli INCR greeting)"
+expect "INCR overflow" "ERR increment or decrement would overflow" \
+    "$(cli SET big 9223372036854775807 >/dev/null && cli INCR big)"
+expect "unknown command" "ERR unknown command 'FROB'" "$(cli FROB x)"
+expect "wrong arity" "ERR wrong number of arguments for 'GET' command" "$(cli GET)"
+expect "MSET odd" "ERR wrong number of arguments for 'MSET' command" "$(cli MSET a 1 b)"
+expect "SET options" "ERR syntax error (SET takes no options here)" "$(cli SET a 1 NX)"
+[[ $(cli SHARD.ADD w0) == "ERR shard_worker_add: "* ]] || fail "SHARD.ADD of an existing worker"
+[[ $(cli SHARD.ADD x 0) == "ERR usage: "* ]] || fail "SHARD.ADD with weight 0"
+[[ $(cli SHARD.REMOVE nobody) == "ERR shard_worker_remove: "* ]] || fail "SHARD.REMOVE of an unknown worker"
+[[ $(cli SHARD.CRASH nobody) == "ERR shard_worker_crash: "* ]] || fail "SHARD.CRASH of an unknown worker"
+cli SHARD.STATS | grep -q '^ring_checksum:[0-9a-f]\{16\}' || fail "SHARD.STATS has no ring checksum"
+
+# --- Pipelining: 2,000 SET/GET pairs in one write on one connection; the keys live on both workers,
+# and the replies must come back in request order.
+exec {sock}<>"/dev/tcp/127.0.0.1/$port"
+requests=
+expected=
+for ((i = 0; i < 2000; i++)); do
+    requests+="SET pipe:$i v$i"$'\r\n'"GET pipe:$i"$'\r\n'
+    expected+="+OK"$'\n'"\$$((${#i} + 1))"$'\n'"v$i"$'\n'
+done
+printf '%s' "$requests" >&"$sock"
+got=
+for ((i = 0; i < 6000; i++)); do
+    IFS= read -r -t 30 -u "$sock" line || fail "pipelined replies: only $i of 6000 lines"
+    got+="${line%$'\r'}"$'\n'
+done
+[[ $got == "$expected" ]] || fail "pipelined replies are not in request order"
+owners=$(for k in pipe:0 pipe:1 pipe:2 pipe:3 pipe:4 pipe:5 pipe:6 pipe:7; do cli SHARD.OWNER "$k"; done | sort -u | wc -l)
+((owners == 2)) || fail "the pipelined keys did not span both workers"
+echo "pipelining: 4,000 commands on one connection, replies in order across 2 workers"
+
+# --- Garbage: each bad client gets an error and is disconnected; an open connection carries on.
+garbage() { # garbage NAME BYTES EXPECTED-ERROR
+    local fd line
+    exec {fd}<>"/dev/tcp/127.0.0.1/$port"
+    printf '*1\r\n$4\r\nPING\r\n%b' "$2" >&"$fd"
+    IFS= read -r -t 10 -u "$fd" line || fail "$1: no reply"
+    expect "$1: the request before the garbage" $'+PONG\r' "$line"
+    IFS= read -r -t 10 -u "$fd" line || fail "$1: no error reply"
+    expect "$1" "-$3"$'\r' "$line"
+    local rc=0
+    IFS= read -r -t 10 -u "$fd" line || rc=$?
+    ((rc == 1)) || fail "$1: the connection was not closed (read status $rc)"
+    exec {fd}>&-
+}
+garbage "bad multibulk count" '*x\r\n' "ERR Protocol error: invalid multibulk length"
+garbage "bad bulk header" '*1\r\n#3\r\nGET\r\n' "ERR Protocol error: expected '\$' and a bulk length"
+garbage "oversized bulk" '*2\r\n$3\r\nSET\r\n$99999999\r\n' "ERR Protocol error: request too large"
+garbage "too many arguments" '*100000\r\n' "ERR Protocol error: too many arguments"
+garbage "binary junk" '\x00\x01\x02\r\n' "ERR Protocol error: expected '*' or an inline command"
+printf 'PING\r\n' >&"$sock"
+IFS= read -r -t 10 -u "$sock" line || fail "the good connection stopped answering"
+expect "the good connection after the garbage" $'+PONG\r' "$line"
+exec {sock}>&-
+echo "garbage: 5 bad clients refused and disconnected, the others unaffected"
+
+# --- Load and membership changes. redis-benchmark sends INCRs to 1,000 counters (pipelined, 8
+# connections) and redis-cli --pipe writes 20,000 keys, while workers are added, crashed and removed
+# back to back. Afterwards the counters must add up to the INCRs acknowledged and every key must hold
+# what was written.
+incrs=${KV_TEST_INCRS:-500000}
+keys=20000
+redis-benchmark -p "$port" -n "$incrs" -r 1000 -c 8 -P 16 -q INCR 'cnt:__rand_int__' \
+    >"$tmp/bench.out" 2>&1 &
+bench_pid=$!
+for ((i = 0; i < keys; i++)); do printf 'SET key:%d value:%d\r\n' "$i" "$i"; done >"$tmp/sets"
+redis-cli -p "$port" --pipe <"$tmp/sets" >"$tmp/pipe.out" 2>&1 &
+pipe_pid=$!
+
+workers=(w0 w1)
+changes=0
+during=0
+n=0
+while kill -0 "$bench_pid" 2>/dev/null || kill -0 "$pipe_pid" 2>/dev/null || ((changes < 6)); do
+    kill -0 "$bench_pid" 2>/dev/null && during=$((during + 2))
+    new=n$((n++))
+    expect "SHARD.ADD $new" OK "$(cli SHARD.ADD "$new")"
+    victim=${workers[0]}
+    workers=("${workers[@]:1}" "$new")
+    if ((changes % 4 == 0)); then verb=SHARD.REMOVE; else verb=SHARD.CRASH; fi
+    expect "$verb $victim" OK "$(cli "$verb" "$victim")"
+    changes=$((changes + 2))
+done
+wait "$bench_pid" || fail "redis-benchmark failed: $(cat "$tmp/bench.out")"
+wait "$pipe_pid" || fail "redis-cli --pipe failed: $(cat "$tmp/pipe.out")"
+grep -q "errors: 0, replies: $keys" "$tmp/pipe.out" || fail "redis-cli --pipe: $(cat "$tmp/pipe.out")"
+((during >= 4)) || fail "only $during membership changes overlapped the load"
+echo "load: $incrs INCRs (redis-benchmark) and $keys SETs (redis-cli --pipe); $changes membership changes, $during during the load"
+
+sum=0
+for ((i = 0; i < 1000; i += 500)); do
+    args=()
+    for ((j = i; j < i + 500; j++)); do args+=("$(printf 'cnt:%012d' "$j")"); done
+    while IFS= read -r v; do sum=$((sum + ${v:-0})); done < <(cli MGET "${args[@]}")
+done
+expect "sum of all counters (INCRs acknowledged)" "$incrs" "$sum"
+
+bad=0
+for ((i = 0; i < keys; i += 1000)); do
+    args=()
+    want=
+    for ((j = i; j < i + 1000; j++)); do
+        args+=("key:$j")
+        want+="value:$j"$'\n'
+    done
+    [[ "$(cli MGET "${args[@]}")"$'\n' == "$want" ]] || bad=$((bad + 1))
+done
+((bad == 0)) || fail "$bad of $((keys / 1000)) batches of keys did not read back as written"
+echo "read back: all $keys keys and all counters after $changes changes"
+cli SHARD.STATS | grep -E '^(epoch|workers|keys|keys_in_transit):'
+
+expect SHUTDOWN OK "$(cli SHUTDOWN)"
+status=0
+wait "$server_pid" || status=$?
+server_pid=
+((status == 0)) || fail "the server exited with status $status"
+[[ ! -s $tmp/server.err ]] || fail "the server wrote to stderr"
+echo "PASS"
