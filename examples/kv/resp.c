@@ -30,10 +30,10 @@ static int read_header(const char *buf, size_t len, size_t *pos, char type, uint
             return -EPROTO;
         n = n * 10 + (uint64_t)(buf[i] - '0');
     }
+    if ((i < len && (digits == 0 || buf[i] != '\r')) || (i + 1 < len && buf[i + 1] != '\n'))
+        return -EPROTO;
     if (i + 2 > len)
         return i - *pos >= HEADER_MAX ? -EPROTO : NEED_MORE;
-    if (digits == 0 || buf[i] != '\r' || buf[i + 1] != '\n')
-        return -EPROTO;
     *out = n;
     *pos = i + 2;
     return 1;

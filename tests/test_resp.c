@@ -1,0 +1,103 @@
+/* The kv_server example's RESP request parser: complete and partial requests, inline commands, the
+ * size limits and malformed input. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <string.h>
+
+#include "resp.h"
+
+static const struct resp_limits limits = { .max_request = 64, .max_args = 4 };
+static struct resp_arg argv[4];
+static size_t argc;
+static const char *why;
+
+static long parse(const char *s)
+{
+    return resp_parse(s, strlen(s), &limits, argv, &argc, &why);
+}
+
+static void expect_arg(size_t i, const char *text)
+{
+    cr_assert_eq(argv[i].len, strlen(text), "argument %zu has length %zu", i, argv[i].len);
+    cr_assert(memcmp(argv[i].p, text, argv[i].len) == 0, "argument %zu", i);
+}
+
+Test(resp, multibulk_request)
+{
+    const char *req = "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$0\r\n\r\n*1\r\n";
+    cr_assert_eq(parse(req), (long)strlen("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$0\r\n\r\n"));
+    cr_assert_eq(argc, 3);
+    expect_arg(0, "SET");
+    expect_arg(1, "k");
+    expect_arg(2, "");
+}
+
+Test(resp, binary_safe_bulk)
+{
+    const char req[] = "*1\r\n$4\r\na\r\0b\r\n";
+    cr_assert_eq(resp_parse(req, sizeof req - 1, &limits, argv, &argc, &why), (long)sizeof req - 1);
+    cr_assert_eq(argv[0].len, 4);
+    cr_assert(memcmp(argv[0].p, "a\r\0b", 4) == 0);
+}
+
+Test(resp, every_prefix_asks_for_more)
+{
+    const char *req = "*2\r\n$3\r\nGET\r\n$5\r\nhello\r\n";
+    for (size_t n = 0; n < strlen(req); n++)
+        cr_assert_eq(resp_parse(req, n, &limits, argv, &argc, &why), 0, "prefix of %zu bytes", n);
+    cr_assert_eq(parse(req), (long)strlen(req));
+}
+
+Test(resp, inline_commands)
+{
+    cr_assert_eq(parse("GET  key\r\nrest"), 10);
+    cr_assert_eq(argc, 2);
+    expect_arg(0, "GET");
+    expect_arg(1, "key");
+    cr_assert_eq(parse("PING\n"), 5);
+    cr_assert_eq(argc, 1);
+    cr_assert_eq(parse("   \r\n"), 5);
+    cr_assert_eq(argc, 0, "an empty line is an empty request");
+    cr_assert_eq(parse("GET key"), 0, "no newline yet");
+}
+
+Test(resp, empty_multibulk)
+{
+    cr_assert_eq(parse("*0\r\n"), 4);
+    cr_assert_eq(argc, 0);
+}
+
+Test(resp, limits)
+{
+    cr_assert_eq(parse("*5\r\n"), -E2BIG, "more arguments than max_args");
+    cr_assert_str_eq(why, "ERR Protocol error: too many arguments");
+    cr_assert_eq(parse("*1\r\n$65\r\n"), -E2BIG, "a bulk longer than max_request");
+    cr_assert_str_eq(why, "ERR Protocol error: request too large");
+    cr_assert_eq(parse("*2\r\n$30\r\n012345678901234567890123456789\r\n$30\r\n"), -E2BIG,
+                 "two bulks over max_request together");
+    char line[80];
+    memset(line, 'a', sizeof line);
+    cr_assert_eq(resp_parse(line, sizeof line, &limits, argv, &argc, &why), -E2BIG, "inline too long");
+    cr_assert_eq(parse("A B C D E\r\n"), -E2BIG, "inline with too many words");
+}
+
+Test(resp, malformed)
+{
+    static const char *const bad[] = {
+        "*x\r\n",               /* count not a number */
+        "*-1\r\n",              /* negative count */
+        "*1\n",                 /* LF without CR */
+        "*1\r\n:3\r\n",         /* an argument that is not a bulk string */
+        "*1\r\n$3\r\nGETX\r\n", /* bulk longer than its length */
+        "*1\r\n$\r\n",          /* no length */
+        "*99999999999999999999\r\n", /* overflow */
+        "$3\r\nGET\r\n",        /* a bulk outside an array */
+        "\x00\x01\r\n",         /* binary junk */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        long r = resp_parse(bad[i], strlen(bad[i]) + (bad[i][0] == '\0'), &limits, argv, &argc, &why);
+        cr_assert_eq(r, -EPROTO, "case %zu returned %ld", i, r);
+        cr_assert(strncmp(why, "ERR Protocol error: ", 20) == 0, "case %zu: %s", i, why);
+    }
+    cr_assert_eq(parse("*1\r\n$3333333333333333333333\r\n"), -EPROTO, "a length too long to read");
+}
