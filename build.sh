@@ -8,6 +8,10 @@
 #                        committed seed corpus; new inputs go to build-fuzz/, not to the corpus
 #   ./build.sh valgrind  the Criterion suites under valgrind memcheck: no error, no leak (all but the
 #                        two 100,000-key ring suites, which take minutes there and ASan covers)
+#   ./build.sh kv-bench  kv_server against redis-server with redis-benchmark (bench/kv_vs_redis;
+#                        pass --quick for a short run)
+#   ./build.sh twemproxy three kv_servers behind twemproxy, driven by redis-benchmark
+#                        (scripts/kv_twemproxy; pass --quick for a short run)
 # Build trees go to build/, build-asan/ and build-tsan/.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -91,8 +95,18 @@ valgrind)
     done
     exit $status
     ;;
+kv-bench)
+    packages+=(redis-server)
+    install_missing
+    bench/kv_vs_redis "${@:2}"
+    ;;
+twemproxy)
+    install_missing
+    build build
+    scripts/kv_twemproxy "${@:2}"
+    ;;
 *)
-    echo "usage: $0 demo|test|sanitize|fuzz|valgrind" >&2
+    echo "usage: $0 demo|test|sanitize|fuzz|valgrind|kv-bench|twemproxy" >&2
     exit 2
     ;;
 esac

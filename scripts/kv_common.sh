@@ -1,0 +1,51 @@
+# Shell helpers for the scripts and tests that run kv_server beside other Redis-protocol programs.
+# Source it; it defines functions only.
+
+# kv_start BIN [options...]: starts kv_server on a free port and waits for its "listening" line
+# (through a FIFO, no polling). Sets KV_PID and KV_PORT. Its stderr goes to ${KV_LOG:-/dev/stderr}.
+kv_start() {
+    local bin=$1 fifo fd line
+    shift
+    fifo=$(mktemp -u)
+    mkfifo "$fifo"
+    "$bin" --port 0 "$@" >"$fifo" 2>>"${KV_LOG:-/dev/stderr}" &
+    KV_PID=$!
+    exec {fd}<"$fifo"
+    rm -f "$fifo"
+    if ! IFS= read -r -t 30 -u "$fd" line; then
+        echo "kv_start: $bin did not start" >&2
+        return 1
+    fi
+    exec {fd}<&-
+    KV_PORT=${line##*:}
+    KV_PORT=${KV_PORT%% *}
+}
+
+# free_port: prints a loopback TCP port nobody listens on now.
+free_port() {
+    local p
+    for ((p = 20000 + RANDOM % 20000; ; p = 20000 + RANDOM % 20000)); do
+        if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+            echo "$p"
+            return
+        fi
+    done
+}
+
+# wait_ready PORT: waits (up to 30 s) until a Redis-protocol server answers PING on PORT; for servers
+# such as redis-server and nutcracker that print no line when ready.
+wait_ready() {
+    local i
+    for ((i = 0; i < 300; i++)); do
+        [[ $(redis-cli -p "$1" PING 2>/dev/null) == PONG ]] && return 0
+        sleep 0.1
+    done
+    echo "wait_ready: nothing answers on port $1" >&2
+    return 1
+}
+
+# stop_pid PID: stops a process started by the script and waits for it.
+stop_pid() {
+    kill "$1" 2>/dev/null || true
+    wait "$1" 2>/dev/null || true
+}
