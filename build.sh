@@ -16,7 +16,8 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-packages=(build-essential cmake pkg-config liburcu-dev libxxhash-dev libcriterion-dev redis-tools)
+packages=(build-essential cmake pkg-config liburcu-dev libxxhash-dev libcriterion-dev redis-tools
+          nutcracker nettle-dev)
 
 install_missing() {
     local missing=()
@@ -101,6 +102,7 @@ kv-bench)
     bench/kv_vs_redis "${@:2}"
     ;;
 twemproxy)
+    packages+=(redis-server)
     install_missing
     build build
     scripts/kv_twemproxy "${@:2}"

@@ -49,3 +49,28 @@ stop_pid() {
     kill "$1" 2>/dev/null || true
     wait "$1" 2>/dev/null || true
 }
+
+# twemproxy_start DIR PORT...: starts twemproxy (nutcracker, Redis mode, ketama, fnv1a_64) in front
+# of the Redis-protocol servers on PORT..., named s1, s2, ... (node names: what ketama hashes). Its
+# configuration and log go to DIR. Sets TW_PID and TW_PORT.
+twemproxy_start() {
+    local dir=$1 i=1 p stats
+    shift
+    TW_PORT=$(free_port)
+    stats=$(free_port)
+    {
+        echo "shard:"
+        echo "  listen: 127.0.0.1:$TW_PORT"
+        echo "  hash: fnv1a_64"
+        echo "  distribution: ketama"
+        echo "  redis: true"
+        echo "  auto_eject_hosts: false"
+        echo "  servers:"
+        for p in "$@"; do
+            echo "   - 127.0.0.1:$p:1 s$((i++))"
+        done
+    } >"$dir/nutcracker.yml"
+    nutcracker -c "$dir/nutcracker.yml" -s "$stats" -a 127.0.0.1 -o "$dir/nutcracker.log" &
+    TW_PID=$!
+    wait_ready "$TW_PORT"
+}
