@@ -82,7 +82,7 @@ static struct server_options parse_options(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-    struct server srv = { .opt = parse_options(argc, argv) };
+    struct server srv = { .opt = parse_options(argc, argv), .listen_fd = -1 };
 
     /* Every thread inherits the blocked signals; main takes them with sigwait. */
     sigset_t stop_signals;
@@ -107,7 +107,9 @@ int main(int argc, char **argv)
         return 1;
     }
     err = admin_start(&srv);
-    if (!err)
+    if (err)
+        fprintf(stderr, "kv_server: cannot start the admin thread: %s\n", strerror(-err));
+    else
         err = net_start(&srv);
     if (err == 0) {
         printf("kv_server: listening on %s:%d with %u workers, %u network threads\n", srv.opt.bind,

@@ -199,12 +199,16 @@ int admin_start(struct server *srv)
     struct admin *a = &srv->admin;
     pthread_mutex_init(&a->lock, NULL);
     pthread_cond_init(&a->cond, NULL);
-    return -pthread_create(&a->thread, NULL, admin_main, srv);
+    int err = pthread_create(&a->thread, NULL, admin_main, srv);
+    a->started = err == 0;
+    return -err;
 }
 
 void admin_stop(struct server *srv)
 {
     struct admin *a = &srv->admin;
+    if (!a->started)
+        return;
     pthread_mutex_lock(&a->lock);
     a->stop = true;
     pthread_cond_signal(&a->cond);

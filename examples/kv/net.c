@@ -1,9 +1,10 @@
 /* kv_server: network threads: epoll, connections, reading requests and writing replies in order.
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * Each thread has its own listening socket on the same port (SO_REUSEPORT: the kernel spreads new
- * connections), its own epoll and its own connections: nothing here is shared between threads but the
- * completion stack, which workers push onto. A connection stops being read while it has
+ * The threads share one listening socket, each watching it with EPOLLEXCLUSIVE so that a new
+ * connection wakes one of them (SO_REUSEPORT would spread them too, but would also let a second
+ * server bind the same port without an error). Each has its own epoll and its own connections:
+ * nothing else is shared between threads but the completion stack, which workers push onto. A connection stops being read while it has
  * max_pipeline requests in flight or a large unsent output, so a client that pipelines without
  * reading cannot grow the server's memory without bound. */
 #include <arpa/inet.h>
@@ -332,7 +333,6 @@ static int listen_on(struct server *srv, int port)
         return -errno;
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
     struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
     if (inet_pton(AF_INET, srv->opt.bind, &a.sin_addr) != 1) {
         close(fd);
@@ -354,20 +354,17 @@ static int bound_port(int fd)
     return ntohs(a.sin_port);
 }
 
-static int net_thread_init(struct server *srv, struct net_thread *nt, int port)
+static int net_thread_init(struct server *srv, struct net_thread *nt, int listen_fd)
 {
-    *nt = (struct net_thread){ .srv = srv, .epfd = -1, .listen_fd = -1, .event_fd = -1 };
+    *nt = (struct net_thread){ .srv = srv, .epfd = -1, .listen_fd = listen_fd, .event_fd = -1 };
     nt->argv = calloc(srv->opt.limits.max_args, sizeof *nt->argv);
     if (!nt->argv)
         return -ENOMEM;
-    nt->listen_fd = listen_on(srv, port);
-    if (nt->listen_fd < 0)
-        return nt->listen_fd;
     nt->epfd = epoll_create1(EPOLL_CLOEXEC);
     nt->event_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (nt->epfd < 0 || nt->event_fd < 0)
         return -errno;
-    struct epoll_event l = { .events = EPOLLIN, .data.ptr = NULL };
+    struct epoll_event l = { .events = EPOLLIN | EPOLLEXCLUSIVE, .data.ptr = NULL };
     struct epoll_event e = { .events = EPOLLIN, .data.ptr = nt };
     if (epoll_ctl(nt->epfd, EPOLL_CTL_ADD, nt->listen_fd, &l) != 0 ||
         epoll_ctl(nt->epfd, EPOLL_CTL_ADD, nt->event_fd, &e) != 0)
@@ -380,17 +377,21 @@ int net_start(struct server *srv)
     srv->net = calloc(srv->opt.net_threads, sizeof *srv->net);
     if (!srv->net)
         return -ENOMEM;
-    int port = srv->opt.port;
+    srv->listen_fd = listen_on(srv, srv->opt.port);
+    if (srv->listen_fd < 0) {
+        fprintf(stderr, "kv_server: cannot listen on %s:%d: %s\n", srv->opt.bind, srv->opt.port,
+                strerror(-srv->listen_fd));
+        return srv->listen_fd;
+    }
+    srv->port = bound_port(srv->listen_fd);
     for (uint32_t i = 0; i < srv->opt.net_threads; i++) {
-        int err = net_thread_init(srv, &srv->net[i], port);
+        int err = net_thread_init(srv, &srv->net[i], srv->listen_fd);
         srv->net_ready = i + 1;
         if (err) {
-            fprintf(stderr, "kv_server: cannot listen on %s:%d: %s\n", srv->opt.bind, port, strerror(-err));
+            fprintf(stderr, "kv_server: cannot set up a network thread: %s\n", strerror(-err));
             return err;
         }
-        port = bound_port(srv->net[i].listen_fd); /* the others share the port the first one got */
     }
-    srv->port = port;
     for (uint32_t i = 0; i < srv->opt.net_threads; i++) {
         int err = pthread_create(&srv->net[i].thread, NULL, net_main, &srv->net[i]);
         if (err) {
@@ -430,8 +431,6 @@ void net_free(struct server *srv)
             conn_free(nt->conns);
         }
         free(nt->argv);
-        if (nt->listen_fd >= 0)
-            close(nt->listen_fd);
         if (nt->epfd >= 0)
             close(nt->epfd);
         if (nt->event_fd >= 0)
@@ -439,4 +438,6 @@ void net_free(struct server *srv)
     }
     free(srv->net);
     srv->net = NULL;
+    if (srv->listen_fd >= 0)
+        close(srv->listen_fd);
 }

@@ -42,6 +42,7 @@ struct admin {
     pthread_cond_t  cond;
     struct request *head, *tail;
     bool            stop;
+    bool            started;
     pthread_t       thread;
 };
 
@@ -52,7 +53,8 @@ struct server {
     struct admin          admin;
     uint32_t              net_ready;   /* network threads set up (sockets, epoll) */
     uint32_t              net_running; /* of those, started */
-    int                   port; /* the one bound */
+    int                   listen_fd; /* shared by the network threads */
+    int                   port;      /* the one bound */
     atomic_bool           stopping;
     atomic_ullong         connections, commands, protocol_errors;
 };

@@ -39,7 +39,7 @@ int store_global_init(void)
         pthread_mutex_init(&transit[i].lock, NULL);
         if (kvmap_init(&transit[i].map) != 0) {
             store_global_free();
-            return -1;
+            return -ENOMEM;
         }
     }
     return 0;

@@ -9,6 +9,7 @@
 # load from redis-benchmark and redis-cli --pipe while workers are added, removed and crashed, every
 # acknowledged write reads back: no key lost, no increment lost. Exits non-zero on the first failure.
 set -euo pipefail
+source "$(dirname "$0")/../../scripts/kv_common.sh"
 
 server_bin=${1:?usage: kv_server_test.sh PATH/TO/kv_server}
 for tool in redis-cli redis-benchmark; do
@@ -34,9 +35,29 @@ expect() { # expect WHAT EXPECTED ACTUAL
     [[ $2 == "$3" ]] || fail "$1: expected '$2', got '$3'"
 }
 
+# --- Bad options: a message and a non-zero exit, never a server half started.
+bad_start() { # bad_start STATUS MESSAGE OPTIONS...
+    local want=$1 msg=$2 status=0
+    shift 2
+    "$server_bin" "$@" >"$tmp/bad.out" 2>&1 || status=$?
+    ((status == want)) || fail "kv_server $*: exit status $status, expected $want"
+    grep -qF -- "$msg" "$tmp/bad.out" || fail "kv_server $*: no '$msg' in: $(cat "$tmp/bad.out")"
+}
+bad_start 2 "--port wants a number in [0, 65535]" --port x
+bad_start 2 "--workers wants a number in [1, 4096]" --workers 0
+bad_start 2 "usage: kv_server" --frobnicate
+bad_start 2 "usage: kv_server" --bind
+bad_start 1 "cannot listen on 300.0.0.1" --port 0 --bind 300.0.0.1
+occupied=$(free_port)
+exec {holder}< <(exec "$server_bin" --port "$occupied" 2>&1)
+IFS= read -r -t 30 -u "$holder" line || fail "no server on port $occupied"
+bad_start 1 "cannot listen on 127.0.0.1:$occupied: Address already in use" --port "$occupied"
+redis-cli -p "$occupied" SHUTDOWN >/dev/null
+exec {holder}<&-
+
 # Start on port 0 and read the port it got from its first line (a FIFO: no polling).
 mkfifo "$tmp/ready"
-"$server_bin" --port 0 --workers 2 --queue 64 >"$tmp/ready" 2>"$tmp/server.err" &
+"$server_bin" --port 0 --workers 2 --net-threads 2 --queue 64 >"$tmp/ready" 2>"$tmp/server.err" &
 server_pid=$!
 exec {ready}<"$tmp/ready"
 IFS= read -r -t 30 -u "$ready" line || fail "the server did not start"
