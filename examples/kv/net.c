@@ -50,6 +50,8 @@ static void conn_kill(struct conn *c)
     buf_free(&c->out);
 }
 
+/* Unlinks a dead connection. Its memory is freed after the current batch of epoll events, which
+ * may still name it (the handlers skip dead connections). */
 static void conn_free(struct conn *c)
 {
     struct net_thread *nt = c->nt;
@@ -63,7 +65,18 @@ static void conn_free(struct conn *c)
         next = r->next;
         request_free(r);
     }
-    free(c);
+    c->head = c->tail = NULL;
+    c->next = nt->graveyard;
+    nt->graveyard = c;
+}
+
+static void bury(struct net_thread *nt)
+{
+    for (struct conn *c = nt->graveyard, *next; c; c = next) {
+        next = c->next;
+        free(c);
+    }
+    nt->graveyard = NULL;
 }
 
 static void conn_append(struct conn *c, struct request *r)
@@ -132,7 +145,8 @@ static bool conn_parse(struct conn *c)
     struct server *srv = c->nt->srv;
     size_t off = 0;
     bool progress = false;
-    while (!c->closing && !c->dead && c->inflight < srv->opt.max_pipeline && c->out.len < OUT_LIMIT) {
+    while (!c->closing && !c->dead && off < c->in.len && c->inflight < srv->opt.max_pipeline &&
+           c->out.len < OUT_LIMIT) {
         size_t argc;
         const char *why;
         long n = resp_parse(c->in.p + off, c->in.len - off, &srv->opt.limits, c->nt->argv, &argc, &why);
@@ -312,16 +326,20 @@ static void *net_main(void *arg)
     while (!atomic_load_explicit(&nt->srv->stopping, memory_order_acquire)) {
         int n = epoll_wait(nt->epfd, ev, MAX_EVENTS, -1);
         for (int i = 0; i < n; i++) {
+            struct conn *c = ev[i].data.ptr;
             if (ev[i].data.ptr == NULL)
                 accept_all(nt);
             else if (ev[i].data.ptr == nt)
                 take_completions(nt);
+            else if (c->dead)
+                continue; /* closed by an earlier event of this batch */
             else if (ev[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))
-                conn_read(ev[i].data.ptr);
+                conn_read(c);
             else if (ev[i].events & EPOLLOUT)
-                conn_pump(ev[i].data.ptr);
+                conn_pump(c);
         }
         take_completions(nt);
+        bury(nt);
     }
     return NULL;
 }
@@ -430,6 +448,7 @@ void net_free(struct server *srv)
             conn_kill(nt->conns);
             conn_free(nt->conns);
         }
+        bury(nt);
         free(nt->argv);
         if (nt->epfd >= 0)
             close(nt->epfd);

@@ -15,7 +15,7 @@ struct conn {
     bool               want_in, want_out; /* what epoll watches for it */
     bool               touched;     /* in the list of connections with completed requests */
     struct conn       *touched_next;
-    struct conn       *prev, *next; /* every connection of the thread */
+    struct conn       *prev, *next; /* every connection of the thread; next links the graveyard */
 };
 
 struct net_thread {
@@ -27,6 +27,7 @@ struct net_thread {
     _Atomic(struct request *) done;
     struct resp_arg *argv; /* parser output, limits.max_args entries */
     struct conn     *conns;
+    struct conn     *graveyard; /* unlinked, freed after the current batch of events */
 };
 
 #endif
