@@ -66,7 +66,7 @@ fuzz)
     install_missing
     CC=clang build build-fuzz -DSHARD_BUILD_FUZZ=ON -DSHARD_SANITIZE=address,undefined \
         -DSHARD_BUILD_TESTS=OFF -DSHARD_BUILD_BENCH=OFF -DSHARD_BUILD_EXAMPLES=OFF
-    for target in ring dispatcher; do
+    for target in ring dispatcher resp; do
         mkdir -p "build-fuzz/corpus-$target"
         ./build-fuzz/fuzz/fuzz_$target -max_total_time="${FUZZ_SECONDS:-30}" -print_final_stats=1 \
             "build-fuzz/corpus-$target" "fuzz/corpus/$target"
