@@ -12,7 +12,7 @@ kv_start() {
     KV_PID=$!
     exec {fd}<"$fifo"
     rm -f "$fifo"
-    if ! IFS= read -r -t 30 -u "$fd" line; then
+    if ! IFS= read -r -t 30 -u "$fd" line || [[ $line != *listening* ]]; then
         echo "kv_start: $bin did not start" >&2
         return 1
     fi
@@ -21,10 +21,11 @@ kv_start() {
     KV_PORT=${KV_PORT%% *}
 }
 
-# free_port: prints a loopback TCP port nobody listens on now.
+# free_port: prints a loopback TCP port nobody listens on now, below Linux's ephemeral range (32768
+# up) so that no outgoing connection holds it either. For servers that cannot take port 0 and report.
 free_port() {
     local p
-    for ((p = 20000 + RANDOM % 20000; ; p = 20000 + RANDOM % 20000)); do
+    for ((p = 10000 + RANDOM % 22000; ; p = 10000 + RANDOM % 22000)); do
         if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
             echo "$p"
             return

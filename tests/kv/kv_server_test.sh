@@ -48,22 +48,16 @@ bad_start 2 "--workers wants a number in [1, 4096]" --workers 0
 bad_start 2 "usage: kv_server" --frobnicate
 bad_start 2 "usage: kv_server" --bind
 bad_start 1 "cannot listen on 300.0.0.1" --port 0 --bind 300.0.0.1
-occupied=$(free_port)
-exec {holder}< <(exec "$server_bin" --port "$occupied" 2>&1)
-IFS= read -r -t 30 -u "$holder" line || fail "no server on port $occupied"
-bad_start 1 "cannot listen on 127.0.0.1:$occupied: Address already in use" --port "$occupied"
-redis-cli -p "$occupied" SHUTDOWN >/dev/null
-exec {holder}<&-
+KV_LOG=$tmp/holder.err kv_start "$server_bin"
+bad_start 1 "cannot listen on 127.0.0.1:$KV_PORT: Address already in use" --port "$KV_PORT"
+redis-cli -p "$KV_PORT" SHUTDOWN >/dev/null
+wait "$KV_PID" || fail "the first server on port $KV_PORT did not exit cleanly: $(cat "$tmp/holder.err")"
 
-# Start on port 0 and read the port it got from its first line (a FIFO: no polling).
-mkfifo "$tmp/ready"
-"$server_bin" --port 0 --workers 2 --net-threads 2 --queue 64 >"$tmp/ready" 2>"$tmp/server.err" &
-server_pid=$!
-exec {ready}<"$tmp/ready"
-IFS= read -r -t 30 -u "$ready" line || fail "the server did not start"
-port=${line##*:}
-port=${port%% *}
-echo "server: $line"
+# The server under test: on a free port, read from its first line (kv_start: a FIFO, no polling).
+KV_LOG=$tmp/server.err kv_start "$server_bin" --workers 2 --net-threads 2 --queue 64
+server_pid=$KV_PID
+port=$KV_PORT
+echo "server: port $port, 2 workers, 2 network threads"
 
 cli() { redis-cli -p "$port" "$@"; }
 
