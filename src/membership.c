@@ -674,7 +674,8 @@ static void fill_stats(const struct shard_worker *w, struct shard_worker_stats *
     snprintf(o->name, sizeof o->name, "%s", w->name);
     o->state = (enum shard_worker_state)state_of(w);
     o->running = atomic_load_explicit(&w->busy, memory_order_relaxed);
-    o->queued = queue_length(&w->q);
+    /* A crashed worker's queue was handed over: its positions are no longer advanced. */
+    o->queued = atomic_load_explicit(&w->handed, memory_order_acquire) ? 0 : queue_length(&w->q);
     o->executed = atomic_load_explicit(&w->executed, memory_order_relaxed);
     o->set_aside = atomic_load_explicit(&w->set_aside, memory_order_relaxed);
     o->handed_over = atomic_load_explicit(&w->handed_over, memory_order_relaxed);

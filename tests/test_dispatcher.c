@@ -516,7 +516,10 @@ Test(dispatcher, crash_does_not_wait_for_a_stuck_job_but_fences_its_key)
     long n = shard_dispatcher_worker_stats(d, ws, 4);
     int crashed_running = 0;
     for (long i = 0; i < n; i++)
-        crashed_running += ws[i].state == SHARD_WORKER_CRASHED && ws[i].running;
+        if (ws[i].state == SHARD_WORKER_CRASHED) {
+            crashed_running += ws[i].running;
+            cr_assert_eq(ws[i].queued, 0, "the crashed worker's queue was handed over");
+        }
     cr_assert_eq(crashed_running, 1);
     sem_post(&gate);
     cr_assert_eq(shard_drain(d), 0);

@@ -142,7 +142,9 @@ struct shard_worker_stats {
     char     name[SHARD_NAME_MAX + 1];
     enum shard_worker_state state;
     bool     running;     /* a job is running now */
-    uint64_t queued;      /* jobs waiting in its queue now */
+    uint64_t queued;      /* jobs waiting in its queue now; while the worker runs it may lag up to
+                           * 32 jobs behind (the worker publishes its position in batches); 0 once
+                           * a crash has handed its queue over */
     uint64_t executed;    /* jobs it has run */
     uint64_t set_aside;   /* jobs it set aside to wait for a key's previous owner */
     uint64_t handed_over; /* jobs it received from a crashed worker's queue */
