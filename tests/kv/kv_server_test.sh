@@ -142,6 +142,10 @@ keys=20000
 redis-benchmark -p "$port" -n "$incrs" -r 1000 -c 8 -P 16 -q INCR 'cnt:__rand_int__' \
     >"$tmp/bench.out" 2>&1 &
 bench_pid=$!
+# And its own SET test: 100,000 SETs over 1,000 keys, each key written about 100 times (a key left
+# unwritten has odds of e^-100), all with the same value.
+redis-benchmark -p "$port" -n 100000 -r 1000 -c 4 -P 16 -q -t set >"$tmp/bench_set.out" 2>&1 &
+bench_set_pid=$!
 for ((i = 0; i < keys; i++)); do printf 'SET key:%d value:%d\r\n' "$i" "$i"; done >"$tmp/sets"
 redis-cli -p "$port" --pipe <"$tmp/sets" >"$tmp/pipe.out" 2>&1 &
 pipe_pid=$!
@@ -161,6 +165,7 @@ while kill -0 "$bench_pid" 2>/dev/null || kill -0 "$pipe_pid" 2>/dev/null || ((c
     changes=$((changes + 2))
 done
 wait "$bench_pid" || fail "redis-benchmark failed: $(cat "$tmp/bench.out")"
+wait "$bench_set_pid" || fail "redis-benchmark -t set failed: $(cat "$tmp/bench_set.out")"
 wait "$pipe_pid" || fail "redis-cli --pipe failed: $(cat "$tmp/pipe.out")"
 grep -q "errors: 0, replies: $keys" "$tmp/pipe.out" || fail "redis-cli --pipe: $(cat "$tmp/pipe.out")"
 ((during >= 4)) || fail "only $during membership changes overlapped the load"
@@ -174,6 +179,12 @@ for ((i = 0; i < 1000; i += 500)); do
 done
 expect "sum of all counters (INCRs acknowledged)" "$incrs" "$sum"
 
+args=()
+for ((j = 0; j < 1000; j++)); do args+=("$(printf 'key:%012d' "$j")"); done
+values=$(cli MGET "${args[@]}" | sort | uniq -c)
+[[ $(echo "$values" | wc -l) == 1 && $values == *" 1000 "?* ]] ||
+    fail "redis-benchmark's 1,000 SET keys do not all hold its value: $values"
+
 bad=0
 for ((i = 0; i < keys; i += 1000)); do
     args=()
@@ -185,7 +196,7 @@ for ((i = 0; i < keys; i += 1000)); do
     [[ "$(cli MGET "${args[@]}")"$'\n' == "$want" ]] || bad=$((bad + 1))
 done
 ((bad == 0)) || fail "$bad of $((keys / 1000)) batches of keys did not read back as written"
-echo "read back: all $keys keys and all counters after $changes changes"
+echo "read back: all $keys keys, redis-benchmark's 1,000 SET keys and all counters after $changes changes"
 cli SHARD.STATS | grep -E '^(epoch|workers|keys|keys_in_transit):'
 
 expect SHUTDOWN OK "$(cli SHUTDOWN)"
