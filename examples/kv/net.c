@@ -26,7 +26,7 @@
 
 static void conn_watch(struct conn *c)
 {
-    bool in = !c->closing && !c->dead && c->inflight < c->nt->srv->opt.max_pipeline &&
+    bool in = !c->closing && !c->eof && !c->dead && c->inflight < c->nt->srv->opt.max_pipeline &&
               c->out.len < OUT_LIMIT;
     bool out = c->out.len > 0;
     if (c->dead || (in == c->want_in && out == c->want_out))
@@ -144,14 +144,17 @@ static bool conn_parse(struct conn *c)
 {
     struct server *srv = c->nt->srv;
     size_t off = 0;
-    bool progress = false;
-    while (!c->closing && !c->dead && off < c->in.len && c->inflight < srv->opt.max_pipeline &&
-           c->out.len < OUT_LIMIT) {
+    bool progress = false, drained = false; /* drained: what is left is at most part of a request */
+    while (!c->closing && !c->dead && c->inflight < srv->opt.max_pipeline && c->out.len < OUT_LIMIT) {
         size_t argc;
         const char *why;
-        long n = resp_parse(c->in.p + off, c->in.len - off, &srv->opt.limits, c->nt->argv, &argc, &why);
-        if (n == 0)
+        long n = off < c->in.len ? resp_parse(c->in.p + off, c->in.len - off, &srv->opt.limits,
+                                              c->nt->argv, &argc, &why)
+                                 : 0;
+        if (n == 0) {
+            drained = true;
             break;
+        }
         if (n < 0) {
             /* Like Redis: answer the error after the replies already owed, then close. */
             atomic_fetch_add_explicit(&srv->protocol_errors, 1, memory_order_relaxed);
@@ -170,6 +173,9 @@ static bool conn_parse(struct conn *c)
     }
     if (!c->dead)
         buf_consume(&c->in, off);
+    /* The client has stopped sending: once what it sent has been run, answer it and close. */
+    if (c->eof && drained)
+        conn_close_after_replies(c);
     return progress;
 }
 
@@ -259,8 +265,11 @@ static void conn_read(struct conn *c)
             continue;
         } else if (n < 0 && errno == EAGAIN) {
             break;
+        } else if (n == 0) {
+            c->eof = true; /* run what it sent, as Redis does with what it read before the EOF */
+            break;
         } else {
-            conn_kill(c); /* the client is gone: its pending replies are dropped as they finish */
+            conn_kill(c); /* the connection is broken: pending replies are dropped as they finish */
             break;
         }
     }

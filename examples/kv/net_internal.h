@@ -11,6 +11,7 @@ struct conn {
     struct request    *head, *tail; /* requests in arrival order; replies leave from the head */
     uint32_t           inflight;    /* requests in the FIFO */
     bool               closing;     /* read no more; close once every reply is written */
+    bool               eof;         /* the client sent its last byte; parse what is left */
     bool               dead;        /* closed; freed when its last request is done */
     bool               want_in, want_out; /* what epoll watches for it */
     bool               touched;     /* in the list of connections with completed requests */

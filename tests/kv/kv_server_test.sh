@@ -133,6 +133,18 @@ expect "the good connection after the garbage" $'+PONG\r' "$line"
 exec {sock}>&-
 echo "garbage: 5 bad clients refused and disconnected, the others unaffected"
 
+# --- A client that sends and hangs up at once still has its commands run (as Redis runs what it read
+# before the EOF). Another connection sees the result some time after the close: ask until it does,
+# each question a round trip (no sleep), at most 2,000 of them.
+exec {fd}<>"/dev/tcp/127.0.0.1/$port"
+printf 'SET fire-and-forget 1\r\nINCR fire-and-forget\r\n' >&"$fd"
+exec {fd}>&-
+for ((i = 0; i < 2000; i++)); do
+    [[ $(cli GET fire-and-forget) == 2 ]] && break
+done
+((i < 2000)) || fail "the commands of a client that hung up were not run"
+echo "hang-up: commands sent before the close were run"
+
 # --- Load and membership changes. redis-benchmark sends INCRs to 1,000 counters (pipelined, 8
 # connections) and redis-cli --pipe writes 20,000 keys, while workers are added, crashed and removed
 # back to back. Afterwards the counters must add up to the INCRs acknowledged and every key must hold
