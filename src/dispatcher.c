@@ -179,6 +179,8 @@ static bool wait_for_space(shard_dispatcher *d, struct shard_worker *w)
     while (!queue_has_room(&w->q) && !atomic_load_explicit(&d->shutdown, memory_order_relaxed) &&
            atomic_load_explicit(&d->space_epoch, memory_order_relaxed) == epoch)
         pthread_cond_wait(&d->space_cond, &d->space_lock);
+    /* release: our reads of w's queue come before the reaper sees us gone and frees w. */
+    atomic_fetch_sub_explicit(&w->space_refs, 1, memory_order_release);
     bool shutdown = atomic_load_explicit(&d->shutdown, memory_order_relaxed);
     atomic_fetch_sub_explicit(&d->space_waiters, 1, memory_order_release);
     if (shutdown)
@@ -219,6 +221,11 @@ static int submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn
             shard__worker_wake(w);
             shard_rcu_read_unlock();
             return 0;
+        }
+        if (wait) {
+            /* Taken inside the read-side section that found w: a worker is freed only after a grace
+             * period that follows its last appearance in a snapshot, so the reaper sees this count. */
+            atomic_fetch_add_explicit(&w->space_refs, 1, memory_order_relaxed);
         }
         shard_rcu_read_unlock();
         if (!wait)

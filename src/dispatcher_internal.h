@@ -74,6 +74,10 @@ struct shard_worker {
     void            *user;
     struct job       stop_item;
 
+    /* Submitters waiting for room in its queue: they hold this worker outside any RCU section, so
+     * a removed worker is not freed while this is non-zero (reap_workers in membership.c). */
+    _Atomic uint32_t space_refs;
+
     _Atomic bool     busy;        /* for stats: a job is running */
     _Atomic uint64_t executed, set_aside, handed_over, parked, woken;
 };

@@ -217,6 +217,44 @@ static void reap_snapshots(shard_dispatcher *d)
     }
 }
 
+static bool in_a_snapshot(shard_dispatcher *d, const struct shard_worker *w)
+{
+    for (struct snap *s = atomic_load_explicit(&d->snap, memory_order_relaxed); s;
+         s = atomic_load_explicit(&s->prev, memory_order_relaxed))
+        for (size_t i = 0; i < shard_ring_member_count(s->ring); i++)
+            if (s->by_member[i] == w)
+                return true;
+    return false;
+}
+
+/* Frees removed workers that have exited and that nothing can reach any more. A worker is reached
+ * through the registry (d->lock), through snapshots (RCU readers: submitters and the handoff walk in
+ * handoff.c) and by submitters waiting for room in its queue (space_refs). Snapshots that named it
+ * have been cut off by reap_snapshots, which waited a grace period after the cut; submitters that
+ * found it did so before the grace period of its removal and counted themselves in space_refs then.
+ * Crashed workers are kept: their crash records and rerouted jobs point at them. Context: ctl held. */
+static void reap_workers(shard_dispatcher *d)
+{
+    for (size_t i = 0; i < d->nworkers;) {
+        struct shard_worker *w = d->workers[i];
+        /* acquire: pairs with the waiters' release decrement; their reads of w come first. */
+        if (state_of(w) != SHARD_WORKER_EXITED ||
+            atomic_load_explicit(&w->space_refs, memory_order_acquire) || in_a_snapshot(d, w)) {
+            i++;
+            continue;
+        }
+        if (!w->joined) {
+            pthread_join(w->thread, NULL); /* it has set EXITED and is returning */
+            w->joined = true;
+        }
+        pthread_mutex_lock(&d->lock);
+        memmove(&d->workers[i], &d->workers[i + 1], (d->nworkers - i - 1) * sizeof *d->workers);
+        d->nworkers--;
+        pthread_mutex_unlock(&d->lock);
+        shard__worker_free(w);
+    }
+}
+
 static int ctl_enter(shard_dispatcher *d)
 {
     if (!d)
@@ -229,6 +267,7 @@ static int ctl_enter(shard_dispatcher *d)
         return -ESHUTDOWN;
     }
     reap_snapshots(d);
+    reap_workers(d);
     return 0;
 }
 

@@ -116,7 +116,10 @@ SHARD_API int shard_worker_crash(shard_dispatcher *d, const char *name, enum sha
  * for. Context: not a worker. Return: 0; -EINVAL; -EDEADLK; -ESHUTDOWN; -ENOMEM. */
 SHARD_API int shard_drain(shard_dispatcher *d);
 
-/* The worker's name (its ring member name). Valid while the dispatcher lives. */
+/* The worker's name (its ring member name). Valid while the worker lives: always from its own jobs
+ * and hooks; a removed worker is freed by a later membership change once it has exited (so a process
+ * that scales in and out does not grow), any other when the dispatcher is destroyed. Copy it to keep
+ * it longer. */
 SHARD_API const char *shard_worker_name(const shard_worker *w);
 
 /* A pointer for the user's per-worker state; NULL until set. Context: best from the worker's own
