@@ -79,6 +79,9 @@ Test(resp, limits)
     memset(line, 'a', sizeof line);
     cr_assert_eq(resp_parse(line, sizeof line, &limits, argv, &argc, &why), -E2BIG, "inline too long");
     cr_assert_eq(parse("A B C D E\r\n"), -E2BIG, "inline with too many words");
+    const struct resp_limits tiny = { .max_request = 16, .max_args = 4 };
+    const char *padded = "*000000000000000\r\n"; /* found by fuzz_resp: 18 bytes of header alone */
+    cr_assert_eq(resp_parse(padded, strlen(padded), &tiny, argv, &argc, &why), -E2BIG);
 }
 
 Test(resp, malformed)

@@ -57,6 +57,8 @@ static long parse_multibulk(const char *buf, size_t len, const struct resp_limit
         return NEED_MORE;
     if (n > lim->max_args)
         return fail(why, "ERR Protocol error: too many arguments", -E2BIG);
+    if (pos > lim->max_request) /* a count padded with zeros */
+        return fail(why, "ERR Protocol error: request too large", -E2BIG);
     for (size_t i = 0; i < n; i++) {
         uint64_t blen;
         r = read_header(buf, len, &pos, '$', &blen);
