@@ -198,9 +198,12 @@ int store_set(struct kv_store *s, uint64_t hash, const void *key, size_t klen, c
 
 bool store_del(struct kv_store *s, uint64_t hash, const void *key, size_t klen)
 {
-    if (!store_find(s, hash, key, klen))
+    struct kv_entry *e = kvmap_take(&s->map, hash, key, klen);
+    if (!e)
+        e = transit_take(hash, key, klen);
+    if (!e)
         return false;
-    kv_entry_free(kvmap_take(&s->map, hash, key, klen));
+    kv_entry_free(e);
     count_local(s);
     atomic_fetch_sub_explicit(&total_keys, 1, memory_order_relaxed);
     return true;
