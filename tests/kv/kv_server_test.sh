@@ -78,6 +78,18 @@ expect DBSIZE 6 "$(cli DBSIZE)"
 expect "INCR of text" "ERR value is not an integer or out of range" "$(cli INCR greeting)"
 expect "INCR overflow" "ERR increment or decrement would overflow" \
     "$(cli SET big 9223372036854775807 >/dev/null && cli INCR big)"
+expect "INCRBY of text" "ERR value is not an integer or out of range" "$(cli INCRBY counter 1x)"
+expect "DECRBY min" "ERR value is not an integer or out of range" "$(cli DECRBY counter -9223372036854775808)"
+expect "DECR underflow" "ERR increment or decrement would overflow" \
+    "$(cli SET small -9223372036854775808 >/dev/null && cli DECR small)"
+expect DECRBY 5 "$(cli DECRBY counter 5)"
+expect "PING message" hello "$(cli PING hello)"
+expect ECHO "two words" "$(cli ECHO "two words")"
+expect "SELECT 0" OK "$(cli SELECT 0)"
+expect "SELECT 1" "ERR DB index is out of range (one database here)" "$(cli SELECT 1)"
+expect "CONFIG GET" $'save\n\nappendonly\nno' "$(cli CONFIG GET save appendonly)"
+expect "case-insensitive names" 5 "$(cli get counter)"
+[[ $(cli SHARD.OWNER counter) == w[01] ]] || fail "SHARD.OWNER names no worker"
 expect "unknown command" "ERR unknown command 'FROB'" "$(cli FROB x)"
 expect "wrong arity" "ERR wrong number of arguments for 'GET' command" "$(cli GET)"
 expect "MSET odd" "ERR wrong number of arguments for 'MSET' command" "$(cli MSET a 1 b)"
@@ -130,6 +142,13 @@ garbage "binary junk" '\x00\x01\x02\r\n' "ERR Protocol error: expected '*' or an
 printf 'PING\r\n' >&"$sock"
 IFS= read -r -t 10 -u "$sock" line || fail "the good connection stopped answering"
 expect "the good connection after the garbage" $'+PONG\r' "$line"
+# QUIT: its OK, then the server closes the connection.
+printf 'QUIT\r\n' >&"$sock"
+IFS= read -r -t 10 -u "$sock" line || fail "QUIT: no reply"
+expect QUIT $'+OK\r' "$line"
+rc=0
+IFS= read -r -t 10 -u "$sock" line || rc=$?
+((rc == 1)) || fail "QUIT: the connection was not closed (read status $rc)"
 exec {sock}>&-
 echo "garbage: 5 bad clients refused and disconnected, the others unaffected"
 
