@@ -399,9 +399,11 @@ static void alternatives(void)
 #define LIVE_WORKERS 8
 #define LIVE_SESSIONS 20000
 
+/* Where a session's jobs ran: worker names, copied (a crashed worker's memory is freed once it is
+ * finished with, so its shard_worker pointer and name do not outlive it). */
 struct live_session {
-    const shard_worker *home, *first;
-    atomic_int          jobs;
+    char       home[8], first[8];
+    atomic_int jobs;
 };
 
 static struct live_session live[LIVE_SESSIONS];
@@ -411,9 +413,9 @@ static atomic_int producing;
 static void session_job(shard_worker *w, void *arg)
 {
     struct live_session *s = arg;
-    if (!s->first)
-        s->first = w;
-    s->home = w;
+    if (!s->first[0])
+        snprintf(s->first, sizeof s->first, "%s", shard_worker_name(w));
+    snprintf(s->home, sizeof s->home, "%s", shard_worker_name(w));
     atomic_fetch_add_explicit(&s->jobs, 1, memory_order_relaxed);
 }
 
@@ -453,9 +455,9 @@ static void live_run(void)
     long moved = 0, wrong = 0, ran = 0, modulo = 0;
     for (int i = 0; i < LIVE_SESSIONS; i++) {
         ran += atomic_load(&live[i].jobs);
-        if (live[i].home != live[i].first) {
+        if (strcmp(live[i].home, live[i].first) != 0) {
             moved++;
-            wrong += strcmp(shard_worker_name(live[i].first), "w3") != 0;
+            wrong += strcmp(live[i].first, "w3") != 0;
         }
         uint64_t h = XXH3_64bits(k, live_key(k, i));
         modulo += h % LIVE_WORKERS != h % (LIVE_WORKERS - 1);

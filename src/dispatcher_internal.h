@@ -71,6 +71,7 @@ struct shard_worker {
     uint32_t         weight;
     pthread_t        thread;
     bool             started, joined;
+    bool             finished;    /* its thread is returning and touches it no more (d->lock) */
     void            *user;
     struct job       stop_item;
 

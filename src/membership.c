@@ -227,24 +227,40 @@ static bool in_a_snapshot(shard_dispatcher *d, const struct shard_worker *w)
     return false;
 }
 
-/* Frees removed workers that have exited and that nothing can reach any more. A worker is reached
- * through the registry (d->lock), through snapshots (RCU readers: submitters and the handoff walk in
- * handoff.c) and by submitters waiting for room in its queue (space_refs). Snapshots that named it
+/* Whether a worker that left the ring is done with: its thread is returning, and, crashed, its queue
+ * has been handed over and its crash record blocks nothing (its stuck job returned, every job it
+ * rerouted has run: those jobs point at it until shard__rerouted_done, under d->lock). */
+static bool finished_with(struct shard_worker *w)
+{
+    int st = state_of(w);
+    if (st != SHARD_WORKER_EXITED && st != SHARD_WORKER_CRASHED)
+        return false;
+    pthread_mutex_lock(&w->d->lock);
+    bool done = w->finished && (st == SHARD_WORKER_EXITED ||
+                                (atomic_load_explicit(&w->handed, memory_order_relaxed) && !w->crash.active));
+    pthread_mutex_unlock(&w->d->lock);
+    return done;
+}
+
+/* Frees workers that left the ring (removed, or crashed) once they are finished with and nothing can
+ * reach them any more. A worker is reached through the registry (d->lock), through snapshots (RCU
+ * readers: submitters and the handoff walk in handoff.c), by submitters waiting for room in its
+ * queue (space_refs) and, crashed, by the jobs it rerouted (finished_with). Snapshots that named it
  * have been cut off by reap_snapshots, which waited a grace period after the cut; submitters that
- * found it did so before the grace period of its removal and counted themselves in space_refs then.
- * Crashed workers are kept: their crash records and rerouted jobs point at them. Context: ctl held. */
+ * found it did so before the grace period of its leaving and counted themselves in space_refs then.
+ * Context: ctl held, so no change is under way. */
 static void reap_workers(shard_dispatcher *d)
 {
     for (size_t i = 0; i < d->nworkers;) {
         struct shard_worker *w = d->workers[i];
         /* acquire: pairs with the waiters' release decrement; their reads of w come first. */
-        if (state_of(w) != SHARD_WORKER_EXITED ||
-            atomic_load_explicit(&w->space_refs, memory_order_acquire) || in_a_snapshot(d, w)) {
+        if (!finished_with(w) || atomic_load_explicit(&w->space_refs, memory_order_acquire) ||
+            in_a_snapshot(d, w)) {
             i++;
             continue;
         }
         if (!w->joined) {
-            pthread_join(w->thread, NULL); /* it has set EXITED and is returning */
+            pthread_join(w->thread, NULL); /* it is returning */
             w->joined = true;
         }
         pthread_mutex_lock(&d->lock);

@@ -401,6 +401,7 @@ void *shard__worker_main(void *arg)
         atomic_store_explicit(&w->passed, UINT64_MAX, memory_order_release);
         atomic_store_explicit(&w->state, SHARD_WORKER_EXITED, memory_order_release);
     }
+    w->finished = true;
     shard__settle(d);
     shard__wake_holders(d);
     pthread_cond_broadcast(&d->cond);

@@ -117,9 +117,10 @@ SHARD_API int shard_worker_crash(shard_dispatcher *d, const char *name, enum sha
 SHARD_API int shard_drain(shard_dispatcher *d);
 
 /* The worker's name (its ring member name). Valid while the worker lives: always from its own jobs
- * and hooks; a removed worker is freed by a later membership change once it has exited (so a process
- * that scales in and out does not grow), any other when the dispatcher is destroyed. Copy it to keep
- * it longer. */
+ * and hooks. A worker that left the ring is freed by a later membership call (add, remove, crash,
+ * drain) once it is finished with: removed, when it has exited; crashed, when its last job has
+ * returned and every job it rerouted has run. So a process that scales in and out, or simulates
+ * crashes, does not grow. Others are freed by destroy. Copy the name to keep it longer. */
 SHARD_API const char *shard_worker_name(const shard_worker *w);
 
 /* A pointer for the user's per-worker state; NULL until set. Context: best from the worker's own
@@ -168,7 +169,8 @@ struct shard_stats {
 SHARD_API int shard_dispatcher_stats(shard_dispatcher *d, struct shard_stats *out);
 
 /* Per-worker stats of every worker not yet exited (ring members first, in name order; then removed
- * and crashed ones), up to n of them into out (out may be NULL with n 0).
+ * and crashed ones, a crashed one until it is freed: see shard_worker_name), up to n of them into out
+ * (out may be NULL with n 0).
  * Context: any thread. Return: how many there are (may be more than n), or -EINVAL. */
 SHARD_API long shard_dispatcher_worker_stats(shard_dispatcher *d, struct shard_worker_stats *out, size_t n);
 
