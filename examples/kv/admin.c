@@ -24,7 +24,8 @@ static void reply_result(struct request *r, const char *what, int err)
 void admin_add(struct server *srv, struct request *r)
 {
     int64_t weight = 1;
-    if (r->argc > 3 || (r->argc == 3 && ((weight = strtoll(r->argv[2].p, NULL, 10)) < 1 || weight > 1000))) {
+    if (r->argc > 3 || (r->argc == 3 && (!parse_int64(r->argv[2].p, r->argv[2].len, &weight) || weight < 1 ||
+                                         weight > 1000))) {
         resp_error(&r->reply, "ERR usage: SHARD.ADD name [weight 1..1000]");
         return;
     }

@@ -13,8 +13,7 @@
 #include "net_internal.h"
 #include "server.h"
 
-/* Redis's integer syntax: optional '-', no leading zeros or '+', no spaces, within int64. */
-static bool parse_int64(const char *s, size_t len, int64_t *out)
+bool parse_int64(const char *s, size_t len, int64_t *out)
 {
     if (len == 0 || len > 20)
         return false;

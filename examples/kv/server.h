@@ -118,6 +118,8 @@ void request_complete(struct request *r);
 /* commands.c */
 /* The command named by arg, case-insensitive; NULL when unknown. */
 const struct command *command_lookup(const struct resp_arg *arg);
+/* Redis's integer syntax: optional '-', no leading zeros or '+', no spaces, within int64. */
+bool parse_int64(const char *s, size_t len, int64_t *out);
 /* Whether argc fits the command; on false an error reply text is written to why[n]. */
 bool command_args_ok(const struct command *cmd, uint32_t argc, char *why, size_t n);
 

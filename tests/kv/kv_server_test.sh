@@ -96,6 +96,7 @@ expect "MSET odd" "ERR wrong number of arguments for 'MSET' command" "$(cli MSET
 expect "SET options" "ERR syntax error (SET takes no options here)" "$(cli SET a 1 NX)"
 [[ $(cli SHARD.ADD w0) == "ERR shard_worker_add: "* ]] || fail "SHARD.ADD of an existing worker"
 [[ $(cli SHARD.ADD x 0) == "ERR usage: "* ]] || fail "SHARD.ADD with weight 0"
+[[ $(cli SHARD.ADD x 2x) == "ERR usage: "* ]] || fail "SHARD.ADD with weight 2x"
 [[ $(cli SHARD.REMOVE nobody) == "ERR shard_worker_remove: "* ]] || fail "SHARD.REMOVE of an unknown worker"
 [[ $(cli SHARD.CRASH nobody) == "ERR shard_worker_crash: "* ]] || fail "SHARD.CRASH of an unknown worker"
 cli SHARD.STATS | grep -q '^ring_checksum:[0-9a-f]\{16\}' || fail "SHARD.STATS has no ring checksum"
