@@ -44,7 +44,6 @@ struct stress_job {
 /* What the jobs of one key check as they run. */
 struct stress_key {
     atomic_int          running;        /* jobs of this key running now: must never exceed 1 */
-    const shard_worker *last_worker;
     unsigned           *next_seq;       /* per producer: the seq expected next */
 };
 
@@ -56,7 +55,6 @@ static inline void stress_run(struct stress_key *k, struct stress_job *j, shard_
     CHECK(k->next_seq[j->producer] == j->seq, "key %d producer %d: ran #%u, expected #%u", j->key, j->producer,
           j->seq, k->next_seq[j->producer]);
     k->next_seq[j->producer] = j->seq + 1;
-    k->last_worker = w;
     atomic_fetch_sub(&k->running, 1);
 }
 
