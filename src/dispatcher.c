@@ -58,8 +58,9 @@ struct shard_worker *shard__worker_new(shard_dispatcher *d, const char *name, ui
     pthread_mutex_init(&w->lock, NULL);
     pthread_mutex_init(&w->inbox_lock, NULL);
     held_init(&w->held);
-    keymap_init(&w->crash.owed, KEYMAP_CRASH);
+    shard__crash_record_init(&w->crash);
     atomic_init(&w->passed, epoch);
+    w->fenced_upto = epoch;
     atomic_init(&w->state, SHARD_WORKER_RUNNING);
     w->d = d;
     snprintf(w->name, sizeof w->name, "%s", name);
@@ -122,6 +123,7 @@ SHARD_API int shard_dispatcher_create(shard_dispatcher **out, const struct shard
     pthread_cond_init(&d->cond, NULL);
     pthread_mutex_init(&d->space_lock, NULL);
     pthread_cond_init(&d->space_cond, NULL);
+    shard__crash_table_init(&d->crash);
     atomic_init(&d->settled, 1);
 
     int err = shard__membership_init(d);
@@ -162,6 +164,7 @@ void shard__dispatcher_free(shard_dispatcher *d)
     pthread_cond_destroy(&d->cond);
     pthread_mutex_destroy(&d->space_lock);
     pthread_cond_destroy(&d->space_cond);
+    shard__crash_table_destroy(&d->crash);
     free(d);
 }
 

@@ -6,8 +6,10 @@
  *   w->lock    a worker's consumer side: its queue's consumer end, its held jobs, whether it is inside
  *              a job. The worker holds it except while running a job or hook and while parked, so
  *              shard_worker_crash can take over a worker stuck in a job;
- *   d->lock    the worker registry, settled epoch, crash records, drain marks;
- *   w->inbox_lock  jobs rerouted to the worker by a crash.
+ *   d->lock    the worker registry, the settled epoch and fence counts, crash hand-over flags,
+ *              drain marks;
+ *   w->inbox_lock  jobs rerouted to the worker by a crash;
+ *   d->crash.lock  what crashes still owe (crash.h), a leaf.
  * d->space_lock (submitters waiting for queue space) is never held with any of them. */
 #ifndef SHARD_SRC_DISPATCHER_INTERNAL_H
 #define SHARD_SRC_DISPATCHER_INTERNAL_H
@@ -16,62 +18,78 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
+#include "crash.h"
 #include "held.h"
 #include "queue.h"
 #include "ring_internal.h"
 #include "shard/dispatcher.h"
 
 /* An immutable ring snapshot, published through RCU. Kept while a handoff may need it: back to the
- * settled epoch (see deps in worker.c). */
+ * settled epoch (older_owners_done in handoff.c walks that far). */
 struct snap {
     uint64_t              epoch;
     shard_ring           *ring;
     struct shard_worker **by_member; /* ring member index -> worker */
     _Atomic(struct snap *) prev;
+    /* d->lock: fences of this epoch not yet passed by workers that still count by epochs (not
+     * crashed); the next (newer) snapshot, for settling forward. */
+    uint32_t              unpassed;
+    struct snap          *next;
 };
 
-/* What a crashed worker still holds up: its running job's key until the job returns, and the keys of
- * its rerouted jobs until each has run. Guarded by d->lock. */
-struct crash_record {
-    bool          active;     /* counted in d->ncrash_blocks */
-    bool          stuck;      /* its job is still running */
-    uint64_t      stuck_hash;
-    struct keymap owed;       /* its rerouted jobs not yet run (never allocates) */
-};
-
+/* Fields: I set before the worker is published and then read-only; C under d->ctl; L under d->lock;
+ * W the worker's thread, or the control thread holding w->lock; A atomic (ordering at the access).
+ *
+ * Lifecycle (state, with the flags that qualify it):
+ *
+ *   RUNNING --remove--> RETIRING --passes its last fence, runs STOP--> EXITED (finished) --> freed
+ *      |
+ *      +--crash--> CRASHED --queue handed over, release hook (if one ran) returned--> handed
+ *                     --last job returned--> finished --crash record owes nothing--> freed
+ *
+ * A worker is freed (registry.c's reap) once it is finished with and no snapshot or waiting
+ * submitter can reach it. */
 struct shard_worker {
     struct queue     q;
     struct parking   park;
 
     pthread_mutex_t  lock;
-    struct held      held;
-    bool             in_fn;       /* running a job or hook (under lock) */
-    uint64_t         running_hash;
-    bool             running_job; /* in_fn for a job, not a hook */
-    bool             stopped;     /* processed its STOP */
-    bool             held_dirty;
-    uint64_t         seen_gen;
-    struct job       scratch;     /* the job just taken from the ring */
-    struct job      *spare_ready; /* a record at hand in case that job must wait */
-    struct job      *spare;       /* spare records (worker.c) */
-    uint32_t         nspare;
+    struct held      held;          /* W */
+    bool             in_fn;         /* W: running a job or hook */
+    uint64_t         running_hash;  /* W */
+    bool             running_job;   /* W: in_fn for a job, not a hook */
+    bool             stopped;       /* W: processed its STOP */
+    bool             held_dirty;    /* W */
+    bool             holding_now;   /* W: what `holding` says */
+    uint64_t         seen_gen;      /* W */
+    struct job       scratch;       /* W: the job just taken from the ring */
+    struct job      *spare_ready;   /* W: a record at hand in case that job must wait */
+    struct job      *spare;         /* W: spare records (worker.c) */
+    uint32_t         nspare;        /* W */
+    bool             crash_stuck;   /* W: set by the crash: the running job holds a stuck entry */
 
     pthread_mutex_t  inbox_lock;
-    struct job      *inbox_head, *inbox_tail;
+    struct job      *inbox_head, *inbox_tail; /* inbox_lock */
     _Atomic bool     inbox_flag;
 
-    _Atomic uint64_t passed;      /* every job of an epoch below this is done */
-    _Atomic int      state;       /* enum shard_worker_state */
-    _Atomic bool     handed;      /* crashed, and its queue handed over */
-    _Atomic bool     crash_pending; /* a crash waits for lock: the worker lets go of it */
-    struct crash_record crash;    /* under d->lock */
+    _Atomic uint64_t passed;        /* A: every job of an epoch below this is done */
+    _Atomic int      state;         /* A: enum shard_worker_state, changed under w->lock or ctl */
+    _Atomic bool     handed;        /* A, set under L: crashed, queue handed over, no release hook
+                                     * running: counts by epochs no more */
+    _Atomic bool     crash_pending; /* A: a crash waits for lock: the worker lets go of it */
+    _Atomic bool     holding;       /* A: holds set-aside jobs (counted in d->nholding) */
+    bool             queue_handed;  /* L: the crash has handed its queue over */
+    bool             hook_at_crash; /* L: crashed while running its release hook, not returned */
+    struct crash_record crash;      /* the crash table's lock */
+    uint64_t         fenced_upto;   /* C: epoch of the last fence pushed to it */
+    uint32_t         snap_refs;     /* C: snapshots that name it */
 
-    shard_dispatcher *d;
-    char             name[SHARD_NAME_MAX + 1];
-    uint32_t         weight;
-    pthread_t        thread;
-    bool             started, joined;
-    bool             finished;    /* its thread is returning and touches it no more (d->lock) */
+    shard_dispatcher *d;            /* I */
+    char             name[SHARD_NAME_MAX + 1]; /* I */
+    uint32_t         weight;        /* I */
+    pthread_t        thread;        /* C */
+    bool             started, joined; /* C */
+    bool             finished;      /* L: its thread is returning and touches it no more */
     void            *user;
     struct job       stop_item;
 
@@ -79,34 +97,37 @@ struct shard_worker {
      * a removed worker is not freed while this is non-zero (reap_workers in membership.c). */
     _Atomic uint32_t space_refs;
 
-    _Atomic bool     busy;        /* for stats: a job is running */
+    _Atomic bool     busy;          /* for stats: a job is running */
     _Atomic uint64_t executed, set_aside, handed_over, parked, woken;
 };
 
 struct shard_dispatcher {
-    struct shard_config cfg;
-    uint32_t         capacity;
-    _Atomic(struct snap *) snap;
-    _Atomic uint64_t epoch;     /* of snap; written under ctl, read under d->lock */
-    _Atomic uint64_t settled;   /* min passed over workers that are neither crashed nor exited */
-    _Atomic uint64_t gen;       /* bumped when something a held job waits for may have happened */
+    struct shard_config cfg;        /* I */
+    uint32_t         capacity;      /* I */
+    _Atomic(struct snap *) snap;    /* A: written under ctl, read in RCU sections */
+    _Atomic uint64_t epoch;         /* A: of snap; written under ctl */
+    _Atomic uint64_t settled;       /* A, written under L: every fence up to it was passed */
+    struct snap     *settled_snap;  /* L: the snapshot of epoch `settled` */
+    _Atomic uint64_t gen;           /* A: bumped when something a held job waits for may have happened */
+    _Atomic uint32_t nholding;      /* A: workers holding set-aside jobs */
     _Atomic int      shutdown;
-    _Atomic uint32_t ncrash_blocks; /* crashed workers whose crash_record still blocks keys */
+    struct crash_table crash;
 
     pthread_mutex_t  ctl;
     pthread_mutex_t  lock;
-    pthread_cond_t   cond;      /* a mark was processed, or a worker exited */
-    struct shard_worker **workers;
-    size_t           nworkers, workers_cap;
-    size_t           marks_pending;
+    pthread_cond_t   cond;          /* L: the last drain mark was processed, or a removed worker exited */
+    struct shard_worker **workers;  /* L (changed also under C) */
+    size_t           nworkers, workers_cap; /* L */
+    size_t           marks_pending; /* L */
+    size_t           nretiring;     /* L: removed workers not yet exited */
 
     pthread_mutex_t  space_lock;
     pthread_cond_t   space_cond;
     _Atomic uint32_t space_waiters;
-    _Atomic uint64_t space_epoch; /* bumped to send waiting submitters back to the ring */
+    _Atomic uint64_t space_epoch;   /* bumped to send waiting submitters back to the ring */
 
-    uint64_t         changes;   /* under ctl */
-    double           last_moved;
+    uint64_t         changes;       /* L */
+    double           last_moved;    /* L */
     _Atomic uint64_t dropped;
 };
 
@@ -115,17 +136,25 @@ extern _Thread_local struct shard_worker *shard__current_worker;
 /* worker.c */
 void *shard__worker_main(void *arg);
 void  shard__worker_wake(struct shard_worker *w);
+/* Keeps `holding` equal to "has held items", so that shard__wake_holders wakes only such workers.
+ * Context: w's thread or w->lock held. */
+void  shard__worker_sync_holding(struct shard_worker *w);
 /* Detaches the jobs rerouted to w (a list through held_next). Context: w's thread or w->lock held. */
 struct job *shard__inbox_take(struct shard_worker *w);
 
 /* handoff.c: what a held job waits for. */
 bool  shard__job_may_run(shard_dispatcher *d, const struct job *j);
-void  shard__settle(shard_dispatcher *d);                      /* with d->lock held */
-void  shard__wake_holders(shard_dispatcher *d);                /* with d->lock held */
-void  shard__rerouted_done(shard_dispatcher *d, struct job *j);
-bool  shard__crash_blocks(shard_dispatcher *d, const struct job *j);
-bool  shard__stuck_key(shard_dispatcher *d, uint64_t hash); /* a crashed worker still runs a job of it */
-void  shard__crash_record_update(shard_dispatcher *d, struct shard_worker *x); /* with d->lock */
+/* Advances d->settled over the snapshots whose fences have all been passed. Context: d->lock. */
+void  shard__settle(shard_dispatcher *d);
+/* A worker passed its fence of snapshot s. Context: d->lock. */
+void  shard__fence_passed(shard_dispatcher *d, struct snap *s);
+/* Wakes the workers holding set-aside jobs. Context: d->lock. */
+void  shard__wake_holders(shard_dispatcher *d);
+/* x stops counting by epochs once its queue is handed over and no release hook of it runs.
+ * Context: d->lock. */
+void  shard__handed_if_done(shard_dispatcher *d, struct shard_worker *x);
+/* j, owed by a crash, has run or was dropped; or x's stuck job returned. Context: no lock. */
+void  shard__owed_done(shard_dispatcher *d, struct job *j);
 
 /* worker.c: frees a record, or keeps it as a spare of w (w may be NULL). Context: w's thread or lock. */
 void  shard__free_record(struct shard_worker *w, struct job *j);

@@ -10,16 +10,24 @@
  * d->settled, the smallest `passed` of live workers, bounds how far back that walk goes: epochs below
  * it are done everywhere, so the common case is one comparison.
  *
- * A crashed worker never passes another fence. Once its queue is handed over, it stops counting for
- * d->settled and its crash record blocks instead, precisely: the key of its still-running job until
- * that job returns, and the key of each job it rerouted until that job has run (for jobs of later
- * epochs only). A fence counts only the jobs routed to its worker: rerouted ones are covered by their
- * crash record instead.
+ * d->settled is tracked per snapshot: each counts the fences of its epoch not yet passed, and settled
+ * moves forward over snapshots whose count is zero, so a fence costs O(1) amortised, not O(workers).
+ *
+ * A crashed worker never passes another fence. Once its queue is handed over and no release hook of it
+ * runs (a hook interrupted by the crash still hands state over: the keys it releases wait for it), it
+ * is `handed`: its unpassed fences stop counting and what it still holds up is kept in the crash table
+ * (crash.h) instead, precisely: the key of its still-running job until that job returns, and the key
+ * of each job it rerouted until that job has run (for jobs of later epochs only). A fence counts only
+ * the jobs routed to its worker and not owed by a crash: a rerouted job is covered by its crash's
+ * entry; and a job that a worker holds behind a crash entry when it reaches a fence (a job of a key
+ * whose job is stuck on a crashed worker) is deferred to that crash (shard__crash_defer) rather than
+ * holding the fence, so a stuck job holds its own key and nothing else.
  *
  * Why nothing waits forever: every wait points to strictly older work. A job waits for fences of
- * epochs up to its own, and for older-epoch jobs of its key; a fence waits for older fences and for
- * held jobs of older epochs. Only drain marks and stops wait for everything ahead of them, and
- * nothing waits for those. */
+ * epochs up to its own, and for older-epoch jobs of its key (also through crash entries, which are in
+ * epoch order, a stuck job first); a fence waits for older fences and for held jobs of older epochs
+ * that no crash owes. Only drain marks and stops wait for everything ahead of them, and nothing waits
+ * for those. */
 #include <stdlib.h>
 
 #include "dispatcher_internal.h"
@@ -27,8 +35,8 @@
 
 static bool released(struct shard_worker *x, uint64_t fence)
 {
-    /* acquire: pairs with the release stores of passed (worker.c) and handed (dispatcher.c), so the
-     * jobs x ran before them happen before the job about to run. */
+    /* acquire: pairs with the release stores of passed (worker.c) and handed (below), so the jobs x
+     * ran before them happen before the job about to run. */
     return atomic_load_explicit(&x->passed, memory_order_acquire) >= fence ||
            atomic_load_explicit(&x->handed, memory_order_acquire);
 }
@@ -56,90 +64,69 @@ bool shard__job_may_run(shard_dispatcher *d, const struct job *j)
     uint64_t settled = atomic_load_explicit(&d->settled, memory_order_acquire);
     if (j->epoch > settled && !older_owners_done(d, j, settled))
         return false;
-    if (atomic_load_explicit(&d->ncrash_blocks, memory_order_acquire) && shard__crash_blocks(d, j))
-        return false;
-    return true;
-}
-
-bool shard__crash_blocks(shard_dispatcher *d, const struct job *j)
-{
-    bool blocked = false;
-    pthread_mutex_lock(&d->lock);
-    for (size_t i = 0; i < d->nworkers && !blocked; i++) {
-        struct shard_worker *x = d->workers[i];
-        const struct crash_record *c = &x->crash;
-        if (!c->active)
-            continue;
-        /* No job of the stuck job's key may run beside it. A rerouted job precedes the jobs of its
-         * key routed after it, under later epochs, elsewhere; the owed FIFO is in epoch order. Jobs
-         * of an equal epoch were routed to x too and are ordered by the FIFOs that hold them. */
-        const struct job *first = keymap_first(&c->owed, j->hash);
-        blocked = (c->stuck && c->stuck_hash == j->hash) || (first && first->epoch < j->epoch);
-    }
-    pthread_mutex_unlock(&d->lock);
-    return blocked;
-}
-
-bool shard__stuck_key(shard_dispatcher *d, uint64_t hash)
-{
-    if (!atomic_load_explicit(&d->ncrash_blocks, memory_order_acquire))
-        return false;
-    bool stuck = false;
-    pthread_mutex_lock(&d->lock);
-    for (size_t i = 0; i < d->nworkers && !stuck; i++)
-        stuck = d->workers[i]->crash.stuck && d->workers[i]->crash.stuck_hash == hash;
-    pthread_mutex_unlock(&d->lock);
-    return stuck;
-}
-
-void shard__crash_record_update(shard_dispatcher *d, struct shard_worker *x)
-{
-    struct crash_record *c = &x->crash;
-    bool active = c->stuck || c->owed.jobs > 0;
-    if (active != c->active) {
-        c->active = active;
-        if (active)
-            atomic_fetch_add_explicit(&d->ncrash_blocks, 1, memory_order_release);
-        else
-            atomic_fetch_sub_explicit(&d->ncrash_blocks, 1, memory_order_release);
-    }
-}
-
-void shard__rerouted_done(shard_dispatcher *d, struct job *j)
-{
-    struct shard_worker *x = j->routed;
-    pthread_mutex_lock(&d->lock);
-    keymap_remove(&x->crash.owed, j);
-    if (!keymap_first(&x->crash.owed, j->hash)) {
-        shard__crash_record_update(d, x);
-        shard__wake_holders(d);
-    }
-    pthread_mutex_unlock(&d->lock);
+    return !shard__crash_blocks(&d->crash, j);
 }
 
 void shard__settle(shard_dispatcher *d)
 {
-    uint64_t min = UINT64_MAX;
-    for (size_t i = 0; i < d->nworkers; i++) {
-        struct shard_worker *w = d->workers[i];
-        int st = atomic_load_explicit(&w->state, memory_order_relaxed);
-        if (st == SHARD_WORKER_EXITED || atomic_load_explicit(&w->handed, memory_order_acquire))
-            continue;
-        uint64_t p = atomic_load_explicit(&w->passed, memory_order_acquire);
-        min = p < min ? p : min;
-    }
-    uint64_t epoch = atomic_load_explicit(&d->epoch, memory_order_relaxed);
-    if (min > epoch)
-        min = epoch;
+    struct snap *s = d->settled_snap;
+    while (s->next && s->next->unpassed == 0)
+        s = s->next;
+    if (s == d->settled_snap)
+        return;
+    d->settled_snap = s;
     /* release: a reader that sees the new value also sees the passes and hand-overs behind it. */
-    atomic_store_explicit(&d->settled, min, memory_order_release);
+    atomic_store_explicit(&d->settled, s->epoch, memory_order_release);
+}
+
+void shard__fence_passed(shard_dispatcher *d, struct snap *s)
+{
+    s->unpassed--;
+    shard__settle(d);
+    shard__wake_holders(d);
+}
+
+/* x's fences that it will never pass (it crashed) stop counting. Its passed is final: a crashed
+ * worker processes no further item. Snapshots from settled on are kept, and settled is at most
+ * x's passed while one of them counts it. */
+static void unfence(shard_dispatcher *d, struct shard_worker *x)
+{
+    uint64_t passed = atomic_load_explicit(&x->passed, memory_order_relaxed);
+    for (struct snap *s = d->settled_snap; s && s->epoch <= x->fenced_upto; s = s->next)
+        if (s->epoch > passed)
+            s->unpassed--;
+}
+
+void shard__handed_if_done(shard_dispatcher *d, struct shard_worker *x)
+{
+    if (!x->queue_handed || x->hook_at_crash || atomic_load_explicit(&x->handed, memory_order_relaxed))
+        return;
+    unfence(d, x);
+    /* release: the deliveries of its queue, and its release hook, happen before anyone who sees x
+     * handed over (released() above, and settled). */
+    atomic_store_explicit(&x->handed, true, memory_order_release);
+    shard__settle(d);
+    shard__wake_holders(d);
+}
+
+void shard__owed_done(shard_dispatcher *d, struct job *j)
+{
+    if (!shard__crash_paid(&d->crash, j))
+        return;
+    pthread_mutex_lock(&d->lock);
+    shard__wake_holders(d);
+    pthread_mutex_unlock(&d->lock);
 }
 
 void shard__wake_holders(shard_dispatcher *d)
 {
-    /* seq_cst: ordered before the workers' parking flags are read (the parking Dekker pair). */
+    /* seq_cst, then seq_cst read of nholding: a worker raises nholding (seq_cst) before it reads gen
+     * (seq_cst) to decide whether to walk its held jobs again, so either it sees this bump or we see
+     * it holding. */
     atomic_fetch_add_explicit(&d->gen, 1, memory_order_seq_cst);
+    if (!atomic_load_explicit(&d->nholding, memory_order_seq_cst))
+        return;
     for (size_t i = 0; i < d->nworkers; i++)
-        if (atomic_load_explicit(&d->workers[i]->state, memory_order_relaxed) != SHARD_WORKER_EXITED)
+        if (atomic_load_explicit(&d->workers[i]->holding, memory_order_relaxed))
             shard__worker_wake(d->workers[i]);
 }

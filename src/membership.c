@@ -54,8 +54,11 @@ static void registry_drop_last(shard_dispatcher *d)
     pthread_mutex_unlock(&d->lock);
 }
 
+/* Context: ctl held (snap_refs). */
 static void snap_free(struct snap *s)
 {
+    for (size_t i = 0; i < shard_ring_member_count(s->ring); i++)
+        s->by_member[i]->snap_refs--;
     shard_ring_destroy(s->ring);
     free(s->by_member);
     free(s);
@@ -82,6 +85,8 @@ static struct snap *snap_new(shard_dispatcher *d, shard_ring *ring, uint64_t epo
         long idx = shard__ring_member_index(cur->ring, name);
         by[i] = cur->by_member[idx];
     }
+    for (size_t i = 0; i < n; i++)
+        by[i]->snap_refs++;
     s->epoch = epoch;
     s->ring = ring;
     s->by_member = by;
@@ -92,8 +97,8 @@ static struct snap *snap_new(shard_dispatcher *d, shard_ring *ring, uint64_t epo
 /* A change, prepared in full before it is published. */
 struct change {
     struct snap  *snap;
-    struct job  **fences;
-    size_t        nfences;
+    struct job  **fences;   /* by member index of the current ring; NULL for a worker not fenced */
+    size_t        nmembers; /* of the current ring */
     double        moved;
 };
 
@@ -109,15 +114,14 @@ static void mark_loser(uint64_t first, uint64_t last, const char *owner_a, const
     ls->c->moved += first == last ? 18446744073709551616.0 : (double)(last - first);
     if (!owner_a)
         return;
-    struct shard_worker *w = ls->old->by_member[shard__ring_member_index(ls->old->ring, owner_a)];
-    for (size_t i = 0; i < ls->c->nfences; i++)
-        if (ls->c->fences[i]->routed == w)
-            ls->c->fences[i]->release = true;
+    struct job *f = ls->c->fences[shard__ring_member_index(ls->old->ring, owner_a)];
+    if (f)
+        f->release = true;
 }
 
 static void change_discard(struct change *c)
 {
-    for (size_t i = 0; i < c->nfences; i++)
+    for (size_t i = 0; c->fences && i < c->nmembers; i++)
         free(c->fences[i]);
     free(c->fences);
     if (c->snap)
@@ -140,6 +144,7 @@ static int change_prepare(shard_dispatcher *d, shard_ring *ring, struct shard_wo
     c->fences = calloc(n, sizeof *c->fences);
     if (!c->fences)
         goto nomem;
+    c->nmembers = n;
     for (size_t i = 0; i < n; i++) {
         struct shard_worker *w = cur->by_member[i];
         if (w == skip)
@@ -152,7 +157,8 @@ static int change_prepare(shard_dispatcher *d, shard_ring *ring, struct shard_wo
         f->routed = w;
         f->fence_before = cur;
         f->fence_after = c->snap;
-        c->fences[c->nfences++] = f;
+        c->fences[i] = f;
+        c->snap->unpassed++;
     }
     struct loser_scan ls = { cur, c };
     if (shard_ring_diff(cur->ring, ring, mark_loser, &ls) != 0)
@@ -169,6 +175,9 @@ static void publish(shard_dispatcher *d, struct change *c)
 {
     struct snap *old = atomic_load_explicit(&d->snap, memory_order_relaxed);
     atomic_store_explicit(&c->snap->prev, old, memory_order_relaxed);
+    pthread_mutex_lock(&d->lock);
+    old->next = c->snap; /* settled cannot pass it yet: its fences are not pushed */
+    pthread_mutex_unlock(&d->lock);
     /* release: readers that load the new snapshot see it fully built (pairs with submit's acquire). */
     atomic_store_explicit(&d->snap, c->snap, memory_order_release);
     atomic_store_explicit(&d->epoch, c->snap->epoch, memory_order_relaxed);
@@ -177,7 +186,7 @@ static void publish(shard_dispatcher *d, struct change *c)
     pthread_mutex_lock(&d->lock);
     d->changes++;
     d->last_moved = c->moved;
-    shard__settle(d);
+    shard__settle(d); /* a change that fences no one (a crash of the only other worker) settles now */
     pthread_mutex_unlock(&d->lock);
     /* Submitters waiting for room in an old owner's queue look the key up again. */
     pthread_mutex_lock(&d->space_lock);
@@ -188,23 +197,25 @@ static void publish(shard_dispatcher *d, struct change *c)
 
 static void push_fences(struct change *c)
 {
-    for (size_t i = 0; i < c->nfences; i++) {
-        struct shard_worker *w = c->fences[i]->routed;
-        queue_push_side(&w->q, c->fences[i]);
-        shard__worker_wake(w);
+    for (size_t i = 0; i < c->nmembers; i++) {
+        struct job *f = c->fences[i];
+        if (!f)
+            continue;
+        f->routed->fenced_upto = f->epoch;
+        queue_push_side(&f->routed->q, f);
+        shard__worker_wake(f->routed);
     }
     free(c->fences);
     c->fences = NULL;
-    c->nfences = 0;
+    c->nmembers = 0;
 }
 
 /* Frees snapshots older than every epoch a held job may still look back to. Context: ctl held. */
 static void reap_snapshots(shard_dispatcher *d)
 {
-    uint64_t settled = atomic_load_explicit(&d->settled, memory_order_acquire);
-    struct snap *s = atomic_load_explicit(&d->snap, memory_order_relaxed), *p;
-    while ((p = atomic_load_explicit(&s->prev, memory_order_relaxed)) && p->epoch >= settled)
-        s = p;
+    pthread_mutex_lock(&d->lock);
+    struct snap *s = d->settled_snap;
+    pthread_mutex_unlock(&d->lock);
     struct snap *cut = atomic_load_explicit(&s->prev, memory_order_relaxed);
     if (!cut)
         return;
@@ -217,16 +228,6 @@ static void reap_snapshots(shard_dispatcher *d)
     }
 }
 
-static bool in_a_snapshot(shard_dispatcher *d, const struct shard_worker *w)
-{
-    for (struct snap *s = atomic_load_explicit(&d->snap, memory_order_relaxed); s;
-         s = atomic_load_explicit(&s->prev, memory_order_relaxed))
-        for (size_t i = 0; i < shard_ring_member_count(s->ring); i++)
-            if (s->by_member[i] == w)
-                return true;
-    return false;
-}
-
 /* Whether a worker that left the ring is done with: its thread is returning, and, crashed, its queue
  * has been handed over and its crash record blocks nothing (its stuck job returned, every job it
  * rerouted has run: those jobs point at it until shard__rerouted_done, under d->lock). */
@@ -236,10 +237,9 @@ static bool finished_with(struct shard_worker *w)
     if (st != SHARD_WORKER_EXITED && st != SHARD_WORKER_CRASHED)
         return false;
     pthread_mutex_lock(&w->d->lock);
-    bool done = w->finished && (st == SHARD_WORKER_EXITED ||
-                                (atomic_load_explicit(&w->handed, memory_order_relaxed) && !w->crash.active));
+    bool done = w->finished && (st == SHARD_WORKER_EXITED || atomic_load_explicit(&w->handed, memory_order_relaxed));
     pthread_mutex_unlock(&w->d->lock);
-    return done;
+    return done && (st == SHARD_WORKER_EXITED || shard__crash_settled(&w->d->crash, &w->crash));
 }
 
 /* Frees workers that left the ring (removed, or crashed) once they are finished with and nothing can
@@ -254,8 +254,7 @@ static void reap_workers(shard_dispatcher *d)
     for (size_t i = 0; i < d->nworkers;) {
         struct shard_worker *w = d->workers[i];
         /* acquire: pairs with the waiters' release decrement; their reads of w come first. */
-        if (!finished_with(w) || atomic_load_explicit(&w->space_refs, memory_order_acquire) ||
-            in_a_snapshot(d, w)) {
+        if (!finished_with(w) || atomic_load_explicit(&w->space_refs, memory_order_acquire) || w->snap_refs) {
             i++;
             continue;
         }
@@ -330,11 +329,14 @@ int shard__membership_init(shard_dispatcher *d)
     }
     if ((err = shard_ring_add_many(ring, m, n)) != 0)
         goto fail;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         by[shard__ring_member_index(ring, d->workers[i]->name)] = d->workers[i];
+        d->workers[i]->snap_refs = 1;
+    }
     s->epoch = 1;
     s->ring = ring;
     s->by_member = by;
+    d->settled_snap = s;
     atomic_store_explicit(&d->snap, s, memory_order_release);
     atomic_store_explicit(&d->epoch, 1, memory_order_relaxed);
     ring = NULL;
@@ -371,6 +373,10 @@ SHARD_API int shard_worker_add(shard_dispatcher *d, const char *name, uint32_t w
     struct change c;
     if (find_member(d, name)) {
         err = -EEXIST;
+        goto out;
+    }
+    if (shard_ring_member_count(cur->ring) >= SHARD_MAX_WORKERS) {
+        err = -EINVAL;
         goto out;
     }
     if ((err = shard_ring_clone(cur->ring, &ring)) != 0)
@@ -442,7 +448,10 @@ SHARD_API int shard_worker_remove(shard_dispatcher *d, const char *name)
     if (err)
         return err;
     publish(d, &c);
+    pthread_mutex_lock(&d->lock);
     set_state(x, SHARD_WORKER_RETIRING);
+    d->nretiring++;
+    pthread_mutex_unlock(&d->lock);
     push_fences(&c); /* x's fence included: it runs x's release hook once x's queue is done */
     queue_push_side(&x->q, &x->stop_item);
     shard__worker_wake(x);
@@ -488,7 +497,9 @@ static void list_append(struct delivery *l, struct job *j)
 static struct job *take_leftovers(struct shard_worker *x, struct job_block *block)
 {
     struct delivery all = { 0 };
-    for (struct job *j = held_take_all(&x->held), *next; j; j = next) {
+    struct job *held = held_take_all(&x->held);
+    shard__worker_sync_holding(x);
+    for (struct job *j = held, *next; j; j = next) {
         next = j->held_next;
         list_append(&all, j);
     }
@@ -530,17 +541,10 @@ static void hand_over(shard_dispatcher *d, struct shard_worker *x, struct job *l
                       struct delivery *lists)
 {
     struct snap *now = atomic_load_explicit(&d->snap, memory_order_relaxed);
-    if (policy == SHARD_CRASH_REROUTE) {
-        /* x now owes each of its own jobs: other workers' jobs of those keys wait until it has run. */
-        pthread_mutex_lock(&d->lock);
-        for (struct job *j = left; j; j = j->held_next)
-            if (j->kind == JOB_RUN && !j->rerouted) {
-                j->rerouted = true;
-                keymap_insert(&x->crash.owed, j);
-            }
-        shard__crash_record_update(d, x);
-        pthread_mutex_unlock(&d->lock);
-    }
+    /* x now owes each of its own jobs: other workers' jobs of those keys wait until it has run.
+     * Jobs some other crash owes already stay owed to it. */
+    if (policy == SHARD_CRASH_REROUTE)
+        shard__crash_owe_list(&d->crash, &x->crash, left);
     for (struct job *j = left, *next; j; j = next) {
         next = j->held_next;
         if (j->kind != JOB_RUN) {
@@ -554,17 +558,15 @@ static void hand_over(shard_dispatcher *d, struct shard_worker *x, struct job *l
         if (d->cfg.on_dropped)
             d->cfg.on_dropped(j->fn, j->arg, d->cfg.user);
         atomic_fetch_add_explicit(&d->dropped, 1, memory_order_relaxed);
-        if (j->rerouted)
-            shard__rerouted_done(d, j);
+        if (j->owed_to)
+            shard__owed_done(d, j);
         shard__free_record(NULL, j);
     }
     for (size_t i = 0; i < shard_ring_member_count(now->ring); i++)
         deliver(now->by_member[i], &lists[i]);
     pthread_mutex_lock(&d->lock);
-    /* release: the deliveries above happen before anyone who sees x handed over (handoff.c). */
-    atomic_store_explicit(&x->handed, true, memory_order_release);
-    shard__settle(d);
-    shard__wake_holders(d);
+    x->queue_handed = true;
+    shard__handed_if_done(d, x);
     pthread_mutex_unlock(&d->lock);
 }
 
@@ -591,10 +593,13 @@ SHARD_API int shard_worker_crash(shard_dispatcher *d, const char *name, enum sha
     pthread_mutex_lock(&x->lock);
     atomic_store_explicit(&x->crash_pending, false, memory_order_release);
     set_state(x, SHARD_WORKER_CRASHED);
+    if (x->in_fn && x->running_job) {
+        /* Before the publication below: a job routed with the new ring sees the entry. */
+        shard__crash_stick(&d->crash, &x->crash, x->running_hash);
+        x->crash_stuck = true;
+    }
     pthread_mutex_lock(&d->lock);
-    x->crash.stuck = x->in_fn && x->running_job;
-    x->crash.stuck_hash = x->running_hash;
-    shard__crash_record_update(d, x);
+    x->hook_at_crash = x->in_fn && !x->running_job; /* its release hook: the keys it moves wait */
     pthread_mutex_unlock(&d->lock);
     pthread_mutex_unlock(&x->lock);
     shard__worker_wake(x);
@@ -612,14 +617,6 @@ out:
 }
 
 /* ---- drain, stop ---- */
-
-static bool retiring_left(shard_dispatcher *d)
-{
-    for (size_t i = 0; i < d->nworkers; i++)
-        if (state_of(d->workers[i]) == SHARD_WORKER_RETIRING)
-            return true;
-    return false;
-}
 
 SHARD_API int shard_drain(shard_dispatcher *d)
 {
@@ -652,7 +649,7 @@ SHARD_API int shard_drain(shard_dispatcher *d)
     }
     free(marks);
     pthread_mutex_lock(&d->lock);
-    while (d->marks_pending || retiring_left(d))
+    while (d->marks_pending || d->nretiring)
         pthread_cond_wait(&d->cond, &d->lock);
     pthread_mutex_unlock(&d->lock);
     pthread_mutex_unlock(&d->ctl);

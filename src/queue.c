@@ -135,7 +135,7 @@ struct job *queue_pop_sc(struct queue *q, struct job *scratch)
     scratch->hash = s->hash;
     scratch->epoch = s->epoch;
     scratch->kind = JOB_RUN;
-    scratch->rerouted = false;
+    scratch->owed_to = NULL;
     scratch->embedded = false;
     scratch->release = false;
     scratch->routed = NULL; /* the caller knows whose queue this is */

@@ -35,6 +35,7 @@ enum job_kind {
 
 struct snap;
 struct job_block;
+struct crash_record;
 
 /* A job outside the ring: set aside, rerouted, a control item, or a worker's overflow submit. */
 struct job {
@@ -47,12 +48,13 @@ struct job {
     uint8_t      kind;
     bool         release;        /* JOB_FENCE: this worker loses keys, run the release hook */
     bool         in_prio;        /* held: in the rerouted (front) segment */
-    bool         rerouted;       /* moved here from the queue of `routed`, which crashed */
     bool         embedded;       /* part of a larger object (a worker's stop item): never freed */
     struct job  *held_next, *held_prev; /* held order list (held.c); also side list and inbox */
     struct keylink links[KEYMAP_USES];  /* keymap.c: held by key, crash record by key */
     const struct snap *fence_before, *fence_after; /* JOB_FENCE with release */
     struct job_block  *block;    /* records made in bulk by a crash: freed with the last of them */
+    struct crash_record *owed_to; /* a crash owes this job (crash.h): rerouted from its crashed
+                                   * worker, or deferred behind a crash; NULL otherwise */
 };
 
 /* Records for a crashed worker's ring, allocated before the crash's point of no return as one block:

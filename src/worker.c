@@ -150,8 +150,13 @@ static void run_job(struct shard_worker *w, struct job *j)
 {
     run_unlocked(w, true, j->hash, call_job, j);
     bump(&w->executed);
-    if (j->rerouted)
-        shard__rerouted_done(w->d, j);
+    if (w->crash_stuck) {
+        /* Crashed while this job ran: its key may move on now that it has returned. */
+        w->crash_stuck = false;
+        shard__owed_done(w->d, &w->crash.stuck);
+    }
+    if (j->owed_to)
+        shard__owed_done(w->d, j);
     if (j != &w->scratch)
         shard__free_record(w, j);
 }
@@ -167,14 +172,24 @@ static void call_release(struct shard_worker *w, void *ctx)
     rc->d->cfg.on_release(w, &rc->h, rc->d->cfg.user);
 }
 
-static void pass_fence(struct shard_worker *w, uint64_t epoch)
+static void pass_fence(struct shard_worker *w, const struct job *fence)
 {
     shard_dispatcher *d = w->d;
-    /* release: every job this worker ran under older epochs happens before a reader of `passed`. */
-    atomic_store_explicit(&w->passed, epoch, memory_order_release);
     pthread_mutex_lock(&d->lock);
-    shard__settle(d);
-    shard__wake_holders(d);
+    /* release: every job this worker ran under older epochs happens before a reader of `passed`. */
+    atomic_store_explicit(&w->passed, fence->epoch, memory_order_release);
+    /* The fence's snapshot is kept: settled cannot pass it before this. */
+    shard__fence_passed(d, (struct snap *)fence->fence_after);
+    pthread_mutex_unlock(&d->lock);
+}
+
+/* The crash that interrupted this worker's release hook waited for the hook to return. */
+static void hook_returned_after_crash(struct shard_worker *w)
+{
+    shard_dispatcher *d = w->d;
+    pthread_mutex_lock(&d->lock);
+    w->hook_at_crash = false;
+    shard__handed_if_done(d, w);
     pthread_mutex_unlock(&d->lock);
 }
 
@@ -188,17 +203,18 @@ static void control(struct shard_worker *w, struct job *j)
             struct release_ctx rc = { d, { j->epoch, j->fence_before->ring, j->fence_after->ring } };
             run_unlocked(w, false, 0, call_release, &rc);
             if (crashed(w)) {
+                hook_returned_after_crash(w);
                 shard__free_record(w, j);
                 return;
             }
         }
-        pass_fence(w, j->epoch);
+        pass_fence(w, j);
         shard__free_record(w, j);
         break;
     case JOB_MARK:
         pthread_mutex_lock(&d->lock);
-        d->marks_pending--;
-        pthread_cond_broadcast(&d->cond);
+        if (--d->marks_pending == 0)
+            pthread_cond_broadcast(&d->cond);
         pthread_mutex_unlock(&d->lock);
         shard__free_record(w, j);
         break;
@@ -248,16 +264,27 @@ static void take(struct shard_worker *w, struct job *j)
     run_job(w, j);
 }
 
-/* The oldest epoch among held jobs routed to this worker. Rerouted jobs do not count: what a fence
- * promises is about the jobs routed here, and the keys of rerouted jobs stay blocked by their crashed
- * worker's record until they have run (so a fence never waits for a job stuck behind a crash). */
+/* The oldest epoch among held jobs that no crash owes. Owed ones do not count: what a fence promises
+ * is about the jobs routed here, and the keys of owed jobs stay blocked by their crash's entries
+ * until they have run (so a fence never waits for a job stuck behind a crash). */
 static uint64_t held_min_epoch(const struct held *h)
 {
     uint64_t min = UINT64_MAX;
     for (const struct job *j = h->head; j; j = j->held_next)
-        if (j->kind == JOB_RUN && !j->rerouted && j->epoch < min)
+        if (j->kind == JOB_RUN && !j->owed_to && j->epoch < min)
             min = j->epoch;
     return min;
+}
+
+/* A fence of epoch is held up by jobs of older epochs: those that wait behind a crash's entry are
+ * handed to that crash (shard__crash_defer), which then holds their key instead of this worker's
+ * fence. Return: the oldest epoch left. Only called while some crash owes something. */
+static uint64_t defer_crash_blocked(struct shard_worker *w, uint64_t epoch)
+{
+    for (struct job *j = w->held.head; j; j = j->held_next)
+        if (j->kind == JOB_RUN && !j->owed_to && j->epoch < epoch)
+            (void)shard__crash_defer(&w->d->crash, j);
+    return held_min_epoch(&w->held);
 }
 
 /* One walk over the held items in order, running or acting on whatever may go now. A job may go when
@@ -278,15 +305,19 @@ static void held_pass(struct shard_worker *w)
         bool go;
         if (j->kind == JOB_RUN)
             go = held_first_of_key(&w->held, j) && shard__job_may_run(d, j);
-        else if (j->kind == JOB_FENCE)
+        else if (j->kind == JOB_FENCE) {
+            if (!fence_before && min_epoch < j->epoch &&
+                atomic_load_explicit(&d->crash.entries, memory_order_acquire))
+                min_epoch = defer_crash_blocked(w, j->epoch);
             go = !fence_before && min_epoch >= j->epoch;
+        }
         else if (j->kind == JOB_MARK)
             go = !unstuck_before;
         else
             go = !blocked_before;
         if (!go) {
             blocked_before = true;
-            unstuck_before |= j->kind != JOB_RUN || !shard__stuck_key(d, j->hash);
+            unstuck_before |= j->kind != JOB_RUN || !shard__crash_stuck_key(&d->crash, j->hash);
             fence_before |= j->kind == JOB_FENCE;
             continue;
         }
@@ -306,6 +337,20 @@ static void held_pass(struct shard_worker *w)
     /* What ran may have unblocked items earlier in the list: walk again. */
     if (progress)
         w->held_dirty = true;
+}
+
+void shard__worker_sync_holding(struct shard_worker *w)
+{
+    bool now = w->held.count > 0;
+    if (now == w->holding_now)
+        return;
+    w->holding_now = now;
+    atomic_store_explicit(&w->holding, now, memory_order_relaxed);
+    /* seq_cst: before this worker next reads gen (held_needs_pass); pairs with shard__wake_holders. */
+    if (now)
+        atomic_fetch_add_explicit(&w->d->nholding, 1, memory_order_seq_cst);
+    else
+        atomic_fetch_sub_explicit(&w->d->nholding, 1, memory_order_seq_cst);
 }
 
 static bool held_needs_pass(struct shard_worker *w)
@@ -349,6 +394,7 @@ static void loop(struct shard_worker *w)
             break;
         if (inbox_pending(w))
             pull_inbox(w);
+        shard__worker_sync_holding(w);
         if (held_needs_pass(w)) {
             held_pass(w);
             continue;
@@ -389,22 +435,20 @@ void *shard__worker_main(void *arg)
     pthread_mutex_lock(&w->lock);
     loop(w);
     bool was_crashed = crashed(w);
+    shard__worker_sync_holding(w); /* a crash may have taken its held jobs */
     pthread_mutex_unlock(&w->lock);
     if (d->cfg.on_worker_stop)
         d->cfg.on_worker_stop(w, d->cfg.user);
 
     pthread_mutex_lock(&d->lock);
-    if (was_crashed) {
-        w->crash.stuck = false; /* its last job has returned: that key may move */
-        shard__crash_record_update(d, w);
-    } else {
+    if (!was_crashed) {
+        if (atomic_load_explicit(&w->state, memory_order_relaxed) == SHARD_WORKER_RETIRING && --d->nretiring == 0)
+            pthread_cond_broadcast(&d->cond);
         atomic_store_explicit(&w->passed, UINT64_MAX, memory_order_release);
         atomic_store_explicit(&w->state, SHARD_WORKER_EXITED, memory_order_release);
+        shard__wake_holders(d);
     }
     w->finished = true;
-    shard__settle(d);
-    shard__wake_holders(d);
-    pthread_cond_broadcast(&d->cond);
     pthread_mutex_unlock(&d->lock);
     shard__current_worker = NULL;
     return NULL;

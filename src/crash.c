@@ -1,0 +1,132 @@
+/* What crashes still owe, per key: one keymap for all crashes, a lock-free filter in front.
+ * SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "crash.h"
+
+#include <string.h>
+
+static _Atomic uint32_t *bucket(struct crash_table *t, uint64_t hash)
+{
+    return &t->filter[(hash ^ hash >> 29) % CRASH_FILTER_BUCKETS];
+}
+
+void shard__crash_table_init(struct crash_table *t)
+{
+    pthread_mutex_init(&t->lock, NULL);
+    keymap_init(&t->owed, KEYMAP_CRASH);
+    for (size_t i = 0; i < CRASH_FILTER_BUCKETS; i++)
+        atomic_init(&t->filter[i], 0);
+    atomic_init(&t->entries, 0);
+}
+
+void shard__crash_table_destroy(struct crash_table *t)
+{
+    pthread_mutex_destroy(&t->lock);
+}
+
+void shard__crash_record_init(struct crash_record *c)
+{
+    memset(c, 0, sizeof *c);
+    c->stuck.kind = JOB_RUN;
+    c->stuck.embedded = true;
+}
+
+/* Context: t->lock held. The relaxed counts are published by the caller's later release store (see
+ * crash.h); they are read with acquire below for the same chain. */
+static void insert(struct crash_table *t, struct crash_record *c, struct job *j)
+{
+    j->owed_to = c;
+    keymap_insert(&t->owed, j);
+    c->owed++;
+    atomic_fetch_add_explicit(bucket(t, j->hash), 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&t->entries, 1, memory_order_relaxed);
+}
+
+static bool remove_entry(struct crash_table *t, struct job *j)
+{
+    bool first = keymap_first(&t->owed, j->hash) == j;
+    keymap_remove(&t->owed, j);
+    j->owed_to->owed--;
+    atomic_fetch_sub_explicit(bucket(t, j->hash), 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&t->entries, 1, memory_order_relaxed);
+    return first;
+}
+
+static bool older_entry(struct crash_table *t, const struct job *j)
+{
+    const struct job *first = keymap_first(&t->owed, j->hash);
+    return first && first->epoch < j->epoch;
+}
+
+bool shard__crash_blocks(struct crash_table *t, const struct job *j)
+{
+    /* acquire: the count was raised before a release store this thread has acquired (crash.h). */
+    if (!atomic_load_explicit(bucket(t, j->hash), memory_order_acquire))
+        return false;
+    pthread_mutex_lock(&t->lock);
+    bool blocked = older_entry(t, j);
+    pthread_mutex_unlock(&t->lock);
+    return blocked;
+}
+
+bool shard__crash_stuck_key(struct crash_table *t, uint64_t hash)
+{
+    if (!atomic_load_explicit(bucket(t, hash), memory_order_acquire))
+        return false;
+    pthread_mutex_lock(&t->lock);
+    const struct job *first = keymap_first(&t->owed, hash);
+    bool stuck = first && first->epoch == 0;
+    pthread_mutex_unlock(&t->lock);
+    return stuck;
+}
+
+void shard__crash_stick(struct crash_table *t, struct crash_record *x, uint64_t hash)
+{
+    pthread_mutex_lock(&t->lock);
+    x->stuck.hash = hash;
+    x->stuck.epoch = 0;
+    insert(t, x, &x->stuck);
+    pthread_mutex_unlock(&t->lock);
+}
+
+void shard__crash_owe_list(struct crash_table *t, struct crash_record *x, struct job *list)
+{
+    pthread_mutex_lock(&t->lock);
+    for (struct job *j = list; j; j = j->held_next)
+        if (j->kind == JOB_RUN && !j->owed_to)
+            insert(t, x, j);
+    pthread_mutex_unlock(&t->lock);
+}
+
+bool shard__crash_defer(struct crash_table *t, struct job *j)
+{
+    if (!atomic_load_explicit(bucket(t, j->hash), memory_order_acquire))
+        return false;
+    pthread_mutex_lock(&t->lock);
+    bool defer = older_entry(t, j);
+    if (defer)
+        insert(t, keymap_first(&t->owed, j->hash)->owed_to, j);
+    pthread_mutex_unlock(&t->lock);
+    return defer;
+}
+
+bool shard__crash_paid(struct crash_table *t, struct job *j)
+{
+    pthread_mutex_lock(&t->lock);
+    bool first = remove_entry(t, j);
+    pthread_mutex_unlock(&t->lock);
+    j->owed_to = NULL;
+    return first;
+}
+
+bool shard__crash_unstick(struct crash_table *t, struct crash_record *x)
+{
+    return shard__crash_paid(t, &x->stuck);
+}
+
+bool shard__crash_settled(struct crash_table *t, struct crash_record *x)
+{
+    pthread_mutex_lock(&t->lock);
+    bool settled = x->owed == 0;
+    pthread_mutex_unlock(&t->lock);
+    return settled;
+}

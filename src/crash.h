@@ -1,0 +1,73 @@
+/* Internal: what crashes still owe, per key. SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * A crashed worker x stops counting by epochs (handoff.c); what it still holds up is kept here, as
+ * entries of one keymap shared by all crashes, each key's FIFO in epoch order:
+ *   - the key of the job x was running when it crashed, as x's `stuck` entry of epoch 0 (below every
+ *     job's epoch: no job of that key may run until the stuck job returns);
+ *   - each job of x's queue rerouted to a new owner, until it has run;
+ *   - jobs that a live worker holds behind one of the above when it passes a fence (fences count
+ *     epochs; these wait on a crash, so the crash owes them instead: shard__crash_defer).
+ * A job of key k may run when k's first entry is not of an older epoch than the job.
+ *
+ * Cheap when nothing is owed: a per-bucket count (`filter`) is read without the lock, and only a job
+ * whose bucket is counted takes the lock to look precisely. The counts change under the lock, before
+ * the change is published by a release store that a job checking later has acquired (the snapshot it
+ * was routed with, a worker's `passed`, or `handed`), so a job never misses an entry that concerns it.
+ *
+ * Lock order: `lock` is a leaf: nothing else is taken while it is held. */
+#ifndef SHARD_SRC_CRASH_H
+#define SHARD_SRC_CRASH_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "keymap.h"
+#include "queue.h"
+
+#define CRASH_FILTER_BUCKETS 4096u
+
+struct crash_table {
+    pthread_mutex_t  lock;
+    struct keymap    owed;                           /* L: KEYMAP_CRASH */
+    _Atomic uint32_t filter[CRASH_FILTER_BUCKETS];   /* L to change; read lock-free */
+    _Atomic uint32_t entries;                        /* L to change; read lock-free */
+};
+
+/* One crashed worker's part, embedded in the worker: its stuck entry and how many entries it owes
+ * (the worker is not freed while it owes any: the entries point at it). Fields under the table's
+ * lock. */
+struct crash_record {
+    struct job stuck;     /* the stuck entry: epoch 0, hash of the running job's key */
+    uint32_t   owed;      /* entries owed by this record, the stuck one included */
+};
+
+void shard__crash_table_init(struct crash_table *t);
+void shard__crash_table_destroy(struct crash_table *t);
+void shard__crash_record_init(struct crash_record *c);
+
+/* Whether an older entry of j's key stands before j. Context: any thread; lock-free when j's bucket
+ * holds no entry. */
+bool shard__crash_blocks(struct crash_table *t, const struct job *j);
+/* Whether the key's first entry is a stuck job (drain does not wait for what follows one). */
+bool shard__crash_stuck_key(struct crash_table *t, uint64_t hash);
+
+/* x crashed while running a job of hash: no job of that key may run until shard__crash_unstick. */
+void shard__crash_stick(struct crash_table *t, struct crash_record *x, uint64_t hash);
+/* Rerouted jobs of x (a list through held_next; only JOB_RUN jobs not yet owed are taken): x owes
+ * each until it has run. */
+void shard__crash_owe_list(struct crash_table *t, struct crash_record *x, struct job *list);
+/* If an older entry stands before j (a job held by a live worker), the crash that owns that entry
+ * owes j too, and j stops counting for its holder's fences. Return: whether j is now owed. */
+bool shard__crash_defer(struct crash_table *t, struct job *j);
+
+/* Remove an entry: j has run or was dropped; or x's stuck job returned. Return: whether the key's
+ * first entry changed (some held job may run now). */
+bool shard__crash_paid(struct crash_table *t, struct job *j);
+bool shard__crash_unstick(struct crash_table *t, struct crash_record *x);
+
+/* Whether x's record owes nothing any more. */
+bool shard__crash_settled(struct crash_table *t, struct crash_record *x);
+
+#endif

@@ -1,0 +1,158 @@
+/* Crash churn: jobs that submit jobs, while workers are added, removed and crashed every millisecond.
+ * A steady population of chains (one job of each chain in flight; each job submits its successor of
+ * the same key from its worker) runs over small queues while the control thread changes membership
+ * back to back. Checked: every chain advances exactly one step a run (nothing lost, nothing run twice,
+ * never two jobs of a key at once); throughput does not collapse while the churn goes on (the last
+ * second of churn runs at least a tenth of the first); the workers the dispatcher keeps stay bounded
+ * (left workers are reclaimed as they finish, not kept by old snapshots). Runs under TSan too.
+ *   stress_crash_churn [SECONDS]   (default 4; under sanitizers 3) */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "stress_common.h"
+
+#define CHAINS 20000
+#define WORKERS 4
+
+#define KEYS 4096
+
+/* A chain hops from key to key: its next job goes to another key, so every worker's queue holds many
+ * keys and a crash reroutes jobs of keys whose next jobs are already queued elsewhere. */
+struct chain {
+    unsigned   step;
+    unsigned   id;
+};
+
+static atomic_int key_running[KEYS];
+
+static unsigned key_of(const struct chain *c)
+{
+    return (c->id * 2654435761u + c->step * 40503u) % KEYS;
+}
+
+static shard_dispatcher *disp;
+static struct chain chains[CHAINS];
+static atomic_long steps;
+static atomic_int stop;
+static atomic_int failed_submits;
+
+static void step(shard_worker *w, void *arg)
+{
+    struct chain *c = arg;
+    unsigned k = key_of(c);
+    CHECK(atomic_fetch_add(&key_running[k], 1) == 0, "key %u ran on two workers at once (%s)", k,
+          shard_worker_name(w));
+    c->step++;
+    atomic_fetch_add_explicit(&steps, 1, memory_order_relaxed);
+    atomic_fetch_sub(&key_running[k], 1);
+    if (atomic_load_explicit(&stop, memory_order_relaxed))
+        return;
+    k = key_of(c);
+    int err = shard_submit(shard_worker_dispatcher(w), &k, sizeof k, step, c);
+    if (err)
+        atomic_fetch_add(&failed_submits, 1);
+}
+
+/* Chains are started from jobs: a job that submits never waits, while a thread outside the pool
+ * waiting for room in an 8-slot queue would compete with the chains' own successors for it. */
+static void seed(shard_worker *w, void *arg)
+{
+    long first = (long)arg;
+    for (long i = first; i < first + CHAINS / 4; i++) {
+        unsigned k = key_of(&chains[i]);
+        CHECK(shard_submit(shard_worker_dispatcher(w), &k, sizeof k, step, &chains[i]) == 0,
+              "first submit of chain %ld", i);
+    }
+}
+
+static long rss_kb(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, "VmRSS:", 6) == 0)
+            kb = atol(line + 6);
+    if (f)
+        fclose(f);
+    return kb;
+}
+
+static atomic_int control_stop;
+static int changes;
+
+static void *control(void *arg)
+{
+    (void)arg;
+    unsigned next = 0;
+    /* Extra workers alive now, by name number; each round adds one, then removes or crashes the
+     * oldest extra, so the ring keeps between WORKERS and WORKERS + 2 members. */
+    unsigned oldest = 0;
+    while (!atomic_load(&control_stop)) {
+        char name[16];
+        snprintf(name, sizeof name, "c%u", next);
+        int err = shard_worker_add(disp, name, 1);
+        CHECK(err == 0, "add %s: %s", name, shard_strerror(err));
+        next++;
+        changes++;
+        if (next - oldest > 2) {
+            snprintf(name, sizeof name, "c%u", oldest);
+            err = oldest % 2 ? shard_worker_crash(disp, name, SHARD_CRASH_REROUTE) : shard_worker_remove(disp, name);
+            CHECK(err == 0, "%s %s: %s", oldest % 2 ? "crash" : "remove", name, shard_strerror(err));
+            oldest++;
+            changes++;
+        }
+        stress_pause_ms(1);
+    }
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    int seconds = argc > 1 ? atoi(argv[1]) : STRESS_SANITIZED ? 3 : 4;
+    struct shard_config cfg = { .workers = WORKERS, .queue_capacity = 8 };
+    CHECK(shard_dispatcher_create(&disp, &cfg) == 0, "create");
+    for (unsigned i = 0; i < CHAINS; i++)
+        chains[i].id = i;
+    for (long i = 0; i < 4; i++)
+        CHECK(shard_submit(disp, "seed", 4, seed, (void *)(i * (CHAINS / 4))) == 0, "seed");
+    long rss0 = rss_kb();
+    pthread_t ctl;
+    pthread_create(&ctl, NULL, control, NULL);
+    long per_second[64] = { 0 };
+    long max_workers = 0, prev = atomic_load(&steps);
+    for (int s = 0; s < seconds && s < 64; s++) {
+        for (int ms = 0; ms < 1000; ms += 50) {
+            stress_pause_ms(50); /* sampling period of the measurement, not synchronisation */
+            long n = shard_dispatcher_worker_stats(disp, NULL, 0);
+            max_workers = n > max_workers ? n : max_workers;
+        }
+        long now = atomic_load(&steps);
+        per_second[s] = now - prev;
+        prev = now;
+        printf("churn second %d: %ld steps, %d changes so far, %ld workers listed\n", s + 1, per_second[s],
+               changes, shard_dispatcher_worker_stats(disp, NULL, 0));
+    }
+    atomic_store(&control_stop, 1);
+    pthread_join(ctl, NULL);
+    long rss1 = rss_kb();
+    atomic_store(&stop, 1);
+    CHECK(shard_drain(disp) == 0, "drain");
+    long total = 0;
+    for (int i = 0; i < CHAINS; i++)
+        total += chains[i].step;
+    CHECK(total == atomic_load(&steps), "chains advanced %ld steps, %ld runs counted", total, atomic_load(&steps));
+    CHECK(atomic_load(&failed_submits) == 0, "%d submits failed", atomic_load(&failed_submits));
+    CHECK(changes >= seconds * 50, "only %d membership changes in %d s", changes, seconds);
+    CHECK(per_second[seconds - 1] * 10 >= per_second[0], "throughput collapsed: %ld steps in the first second, %ld in the last",
+          per_second[0], per_second[seconds - 1]);
+    /* 4 members + 2 extra in the ring, plus those still finishing their last jobs (a change every
+     * few ms, each reaping what is done): tens at most, where keeping them grew to hundreds. */
+    CHECK(max_workers <= 40, "the dispatcher kept up to %ld workers", max_workers);
+    printf("crash churn: %ld steps in %d s, %d membership changes, up to %ld workers listed, RSS %ld -> %ld kB\n",
+           atomic_load(&steps), seconds, changes, max_workers, rss0, rss1);
+    shard_dispatcher_destroy(disp);
+    return stress_result("stress_crash_churn");
+}
