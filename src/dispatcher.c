@@ -137,22 +137,25 @@ SHARD_API int shard_dispatcher_create(shard_dispatcher **out, const struct shard
 
 SHARD_API void shard_dispatcher_destroy(shard_dispatcher *d)
 {
-    if (!d)
-        return;
-    pthread_mutex_lock(&d->ctl);
+    if (!d || shard__ctl_forbidden(d))
+        return; /* documented: ignored where it could only deadlock */
+    shard__ctl_lock(d);
     atomic_store_explicit(&d->shutdown, 1, memory_order_seq_cst);
-    /* Every submit that read shutdown == 0 is inside a read-side section: after this, none pushes. */
+    /* Every submit that read shutdown == 0 is inside a read-side section, or registered as a waiter
+     * before leaving it: after this, none pushes, and every waiter is counted. */
     shard_rcu_synchronize();
     pthread_mutex_lock(&d->space_lock);
     pthread_cond_broadcast(&d->space_cond);
     pthread_mutex_unlock(&d->space_lock);
     shard__membership_stop_all(d);
-    pthread_mutex_unlock(&d->ctl);
+    shard__ctl_unlock(d);
     /* Submitters sent back by the broadcast leave before the memory goes. */
     pthread_mutex_lock(&d->space_lock);
     while (atomic_load_explicit(&d->space_waiters, memory_order_acquire))
         pthread_cond_wait(&d->space_cond, &d->space_lock);
     pthread_mutex_unlock(&d->space_lock);
+    /* And so do submits that entered after shutdown was set: each reads d only inside its section. */
+    shard_rcu_synchronize();
     shard__dispatcher_free(d);
 }
 
@@ -170,36 +173,69 @@ void shard__dispatcher_free(shard_dispatcher *d)
 
 /* ---- submit ---- */
 
-/* Waits until w's ring has a free slot, the ring of workers changes, or destroy begins.
- * Return: true if destroy began; the caller must then not touch d again, since destroy frees it as
- * soon as the last waiter has left. */
-static bool wait_for_space(shard_dispatcher *d, struct shard_worker *w)
+struct space_wait {
+    shard_dispatcher    *d;
+    struct shard_worker *w;
+};
+
+/* Leaves the waiters: on return, and when the thread is cancelled inside pthread_cond_wait (which
+ * takes space_lock again before the handler runs). */
+static void space_leave(void *arg)
 {
-    pthread_mutex_lock(&d->space_lock);
-    uint64_t epoch = atomic_load_explicit(&d->space_epoch, memory_order_relaxed);
-    /* seq_cst, then seq_cst reads of the ring: the other half of shard__space_notify's pair. */
-    atomic_fetch_add_explicit(&d->space_waiters, 1, memory_order_seq_cst);
-    while (!queue_has_room(&w->q) && !atomic_load_explicit(&d->shutdown, memory_order_relaxed) &&
-           atomic_load_explicit(&d->space_epoch, memory_order_relaxed) == epoch)
-        pthread_cond_wait(&d->space_cond, &d->space_lock);
+    struct space_wait *sw = arg;
+    shard_dispatcher *d = sw->d;
     /* release: our reads of w's queue come before the reaper sees us gone and frees w. */
-    atomic_fetch_sub_explicit(&w->space_refs, 1, memory_order_release);
+    atomic_fetch_sub_explicit(&sw->w->space_refs, 1, memory_order_release);
     bool shutdown = atomic_load_explicit(&d->shutdown, memory_order_relaxed);
     atomic_fetch_sub_explicit(&d->space_waiters, 1, memory_order_release);
     if (shutdown)
         pthread_cond_broadcast(&d->space_cond); /* destroy waits for the last waiter to leave */
     pthread_mutex_unlock(&d->space_lock);
+}
+
+/* Waits until w's ring has a free slot, the ring of workers changes (space_epoch moves from epoch),
+ * or destroy begins. The caller registered as a waiter (space_waiters, w->space_refs) inside the
+ * read-side section that found w, and left it. A cancellation point: a cancelled waiter leaves.
+ * Return: true if destroy began; the caller must then not touch d again, since destroy frees it as
+ * soon as the last waiter has left. */
+static bool wait_for_space(shard_dispatcher *d, struct shard_worker *w, uint64_t epoch)
+{
+    struct space_wait sw = { d, w };
+    bool shutdown;
+    pthread_mutex_lock(&d->space_lock);
+    pthread_cleanup_push(space_leave, &sw);
+    while (!queue_has_room(&w->q) && !atomic_load_explicit(&d->shutdown, memory_order_relaxed) &&
+           atomic_load_explicit(&d->space_epoch, memory_order_relaxed) == epoch)
+        pthread_cond_wait(&d->space_cond, &d->space_lock);
+    shutdown = atomic_load_explicit(&d->shutdown, memory_order_relaxed);
+    pthread_cleanup_pop(1);
     return shutdown;
+}
+
+/* Context: inside the read-side section that found w full. Return: the space epoch to wait on. */
+static uint64_t space_register(shard_dispatcher *d, struct shard_worker *w)
+{
+    /* A worker is freed only after a grace period that follows its last appearance in a snapshot,
+     * so the reaper sees this count. */
+    atomic_fetch_add_explicit(&w->space_refs, 1, memory_order_relaxed);
+    /* seq_cst, then seq_cst reads of the ring: the other half of shard__space_notify's pair. Inside
+     * the section: destroy's grace period after setting shutdown sees every waiter counted. */
+    atomic_fetch_add_explicit(&d->space_waiters, 1, memory_order_seq_cst);
+    /* Read before leaving the section: a change that published a new ring bumps space_epoch only
+     * after its grace period, so a change this submit has not seen is seen as a new epoch. */
+    return atomic_load_explicit(&d->space_epoch, memory_order_acquire);
 }
 
 static int submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn fn, void *arg, bool wait)
 {
     if (!d || !fn || (!key && len > 0))
         return -EINVAL;
-    uint64_t h = shard__hash_key_cfg(&d->cfg.ring, key, len);
     bool from_worker = shard__current_worker != NULL;
+    /* From here on d is read only inside a read-side section, or by a registered waiter: destroy
+     * frees it after a grace period that follows both (shard_dispatcher_destroy). */
+    shard_rcu_read_lock();
+    uint64_t h = shard__hash_key_cfg(&d->cfg.ring, key, len);
     for (;;) {
-        shard_rcu_read_lock();
         if (atomic_load_explicit(&d->shutdown, memory_order_relaxed)) {
             shard_rcu_read_unlock();
             return -ESHUTDOWN;
@@ -225,16 +261,15 @@ static int submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn
             shard_rcu_read_unlock();
             return 0;
         }
-        if (wait) {
-            /* Taken inside the read-side section that found w: a worker is freed only after a grace
-             * period that follows its last appearance in a snapshot, so the reaper sees this count. */
-            atomic_fetch_add_explicit(&w->space_refs, 1, memory_order_relaxed);
-        }
-        shard_rcu_read_unlock();
-        if (!wait)
+        if (!wait) {
+            shard_rcu_read_unlock();
             return -EAGAIN;
-        if (wait_for_space(d, w))
+        }
+        uint64_t epoch = space_register(d, w);
+        shard_rcu_read_unlock();
+        if (wait_for_space(d, w, epoch))
             return -ESHUTDOWN;
+        shard_rcu_read_lock();
     }
 }
 

@@ -167,6 +167,11 @@ void  shard__worker_free(struct shard_worker *w);
 void  shard__dispatcher_free(shard_dispatcher *d);
 
 /* membership.c */
+/* Whether this thread may not take d's ctl: a worker, a hook of d's control thread, or inside an RCU
+ * read-side section. */
+bool  shard__ctl_forbidden(shard_dispatcher *d);
+void  shard__ctl_lock(shard_dispatcher *d);
+void  shard__ctl_unlock(shard_dispatcher *d);
 int   shard__membership_init(shard_dispatcher *d);     /* initial workers and ring, epoch 1 */
 void  shard__membership_stop_all(shard_dispatcher *d); /* destroy: stop and join every worker */
 void  shard__membership_free(shard_dispatcher *d);

@@ -270,15 +270,39 @@ static void reap_workers(shard_dispatcher *d)
     }
 }
 
+/* The dispatcher whose ctl this thread holds, if any: hooks that run on the control thread
+ * (on_dropped, the ring's hooks) must not ask for it again. */
+static _Thread_local shard_dispatcher *ctl_holder;
+
+bool shard__ctl_forbidden(shard_dispatcher *d)
+{
+    /* A worker may be the one a change waits for; the control thread's own hooks hold ctl; inside an
+     * RCU read-side section (the application's, on a thread it registered) a grace period never
+     * ends. */
+    return shard__current_worker || ctl_holder == d || rcu_read_ongoing();
+}
+
+void shard__ctl_lock(shard_dispatcher *d)
+{
+    pthread_mutex_lock(&d->ctl);
+    ctl_holder = d;
+}
+
+void shard__ctl_unlock(shard_dispatcher *d)
+{
+    ctl_holder = NULL;
+    pthread_mutex_unlock(&d->ctl);
+}
+
 static int ctl_enter(shard_dispatcher *d)
 {
     if (!d)
         return -EINVAL;
-    if (shard__current_worker)
+    if (shard__ctl_forbidden(d))
         return -EDEADLK;
-    pthread_mutex_lock(&d->ctl);
+    shard__ctl_lock(d);
     if (atomic_load_explicit(&d->shutdown, memory_order_relaxed)) {
-        pthread_mutex_unlock(&d->ctl);
+        shard__ctl_unlock(d);
         return -ESHUTDOWN;
     }
     reap_snapshots(d);
@@ -409,7 +433,7 @@ out:
     if (w)
         shard__worker_free(w);
     shard_ring_destroy(ring);
-    pthread_mutex_unlock(&d->ctl);
+    shard__ctl_unlock(d);
     return err;
 }
 
@@ -436,7 +460,7 @@ static int leave_prepare(shard_dispatcher *d, const char *name, bool fence_x, st
     else
         shard_ring_destroy(ring);
     if (err)
-        pthread_mutex_unlock(&d->ctl);
+        shard__ctl_unlock(d);
     return err;
 }
 
@@ -455,7 +479,7 @@ SHARD_API int shard_worker_remove(shard_dispatcher *d, const char *name)
     push_fences(&c); /* x's fence included: it runs x's release hook once x's queue is done */
     queue_push_side(&x->q, &x->stop_item);
     shard__worker_wake(x);
-    pthread_mutex_unlock(&d->ctl);
+    shard__ctl_unlock(d);
     return 0;
 }
 
@@ -612,7 +636,7 @@ SHARD_API int shard_worker_crash(shard_dispatcher *d, const char *name, enum sha
     free(lists);
     push_fences(&c);
 out:
-    pthread_mutex_unlock(&d->ctl);
+    shard__ctl_unlock(d);
     return err;
 }
 
@@ -635,7 +659,7 @@ SHARD_API int shard_drain(shard_dispatcher *d)
         }
     }
     if (!marks) {
-        pthread_mutex_unlock(&d->ctl);
+        shard__ctl_unlock(d);
         return -ENOMEM;
     }
     pthread_mutex_lock(&d->lock);
@@ -652,7 +676,7 @@ SHARD_API int shard_drain(shard_dispatcher *d)
     while (d->marks_pending || d->nretiring)
         pthread_cond_wait(&d->cond, &d->lock);
     pthread_mutex_unlock(&d->lock);
-    pthread_mutex_unlock(&d->ctl);
+    shard__ctl_unlock(d);
     return 0;
 }
 

@@ -2,20 +2,24 @@
 #include "rcu.h"
 
 #include <pthread.h>
+#include <stdbool.h>
 
-_Thread_local int shard__rcu_registered;
+_Thread_local int shard__rcu_temporary;
 #ifdef SHARD_TSAN
 char shard__rcu_grace_token;
 #endif
 
 static pthread_key_t unregister_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+static _Thread_local bool exiting; /* this thread's destructor below has run */
 
 static void unregister_at_exit(void *unused)
 {
     (void)unused;
-    rcu_unregister_thread();
-    shard__rcu_registered = 0;
+    exiting = true;
+    /* The application may have unregistered the thread itself meanwhile. */
+    if (URCU_TLS(rcu_reader).registered && !rcu_read_ongoing())
+        rcu_unregister_thread();
 }
 
 static void make_key(void)
@@ -25,13 +29,25 @@ static void make_key(void)
     (void)pthread_key_create(&unregister_key, unregister_at_exit);
 }
 
-void shard__rcu_ensure_registered(void)
+void shard__rcu_register(void)
 {
     pthread_once(&key_once, make_key);
     rcu_register_thread();
-    shard__rcu_registered = 1;
+    if (exiting) {
+        /* Destructors may not run again: unregister when this section ends. */
+        shard__rcu_temporary = 1;
+        return;
+    }
     /* Any non-NULL value makes the destructor run when the thread exits. */
-    pthread_setspecific(unregister_key, &shard__rcu_registered);
+    pthread_setspecific(unregister_key, &unregister_key);
+}
+
+void shard__rcu_unregister_temporary(void)
+{
+    if (rcu_read_ongoing())
+        return;
+    shard__rcu_temporary = 0;
+    rcu_unregister_thread();
 }
 
 void shard_rcu_synchronize(void)

@@ -1,7 +1,12 @@
 /* Internal: userspace RCU (liburcu, memb flavour) as shard uses it. SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * Read side inline (_LGPL_SOURCE; shard is LGPL-2.1-or-later). Threads register lazily on their first
- * read-side section and unregister when they exit (a pthread key destructor).
+ * Read side inline (_LGPL_SOURCE; shard is LGPL-2.1-or-later). A thread that liburcu does not know is
+ * registered on its first read-side section and unregistered when it exits (a pthread key
+ * destructor). Registration is liburcu's own flag, so a thread the application registered itself
+ * (same memb flavour) is used as it is, and left to the application to unregister. A thread whose
+ * destructor already ran (a submit from a later TLS destructor, after which glibc may run no further
+ * destructor round) registers for the one section and unregisters at its end: it never exits
+ * registered, which would leave liburcu waiting for it for ever.
  *
  * ThreadSanitizer cannot see the ordering liburcu builds from membarrier and inline assembly: that a
  * grace period waits for every read-side section that began before it. Under TSan these wrappers tell
@@ -31,14 +36,16 @@ extern char shard__rcu_grace_token;
 #define SHARD_TSAN_ACQUIRE(p) ((void)0)
 #endif
 
-/* Registers the calling thread on first use; Context: any thread. */
-void shard__rcu_ensure_registered(void);
-extern _Thread_local int shard__rcu_registered;
+/* Registers the calling thread with liburcu. Context: a thread liburcu does not know. */
+void shard__rcu_register(void);
+/* Unregisters a thread registered for one section only, once it is outside every section. */
+void shard__rcu_unregister_temporary(void);
+extern _Thread_local int shard__rcu_temporary;
 
 static inline void shard_rcu_read_lock(void)
 {
-    if (__builtin_expect(!shard__rcu_registered, 0))
-        shard__rcu_ensure_registered();
+    if (__builtin_expect(!URCU_TLS(rcu_reader).registered, 0))
+        shard__rcu_register();
     rcu_read_lock();
 }
 
@@ -48,6 +55,8 @@ static inline void shard_rcu_read_unlock(void)
     SHARD_TSAN_RELEASE(&shard__rcu_grace_token);
 #endif
     rcu_read_unlock();
+    if (__builtin_expect(shard__rcu_temporary, 0))
+        shard__rcu_unregister_temporary();
 }
 
 /* Waits for every read-side section begun before the call. Not with a read lock held. */
