@@ -4,9 +4,9 @@
  * The threads share one listening socket, each watching it with EPOLLEXCLUSIVE so that a new
  * connection wakes one of them (SO_REUSEPORT would spread them too, but would also let a second
  * server bind the same port without an error). Each has its own epoll and its own connections:
- * nothing else is shared between threads but the completion stack, which workers push onto. A connection stops being read while it has
- * max_pipeline requests in flight or a large unsent output, so a client that pipelines without
- * reading cannot grow the server's memory without bound. */
+ * nothing else is shared between threads but the completion stack, which workers push onto. A
+ * connection stops being read while it has max_pipeline requests in flight or a large unsent output,
+ * so a client that pipelines without reading cannot grow the server's memory without bound. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -24,12 +24,20 @@
 #define OUT_LIMIT    (1024 * 1024)
 #define MAX_EVENTS   64
 
+/* Whether the connection may take another request. */
+static bool conn_may_take(const struct conn *c)
+{
+    return !c->closing && !c->dead && c->inflight < c->nt->srv->opt.max_pipeline &&
+           c->out.len < OUT_LIMIT;
+}
+
 static void conn_watch(struct conn *c)
 {
-    bool in = !c->closing && !c->eof && !c->dead && c->inflight < c->nt->srv->opt.max_pipeline &&
-              c->out.len < OUT_LIMIT;
+    if (c->dead || c->hungup)
+        return;
+    bool in = conn_may_take(c) && !c->eof;
     bool out = c->out.len > 0;
-    if (c->dead || (in == c->want_in && out == c->want_out))
+    if (in == c->want_in && out == c->want_out)
         return;
     struct epoll_event ev = { .events = (in ? EPOLLIN : 0u) | (out ? EPOLLOUT : 0u), .data.ptr = c };
     epoll_ctl(c->nt->epfd, EPOLL_CTL_MOD, c->fd, &ev);
@@ -37,17 +45,40 @@ static void conn_watch(struct conn *c)
     c->want_out = out;
 }
 
+static void conn_close_socket(struct conn *c)
+{
+    if (c->fd < 0)
+        return;
+    if (!c->hungup)
+        epoll_ctl(c->nt->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+    close(c->fd);
+    c->fd = -1;
+}
+
 /* Closes the socket at once; the struct lives on until its last request is done. */
 static void conn_kill(struct conn *c)
 {
     if (c->dead)
         return;
-    epoll_ctl(c->nt->epfd, EPOLL_CTL_DEL, c->fd, NULL);
-    close(c->fd);
-    c->fd = -1;
+    conn_close_socket(c);
     c->dead = true;
     buf_free(&c->in);
     buf_free(&c->out);
+}
+
+/* The peer is gone (a write failed; epoll reports a hang-up or an error): its replies cannot be
+ * delivered, but every command it sent is still run, as redis-server runs what it received before a
+ * reset. The socket leaves epoll, which would report the hang-up at every wait while requests run;
+ * conn_pump reads it from now on, as the connection takes more, and closes it at the end of its data. */
+static void conn_hangup(struct conn *c)
+{
+    if (c->hungup || c->dead)
+        return;
+    epoll_ctl(c->nt->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+    c->hungup = true;
+    buf_free(&c->out);
+    if (c->eof)
+        conn_close_socket(c);
 }
 
 /* Unlinks a dead connection. Its memory is freed after the current batch of epoll events, which
@@ -145,7 +176,7 @@ static bool conn_parse(struct conn *c)
     struct server *srv = c->nt->srv;
     size_t off = 0;
     bool progress = false, drained = false; /* drained: what is left is at most part of a request */
-    while (!c->closing && !c->dead && c->inflight < srv->opt.max_pipeline && c->out.len < OUT_LIMIT) {
+    while (conn_may_take(c)) {
         size_t argc;
         const char *why;
         long n = off < c->in.len ? resp_parse(c->in.p + off, c->in.len - off, &srv->opt.limits,
@@ -179,100 +210,118 @@ static bool conn_parse(struct conn *c)
     return progress;
 }
 
-/* Moves the replies of done requests at the head of the FIFO to the output. */
-static void conn_collect(struct conn *c)
+/* Moves the replies of done requests at the head of the FIFO to the output; a connection that can no
+ * longer be written drops them. Return: whether it moved anything. */
+static bool conn_collect(struct conn *c)
 {
+    bool moved = false;
     while (c->head && c->head->done) {
         struct request *r = c->head;
         c->head = r->next;
         if (!c->head)
             c->tail = NULL;
         c->inflight--;
-        if (!c->dead) {
+        if (!c->dead && !c->hungup) {
             if (r->reply.failed)
                 resp_error(&c->out, "ERR out of memory");
             else
                 buf_put(&c->out, r->reply.p, r->reply.len);
         }
         request_free(r);
+        moved = true;
     }
+    return moved;
 }
 
-static void conn_write(struct conn *c)
+/* Return: whether it wrote anything or the connection changed state. */
+static bool conn_write(struct conn *c)
 {
+    if (c->dead || c->hungup)
+        return false;
     size_t off = 0;
-    while (!c->dead && off < c->out.len) {
+    while (off < c->out.len) {
         ssize_t n = send(c->fd, c->out.p + off, c->out.len - off, MSG_NOSIGNAL);
-        if (n > 0)
+        if (n > 0) {
             off += (size_t)n;
-        else if (n < 0 && errno == EINTR)
+        } else if (n < 0 && errno == EINTR) {
             continue;
-        else if (n < 0 && errno == EAGAIN)
+        } else if (n < 0 && errno == EAGAIN) {
             break;
-        else
-            conn_kill(c);
+        } else {
+            conn_hangup(c); /* EPIPE, ECONNRESET: what it sent is still run */
+            return true;
+        }
     }
-    if (!c->dead)
-        buf_consume(&c->out, off);
-    if (c->out.failed)
+    buf_consume(&c->out, off);
+    if (c->out.failed) {
         conn_kill(c);
+        return true;
+    }
+    return off > 0;
 }
 
-/* Everything a connection can do now: parse, collect replies, write; again while that frees room.
- * May free c. */
-static void conn_pump(struct conn *c)
-{
-    bool again = true;
-    while (again) {
-        /* Parsing may be stopped by the limits that collecting lifts: go round while either moved. */
-        again = conn_parse(c);
-        uint32_t before = c->inflight;
-        conn_collect(c);
-        again |= c->inflight < before;
-        if (c->dead) {
-            if (!c->head)
-                conn_free(c);
-            return;
-        }
-        conn_write(c);
-        if (c->closing && !c->head && c->out.len == 0) {
-            conn_kill(c);
-            conn_free(c);
-            return;
-        }
-    }
-    if (c->dead) {
-        if (!c->head)
-            conn_free(c);
-        return;
-    }
-    conn_watch(c);
-}
-
-static void conn_read(struct conn *c)
+/* Reads what the socket has, up to READ_BUDGET. Return: whether it read anything or the connection
+ * changed state. */
+static bool conn_recv(struct conn *c)
 {
     size_t got = 0;
     while (got < READ_BUDGET) {
         if (!buf_reserve(&c->in, READ_CHUNK)) {
             conn_kill(c);
-            break;
+            return true;
         }
         ssize_t n = recv(c->fd, c->in.p + c->in.len, c->in.cap - c->in.len, 0);
         if (n > 0) {
             c->in.len += (size_t)n;
             got += (size_t)n;
-        } else if (n < 0 && errno == EINTR) {
             continue;
-        } else if (n < 0 && errno == EAGAIN) {
-            break;
-        } else if (n == 0) {
-            c->eof = true; /* run what it sent, as Redis does with what it read before the EOF */
-            break;
-        } else {
-            conn_kill(c); /* the connection is broken: pending replies are dropped as they finish */
-            break;
         }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN && !c->hungup)
+            break;
+        /* The end of what it sent: its last byte (0), a reset (an error, after every byte received
+         * before it), or, on a hung-up connection, nothing more. What it sent is run, as Redis does. */
+        if (n < 0 && errno != EAGAIN)
+            conn_hangup(c);
+        c->eof = true;
+        if (c->hungup)
+            conn_close_socket(c);
+        return true;
     }
+    return got > 0;
+}
+
+/* Everything a connection can do now: parse, collect replies, write, and on a hung-up connection
+ * read; again while any of that moved, since each can lift what stopped another. May free c. */
+static void conn_pump(struct conn *c)
+{
+    for (;;) {
+        bool moved = conn_parse(c);
+        moved |= conn_collect(c);
+        moved |= conn_write(c);
+        if (c->hungup && !c->eof && !c->dead && conn_may_take(c))
+            moved |= conn_recv(c);
+        if (c->closing && !c->dead && !c->head && c->out.len == 0)
+            conn_kill(c);
+        if (c->dead) {
+            if (!c->head)
+                conn_free(c);
+            return;
+        }
+        if (!moved)
+            break;
+    }
+    conn_watch(c);
+}
+
+/* An epoll event of a connection. May free c. */
+static void conn_event(struct conn *c, uint32_t events)
+{
+    if (events & (EPOLLHUP | EPOLLERR))
+        conn_hangup(c);
+    else if (events & EPOLLIN)
+        conn_recv(c);
     conn_pump(c);
 }
 
@@ -340,12 +389,10 @@ static void *net_main(void *arg)
                 accept_all(nt);
             else if (ev[i].data.ptr == nt)
                 take_completions(nt);
-            else if (c->dead)
-                continue; /* closed by an earlier event of this batch */
-            else if (ev[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))
-                conn_read(c);
-            else if (ev[i].events & EPOLLOUT)
-                conn_pump(c);
+            else if (c->dead || c->hungup)
+                continue; /* out of epoll since an earlier event of this batch */
+            else
+                conn_event(c, ev[i].events);
         }
         take_completions(nt);
         bury(nt);

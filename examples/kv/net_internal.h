@@ -4,15 +4,25 @@
 
 #include "server.h"
 
+/* A connection belongs to one network thread, and only that thread touches it. Its life:
+ *
+ *   open --recv 0--------------------> eof: what is left is parsed and run, then closing
+ *   open --QUIT, protocol error------> closing: read no more; closed once every reply is written
+ *   open --write fails, EPOLLHUP/ERR-> hungup: out of epoll, replies dropped, still read (by conn_pump)
+ *                                      and run up to the end of what it sent; then closing
+ *   closing, all written; no memory -> dead: socket closed; freed when its last request is done
+ *
+ * eof, closing and hungup combine (eof then hungup: a client that half-closed, then reset). */
 struct conn {
     int                fd; /* -1 once closed */
     struct net_thread *nt;
     struct buf         in, out;
     struct request    *head, *tail; /* requests in arrival order; replies leave from the head */
     uint32_t           inflight;    /* requests in the FIFO */
-    bool               closing;     /* read no more; close once every reply is written */
-    bool               eof;         /* the client sent its last byte; parse what is left */
-    bool               dead;        /* closed; freed when its last request is done */
+    bool               closing;
+    bool               eof;
+    bool               hungup;
+    bool               dead;
     bool               want_in, want_out; /* what epoll watches for it */
     bool               touched;     /* in the list of connections with completed requests */
     struct conn       *touched_next;
