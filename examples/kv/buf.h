@@ -94,9 +94,15 @@ static inline void resp_array(struct buf *b, int64_t n)
     buf_printf_line(b, '*', "%c%" PRId64 "\r\n", n);
 }
 
-static inline void resp_bulk(struct buf *b, const void *s, size_t n)
+/* A bulk string's first line; its n bytes and "\r\n" follow. */
+static inline void resp_bulk_header(struct buf *b, size_t n)
 {
     buf_printf_line(b, '$', "%c%" PRId64 "\r\n", (int64_t)n);
+}
+
+static inline void resp_bulk(struct buf *b, const void *s, size_t n)
+{
+    resp_bulk_header(b, n);
     buf_put(b, s, n);
     buf_put(b, "\r\n", 2);
 }

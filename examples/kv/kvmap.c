@@ -27,22 +27,39 @@ struct kv_entry *kv_entry_new(uint64_t hash, const void *key, size_t klen, const
     return e;
 }
 
+struct kv_value *kv_value_get(struct kv_value *v)
+{
+    /* relaxed: the caller's own reference keeps v alive; the new holder is handed v (and its bytes)
+     * by whatever passes it on, such as a request's completion. */
+    atomic_fetch_add_explicit(&v->refs, 1, memory_order_relaxed);
+    return v;
+}
+
+void kv_value_put(struct kv_value *v)
+{
+    /* acq_rel: each holder's reads of the bytes are released by its decrement; the last one acquires
+     * them all before it frees the value. */
+    if (v && atomic_fetch_sub_explicit(&v->refs, 1, memory_order_acq_rel) == 1)
+        free(v);
+}
+
 int kv_entry_set(struct kv_entry *e, const void *val, size_t vlen)
 {
-    char *v = malloc(vlen ? vlen : 1);
+    struct kv_value *v = malloc(sizeof *v + vlen);
     if (!v)
         return -ENOMEM;
-    memcpy(v, val, vlen);
-    free(e->val);
+    atomic_init(&v->refs, 1);
+    v->len = vlen;
+    memcpy(v->data, val, vlen);
+    kv_value_put(e->val);
     e->val = v;
-    e->vlen = vlen;
     return 0;
 }
 
 void kv_entry_free(struct kv_entry *e)
 {
     if (e) {
-        free(e->val);
+        kv_value_put(e->val);
         free(e);
     }
 }

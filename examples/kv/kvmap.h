@@ -4,19 +4,33 @@
  * Written by hand: glibc's hsearch cannot delete or grow, and liburcu's rculfhash is a concurrent map
  * that would make every worker pay for RCU reads on data only it touches. Separate chaining over a
  * power-of-two bucket array, grown at load factor 1; entries are allocated by the caller so that an
- * entry can move between maps (a worker's map and the transit area) without being copied. */
+ * entry can move between maps (a worker's map and the transit area) without being copied.
+ *
+ * Values are reference-counted and never change once made: setting a key gives it a new value, so a
+ * reply can send a large value without copying it while the key moves on (commands.c). */
 #ifndef KV_KVMAP_H
 #define KV_KVMAP_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+struct kv_value {
+    atomic_size_t refs; /* the entry holding it, and each reply sending it */
+    size_t        len;
+    char          data[];
+};
+
+/* One more reference to v. Context: a thread that holds a reference (the store's worker). */
+struct kv_value *kv_value_get(struct kv_value *v);
+/* Drops a reference; the last one frees v. Accepts NULL. Context: any thread. */
+void kv_value_put(struct kv_value *v);
+
 struct kv_entry {
     struct kv_entry *next; /* bucket chain, or a list of entries on their way elsewhere */
     uint64_t         hash; /* kv_hash of the key */
-    char            *val;
-    size_t           vlen;
+    struct kv_value *val;  /* never NULL; the entry's reference */
     size_t           klen;
     char             key[];
 };
@@ -31,7 +45,8 @@ uint64_t kv_hash(const void *key, size_t len);
 
 /* A new entry with a copy of key and of val; NULL without memory. Free with kv_entry_free. */
 struct kv_entry *kv_entry_new(uint64_t hash, const void *key, size_t klen, const void *val, size_t vlen);
-/* Replaces the value with a copy of val. Return: 0; -ENOMEM (the old value stays). */
+/* Gives e a new value, a copy of val, dropping its reference to the old one. Return: 0; -ENOMEM (the
+ * old value stays). */
 int  kv_entry_set(struct kv_entry *e, const void *val, size_t vlen);
 void kv_entry_free(struct kv_entry *e);
 

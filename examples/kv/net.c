@@ -210,25 +210,25 @@ static bool conn_parse(struct conn *c)
     return progress;
 }
 
-/* Moves the replies of done requests at the head of the FIFO to the output; a connection that can no
- * longer be written drops them. Return: whether it moved anything. */
+/* Copies the replies of done requests at the head of the FIFO to the output, a piece at a time while
+ * it holds less than OUT_LIMIT; a connection that can no longer be written drops them. Return:
+ * whether it moved anything. */
 static bool conn_collect(struct conn *c)
 {
-    bool moved = false;
-    while (c->head && c->head->done) {
+    bool drop = c->dead || c->hungup, moved = false;
+    while (c->head && c->head->done && (drop || c->out.len < OUT_LIMIT)) {
         struct request *r = c->head;
+        moved = true;
+        if (!drop) {
+            request_put_piece(r, &c->out);
+            if (!request_all_put(r))
+                continue;
+        }
         c->head = r->next;
         if (!c->head)
             c->tail = NULL;
         c->inflight--;
-        if (!c->dead && !c->hungup) {
-            if (r->reply.failed)
-                resp_error(&c->out, "ERR out of memory");
-            else
-                buf_put(&c->out, r->reply.p, r->reply.len);
-        }
         request_free(r);
-        moved = true;
     }
     return moved;
 }

@@ -31,7 +31,7 @@ struct request *request_new(struct conn *c, struct net_thread *nt, struct server
     /* One allocation: the request, its parts, their replies, argv and the argument bytes. */
     size_t off_parts = align_up(sizeof(struct request));
     size_t off_replies = align_up(off_parts + nparts * sizeof(struct part));
-    size_t off_argv = align_up(off_replies + nparts * sizeof(struct buf));
+    size_t off_argv = align_up(off_replies + nparts * sizeof(struct part_reply));
     size_t off_bytes = off_argv + argc * sizeof(struct resp_arg);
     char *mem = calloc(1, off_bytes + bytes);
     if (!mem)
@@ -44,7 +44,7 @@ struct request *request_new(struct conn *c, struct net_thread *nt, struct server
     r->argc = argc;
     r->nparts = nparts;
     r->parts = (struct part *)(mem + off_parts);
-    r->part_reply = (struct buf *)(mem + off_replies);
+    r->part_reply = (struct part_reply *)(mem + off_replies);
     r->argv = (struct resp_arg *)(mem + off_argv);
     char *p = mem + off_bytes;
     for (uint32_t i = 0; i < argc; i++) {
@@ -62,8 +62,10 @@ struct request *request_new(struct conn *c, struct net_thread *nt, struct server
 
 void request_free(struct request *r)
 {
-    for (uint32_t i = 0; i < r->nparts; i++)
-        buf_free(&r->part_reply[i]);
+    for (uint32_t i = 0; i < r->nparts; i++) {
+        buf_free(&r->part_reply[i].text);
+        kv_value_put(r->part_reply[i].value);
+    }
     buf_free(&r->reply);
     free(r);
 }
@@ -78,8 +80,7 @@ static void finish(struct request *r)
     } else if (r->cmd->finish) {
         r->cmd->finish(r);
     } else {
-        r->reply = r->part_reply[0];
-        r->part_reply[0] = (struct buf){ 0 };
+        r->reply_parts = true; /* the one part's reply is the reply */
     }
     request_complete(r);
 }
@@ -108,7 +109,7 @@ static void run_part(shard_worker *w, void *arg)
         r->cmd->part(s, r, p);
     else
         part_failed(r, -ENOMEM);
-    if (r->part_reply[p->index].failed)
+    if (r->part_reply[p->index].text.failed)
         part_failed(r, -ENOMEM);
     part_done(r);
 }
@@ -143,4 +144,50 @@ void request_complete(struct request *r)
         ssize_t n = write(nt->event_fd, &one, sizeof one);
         (void)n; /* fails only when the counter would overflow: a wake-up is pending anyway */
     }
+}
+
+#define OUT_OF_MEMORY "-ERR out of memory\r\n"
+
+/* The reply's pieces: 0 is r->reply (or the out-of-memory error that replaces it), i > 0 is part
+ * i - 1's reply. */
+static uint32_t pieces(const struct request *r)
+{
+    return 1 + (r->reply_parts && !r->reply.failed ? r->nparts : 0);
+}
+
+static size_t piece_bytes(const struct request *r, uint32_t i)
+{
+    if (i == 0)
+        return r->reply.failed ? sizeof OUT_OF_MEMORY - 1 : r->reply.len;
+    const struct part_reply *p = &r->part_reply[i - 1];
+    return p->text.len + (p->value ? p->value->len + 2 : 0);
+}
+
+bool request_all_put(const struct request *r)
+{
+    return r->put == pieces(r);
+}
+
+size_t request_put_piece(struct request *r, struct buf *out)
+{
+    uint32_t i = r->put++;
+    size_t n = piece_bytes(r, i);
+    if (i == 0) {
+        if (r->reply.failed)
+            buf_put(out, OUT_OF_MEMORY, n);
+        else
+            buf_put(out, r->reply.p, r->reply.len);
+        return n;
+    }
+    struct part_reply *p = &r->part_reply[i - 1];
+    buf_put(out, p->text.p, p->text.len);
+    if (p->value) {
+        buf_put(out, p->value->data, p->value->len);
+        buf_put(out, "\r\n", 2);
+    }
+    /* Freed now rather than with the request: a large MGET gives its memory back part by part. */
+    buf_free(&p->text);
+    kv_value_put(p->value);
+    p->value = NULL;
+    return n;
 }

@@ -8,7 +8,13 @@
  * go to the admin thread (admin.c), which is not a worker, as shard requires. A finished request is
  * pushed onto its network thread's completion stack and the thread is woken through an eventfd; it
  * writes replies from the head of each connection's FIFO while they are done, so replies leave in
- * request order whichever workers answered first. */
+ * request order whichever workers answered first.
+ *
+ * A reply is built in pieces that the network thread copies to the connection's output one at a time
+ * while the output has room (net.c): the request's own text, then for GET and MGET each part's text,
+ * followed by the value itself when it is large: such a value is not copied into the reply but
+ * referenced (kvmap.h), so a reply waiting for a slow client costs no memory beyond the value the
+ * store holds anyway. */
 #ifndef KV_SERVER_H
 #define KV_SERVER_H
 
@@ -85,35 +91,53 @@ struct command {
     void (*run)(struct server *srv, struct request *r);
 };
 
+/* A part's reply: its text, then, if value is set, the value's bytes and "\r\n" (a bulk string whose
+ * header is the text), sent from the value itself. */
+struct part_reply {
+    struct buf       text;
+    struct kv_value *value; /* a reference, or NULL */
+};
+
+/* Who touches what. I: set by request_new, read-only after. R: the threads running it (its parts'
+ * workers, or the admin thread) until request_complete hands it back; the network thread after.
+ * N: the network thread only. */
 struct request {
     _Atomic(struct request *) done_next; /* the network thread's completion stack */
-    struct request       *next;          /* the connection's FIFO: network thread only */
+    struct request       *next;          /* N: the connection's FIFO */
     struct request       *next_admin;    /* the admin thread's queue, under its lock */
-    struct conn          *conn;
-    struct net_thread    *nt;
-    struct server        *srv;
-    const struct command *cmd;
-    uint32_t              argc, nparts;
-    struct resp_arg      *argv; /* copies, in the request's own allocation */
-    struct part          *parts;
-    struct buf           *part_reply;
-    struct buf            reply;
+    struct conn          *conn;          /* I */
+    struct net_thread    *nt;            /* I */
+    struct server        *srv;           /* I */
+    const struct command *cmd;           /* I */
+    uint32_t              argc, nparts;  /* I */
+    struct resp_arg      *argv;          /* I: copies, in the request's own allocation */
+    struct part          *parts;         /* I */
+    struct part_reply    *part_reply;    /* R: part i writes part_reply[i] */
+    struct buf            reply;         /* R */
+    bool                  reply_parts;   /* R: the parts' replies follow reply (GET, MGET) */
     atomic_uint           parts_left;
-    atomic_llong          sum;   /* DEL and EXISTS count here */
-    atomic_int            error; /* first failure of a part (negative errno), 0 if none */
-    bool                  done;  /* network thread only: its completion has been taken */
+    atomic_llong          sum;    /* DEL and EXISTS count here */
+    atomic_int            error;  /* first failure of a part (negative errno), 0 if none */
+    uint32_t              put;    /* N: pieces of its reply already copied to the output */
+    bool                  done;   /* N: its completion has been taken */
 };
 
 /* request.c */
 /* A request for argv (copied). cmd NULL: an error reply req, already done. NULL without memory. */
 struct request *request_new(struct conn *c, struct net_thread *nt, struct server *srv,
                             const struct command *cmd, const struct resp_arg *argv, uint32_t argc);
+/* Accepts a request whose reply is partly put out; drops the references the rest holds. */
 void request_free(struct request *r);
 /* Submits every part of a keyed request; a part that cannot be submitted answers with an error. */
 void request_submit(struct request *r);
 /* Hands a finished request back to its network thread. The caller must not touch r afterwards.
  * Context: any thread (a worker, the admin thread). */
 void request_complete(struct request *r);
+/* Copies the next piece of r's reply to out and frees what that piece held. Return: its bytes.
+ * Context: the network thread, once r is done and while !request_all_put(r). */
+size_t request_put_piece(struct request *r, struct buf *out);
+/* Whether every piece of r's reply is out. Context: as request_put_piece. */
+bool request_all_put(const struct request *r);
 
 /* commands.c */
 /* The command named by arg, case-insensitive; NULL when unknown. */

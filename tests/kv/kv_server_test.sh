@@ -77,6 +77,22 @@ expect EXISTS 3 "$(cli EXISTS a b nope c)"
 expect DEL 2 "$(cli DEL a b nope)"
 expect "MGET after DEL" $'\n\n3' "$(cli MGET a b c)"
 expect DBSIZE 6 "$(cli DBSIZE)"
+# A value of 1 KiB or more is not copied into the reply but referenced: GET, MGET among copied values,
+# and a pipelined GET whose value is overwritten by the next command before its reply is written.
+big=$(head -c 6000 /dev/zero | tr '\0' v)
+expect "SET 6,000 bytes" OK "$(cli SET big "$big")"
+expect "GET 6,000 bytes" "$big" "$(cli GET big)"
+expect "MGET with 6,000 bytes" "3"$'\n\n'"$big"$'\n'"3" "$(cli MGET c nope big c)"
+exec {fd}<>"/dev/tcp/127.0.0.1/$port"
+printf 'GET big\r\nSET big short\r\nGET big\r\n' >&"$fd"
+got=
+for ((i = 0; i < 5; i++)); do
+    IFS= read -r -t 10 -u "$fd" line || fail "GET, SET, GET of a large value: only $i of 5 lines"
+    got+="${line%$'\r'}"$'\n'
+done
+exec {fd}>&-
+expect "GET of a large value overwritten behind it" "\$6000"$'\n'"$big"$'\n+OK\n$5\nshort\n' "$got"
+expect "DEL of the large value" 1 "$(cli DEL big)"
 expect "INCR of text" "ERR value is not an integer or out of range" "$(cli INCR greeting)"
 expect "INCR overflow" "ERR increment or decrement would overflow" \
     "$(cli SET big 9223372036854775807 >/dev/null && cli INCR big)"
