@@ -12,6 +12,9 @@
  * Adding, removing or crashing a worker while clients run loses no key and no acknowledged write:
  * the release hook hands moved keys to their new owners (kv/store.h says how, also for crashes).
  * Replies leave in request order per connection, also pipelined and across workers (kv/server.h).
+ * A client that pipelines without reading holds about 1 MiB of the server's memory, however large
+ * the values it asks for; one that hangs up, even with a reset, still has everything it sent run
+ * (kv/net.c).
  *
  * Usage: kv_server [--port P (0: any; default 7379)] [--bind ADDR (default 127.0.0.1)] [--workers N]
  *                  [--net-threads N] [--queue N] [--pipeline N] [--max-request BYTES] [--max-args N]

@@ -47,8 +47,15 @@ static const struct resp_arg *key_of(const struct request *r, const struct part 
 /* A value at least this long is sent by reference rather than copied into the reply: a client that
  * does not read its replies then holds the server's memory to its output limit (net.c), not to the
  * values of every GET it has in flight. Below it, a copy costs about what sharing does (an atomic
- * increment, and a decrement on another thread). */
+ * increment, and a decrement on another thread). It also sets how many GETs a connection may have in
+ * flight: net.c sets aside GET_REPLY_MAX for each, about 700 per MiB. */
 #define COPY_MAX 1024
+
+/* The most a part's reply text takes, by command: a GET's copied value and its header; an integer,
+ * OK or an error message; a worker's name. */
+#define GET_REPLY_MAX   (COPY_MAX + 32)
+#define SMALL_REPLY_MAX 64
+#define OWNER_REPLY_MAX (SHARD_NAME_MAX + 32)
 
 static void get_part(struct kv_store *s, struct request *r, const struct part *p)
 {
@@ -247,29 +254,29 @@ static void shutdown_server(struct server *srv, struct request *r)
 }
 
 static const struct command commands[] = {
-    { "GET", 2, CMD_KEYED, 0, get_part, NULL, NULL },
-    { "SET", -3, CMD_KEYED, 0, set_part, NULL, NULL },
-    { "DEL", -2, CMD_KEYED, 1, del_part, sum_finish, NULL },
-    { "EXISTS", -2, CMD_KEYED, 1, exists_part, sum_finish, NULL },
-    { "INCR", 2, CMD_KEYED, 0, incr_part, NULL, NULL },
-    { "DECR", 2, CMD_KEYED, 0, decr_part, NULL, NULL },
-    { "INCRBY", 3, CMD_KEYED, 0, incrby, NULL, NULL },
-    { "DECRBY", 3, CMD_KEYED, 0, decrby, NULL, NULL },
-    { "MGET", -2, CMD_KEYED, 1, get_part, mget_finish, NULL },
-    { "MSET", -3, CMD_KEYED, 2, mset_part, mset_finish, NULL },
-    { "SHARD.OWNER", 2, CMD_KEYED, 0, owner_part, NULL, NULL },
-    { "PING", -1, CMD_LOCAL, 0, NULL, NULL, ping },
-    { "ECHO", 2, CMD_LOCAL, 0, NULL, NULL, echo },
-    { "DBSIZE", 1, CMD_LOCAL, 0, NULL, NULL, dbsize },
-    { "CONFIG", -2, CMD_LOCAL, 0, NULL, NULL, config },
-    { "COMMAND", -1, CMD_LOCAL, 0, NULL, NULL, empty_array },
-    { "SELECT", 2, CMD_LOCAL, 0, NULL, NULL, select_db },
-    { "QUIT", 1, CMD_LOCAL, 0, NULL, NULL, quit },
-    { "SHUTDOWN", -1, CMD_LOCAL, 0, NULL, NULL, shutdown_server },
-    { "SHARD.STATS", 1, CMD_LOCAL, 0, NULL, NULL, admin_stats },
-    { "SHARD.ADD", -2, CMD_ADMIN, 0, NULL, NULL, admin_add },
-    { "SHARD.REMOVE", 2, CMD_ADMIN, 0, NULL, NULL, admin_remove },
-    { "SHARD.CRASH", 2, CMD_ADMIN, 0, NULL, NULL, admin_crash },
+    { "GET", 2, CMD_KEYED, 0, get_part, NULL, NULL, GET_REPLY_MAX },
+    { "SET", -3, CMD_KEYED, 0, set_part, NULL, NULL, SMALL_REPLY_MAX },
+    { "DEL", -2, CMD_KEYED, 1, del_part, sum_finish, NULL, 0 },
+    { "EXISTS", -2, CMD_KEYED, 1, exists_part, sum_finish, NULL, 0 },
+    { "INCR", 2, CMD_KEYED, 0, incr_part, NULL, NULL, SMALL_REPLY_MAX },
+    { "DECR", 2, CMD_KEYED, 0, decr_part, NULL, NULL, SMALL_REPLY_MAX },
+    { "INCRBY", 3, CMD_KEYED, 0, incrby, NULL, NULL, SMALL_REPLY_MAX },
+    { "DECRBY", 3, CMD_KEYED, 0, decrby, NULL, NULL, SMALL_REPLY_MAX },
+    { "MGET", -2, CMD_KEYED, 1, get_part, mget_finish, NULL, GET_REPLY_MAX },
+    { "MSET", -3, CMD_KEYED, 2, mset_part, mset_finish, NULL, 0 },
+    { "SHARD.OWNER", 2, CMD_KEYED, 0, owner_part, NULL, NULL, OWNER_REPLY_MAX },
+    { "PING", -1, CMD_LOCAL, 0, NULL, NULL, ping, 0 },
+    { "ECHO", 2, CMD_LOCAL, 0, NULL, NULL, echo, 0 },
+    { "DBSIZE", 1, CMD_LOCAL, 0, NULL, NULL, dbsize, 0 },
+    { "CONFIG", -2, CMD_LOCAL, 0, NULL, NULL, config, 0 },
+    { "COMMAND", -1, CMD_LOCAL, 0, NULL, NULL, empty_array, 0 },
+    { "SELECT", 2, CMD_LOCAL, 0, NULL, NULL, select_db, 0 },
+    { "QUIT", 1, CMD_LOCAL, 0, NULL, NULL, quit, 0 },
+    { "SHUTDOWN", -1, CMD_LOCAL, 0, NULL, NULL, shutdown_server, 0 },
+    { "SHARD.STATS", 1, CMD_LOCAL, 0, NULL, NULL, admin_stats, 0 },
+    { "SHARD.ADD", -2, CMD_ADMIN, 0, NULL, NULL, admin_add, 0 },
+    { "SHARD.REMOVE", 2, CMD_ADMIN, 0, NULL, NULL, admin_remove, 0 },
+    { "SHARD.CRASH", 2, CMD_ADMIN, 0, NULL, NULL, admin_crash, 0 },
 };
 
 const struct command *command_lookup(const struct resp_arg *arg)

@@ -4,9 +4,25 @@
  * The threads share one listening socket, each watching it with EPOLLEXCLUSIVE so that a new
  * connection wakes one of them (SO_REUSEPORT would spread them too, but would also let a second
  * server bind the same port without an error). Each has its own epoll and its own connections:
- * nothing else is shared between threads but the completion stack, which workers push onto. A
- * connection stops being read while it has max_pipeline requests in flight or a large unsent output,
- * so a client that pipelines without reading cannot grow the server's memory without bound. */
+ * nothing else is shared between threads but the completion stack, which workers push onto.
+ *
+ * Memory per connection. A client that pipelines without reading must not grow the server without
+ * bound, so what a connection holds is counted:
+ *   - held: each request in its FIFO is charged its allocation (its arguments included) plus, while
+ *     it runs, the most its reply can take (request_reply_bound: a large value is sent by reference,
+ *     so that is about 1 KiB per key), then, once done, what is left of its reply (referenced values
+ *     counted, though the store holds them anyway);
+ *   - out: replies are copied to the output one piece at a time (server.h) only while it holds less
+ *     than OUT_LIMIT.
+ * A request is parsed and taken only while held + out < OUT_LIMIT (and fewer than --pipeline are in
+ * the FIFO), so the last one taken may go over by its own charge, and the output by one piece. A
+ * connection thus holds at most about 2 * OUT_LIMIT + one request with its reply + one value in its
+ * requests and output, plus its input: one partial request (up to --max-request) and one read of
+ * READ_BUDGET. For a client that pipelines GETs of a large value and never reads, that is about
+ * OUT_LIMIT + the value. A value overwritten or deleted while a reply still references it stays alive
+ * until that reply is out; it is counted in held once its GET is done, so only the GETs in flight
+ * when the connection stopped taking requests (at most OUT_LIMIT / the GET reply bound of about 1 KiB)
+ * can keep such values beyond the bound. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -28,7 +44,7 @@
 static bool conn_may_take(const struct conn *c)
 {
     return !c->closing && !c->dead && c->inflight < c->nt->srv->opt.max_pipeline &&
-           c->out.len < OUT_LIMIT;
+           c->held + c->out.len < OUT_LIMIT;
 }
 
 static void conn_watch(struct conn *c)
@@ -118,6 +134,16 @@ static void conn_append(struct conn *c, struct request *r)
         c->head = r;
     c->tail = r;
     c->inflight++;
+    r->charge = r->mem + (r->done ? request_reply_left(r) : request_reply_bound(r));
+    c->held += r->charge;
+}
+
+/* A request is done: its charge becomes what its reply actually holds. */
+static void conn_recharge(struct conn *c, struct request *r)
+{
+    size_t now = r->mem + request_reply_left(r);
+    c->held = c->held - r->charge + now;
+    r->charge = now;
 }
 
 void conn_close_after_replies(struct conn *c)
@@ -153,19 +179,15 @@ static bool dispatch(struct conn *c, const struct resp_arg *argv, uint32_t argc)
     struct request *r = request_new(c, c->nt, srv, cmd, argv, argc);
     if (!r)
         return false;
-    conn_append(c, r);
-    switch (cmd->kind) {
-    case CMD_LOCAL:
+    if (cmd->kind == CMD_LOCAL) {
         cmd->run(srv, r);
         r->done = true;
-        break;
-    case CMD_ADMIN:
-        admin_enqueue(srv, r);
-        break;
-    case CMD_KEYED:
-        request_submit(r);
-        break;
     }
+    conn_append(c, r);
+    if (cmd->kind == CMD_ADMIN)
+        admin_enqueue(srv, r);
+    else if (cmd->kind == CMD_KEYED)
+        request_submit(r);
     return true;
 }
 
@@ -220,7 +242,9 @@ static bool conn_collect(struct conn *c)
         struct request *r = c->head;
         moved = true;
         if (!drop) {
-            request_put_piece(r, &c->out);
+            size_t n = request_put_piece(r, &c->out);
+            r->charge -= n;
+            c->held -= n;
             if (!request_all_put(r))
                 continue;
         }
@@ -228,6 +252,7 @@ static bool conn_collect(struct conn *c)
         if (!c->head)
             c->tail = NULL;
         c->inflight--;
+        c->held -= r->charge;
         request_free(r);
     }
     return moved;
@@ -364,6 +389,7 @@ static void take_completions(struct net_thread *nt)
     for (struct request *next; r; r = next) {
         next = atomic_load_explicit(&r->done_next, memory_order_relaxed);
         r->done = true;
+        conn_recharge(r->conn, r);
         if (!r->conn->touched) {
             r->conn->touched = true;
             r->conn->touched_next = touched;

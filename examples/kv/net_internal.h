@@ -19,6 +19,7 @@ struct conn {
     struct buf         in, out;
     struct request    *head, *tail; /* requests in arrival order; replies leave from the head */
     uint32_t           inflight;    /* requests in the FIFO */
+    size_t             held;        /* bytes charged to the requests in the FIFO (net.c) */
     bool               closing;
     bool               eof;
     bool               hungup;

@@ -44,6 +44,7 @@ struct request *request_new(struct conn *c, struct net_thread *nt, struct server
     r->argc = argc;
     r->nparts = nparts;
     r->parts = (struct part *)(mem + off_parts);
+    r->mem = off_bytes + bytes;
     r->part_reply = (struct part_reply *)(mem + off_replies);
     r->argv = (struct resp_arg *)(mem + off_argv);
     char *p = mem + off_bytes;
@@ -146,6 +147,11 @@ void request_complete(struct request *r)
     }
 }
 
+size_t request_reply_bound(const struct request *r)
+{
+    return REPLY_TEXT_MAX + r->nparts * r->cmd->part_reply_max;
+}
+
 #define OUT_OF_MEMORY "-ERR out of memory\r\n"
 
 /* The reply's pieces: 0 is r->reply (or the out-of-memory error that replaces it), i > 0 is part
@@ -161,6 +167,14 @@ static size_t piece_bytes(const struct request *r, uint32_t i)
         return r->reply.failed ? sizeof OUT_OF_MEMORY - 1 : r->reply.len;
     const struct part_reply *p = &r->part_reply[i - 1];
     return p->text.len + (p->value ? p->value->len + 2 : 0);
+}
+
+size_t request_reply_left(const struct request *r)
+{
+    size_t n = 0;
+    for (uint32_t i = r->put; i < pieces(r); i++)
+        n += piece_bytes(r, i);
+    return n;
 }
 
 bool request_all_put(const struct request *r)

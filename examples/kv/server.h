@@ -11,10 +11,10 @@
  * request order whichever workers answered first.
  *
  * A reply is built in pieces that the network thread copies to the connection's output one at a time
- * while the output has room (net.c): the request's own text, then for GET and MGET each part's text,
- * followed by the value itself when it is large: such a value is not copied into the reply but
- * referenced (kvmap.h), so a reply waiting for a slow client costs no memory beyond the value the
- * store holds anyway. */
+ * while the output has room (net.c says how much, and what that bounds): the request's own text, then
+ * for GET and MGET each part's text, followed by the value itself when it is large: such a value is
+ * not copied into the reply but referenced (kvmap.h), so a reply waiting for a slow client costs no
+ * memory beyond the value the store holds anyway. */
 #ifndef KV_SERVER_H
 #define KV_SERVER_H
 
@@ -78,6 +78,9 @@ struct part {
     uint32_t        arg;   /* argv index of its key */
 };
 
+/* Reply text a keyed or admin request writes in r->reply: a count, an OK, an array header, an error. */
+#define REPLY_TEXT_MAX 256
+
 struct command {
     const char   *name;
     int           arity;     /* Redis convention: n arguments exactly (name included), -n at least n */
@@ -89,6 +92,8 @@ struct command {
     void (*finish)(struct request *r);
     /* local and admin: writes r->reply */
     void (*run)(struct server *srv, struct request *r);
+    /* keyed: bytes one part's reply text can take (a value sent by reference not counted) */
+    size_t part_reply_max;
 };
 
 /* A part's reply: its text, then, if value is set, the value's bytes and "\r\n" (a bulk string whose
@@ -118,6 +123,8 @@ struct request {
     atomic_uint           parts_left;
     atomic_llong          sum;    /* DEL and EXISTS count here */
     atomic_int            error;  /* first failure of a part (negative errno), 0 if none */
+    size_t                mem;    /* I: bytes of its allocation */
+    size_t                charge; /* N: what it counts for in its connection's held bytes (net.c) */
     uint32_t              put;    /* N: pieces of its reply already copied to the output */
     bool                  done;   /* N: its completion has been taken */
 };
@@ -133,6 +140,13 @@ void request_submit(struct request *r);
 /* Hands a finished request back to its network thread. The caller must not touch r afterwards.
  * Context: any thread (a worker, the admin thread). */
 void request_complete(struct request *r);
+/* The most bytes of memory the reply of r, a keyed or admin request, can take, values sent by
+ * reference not counted: what its connection sets aside for it while it runs. Context: the network
+ * thread. */
+size_t request_reply_bound(const struct request *r);
+/* Bytes of r's reply not yet put out, values sent by reference counted. Context: the network thread,
+ * once r is done. */
+size_t request_reply_left(const struct request *r);
 /* Copies the next piece of r's reply to out and frees what that piece held. Return: its bytes.
  * Context: the network thread, once r is done and while !request_all_put(r). */
 size_t request_put_piece(struct request *r, struct buf *out);

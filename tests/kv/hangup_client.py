@@ -109,7 +109,8 @@ def reset(port, n):
             break
         time.sleep(0.01)
     if got != n:
-        fail("a client that hung up with %d bytes of replies unread: %d of its %d INCRs ran" % (unread, got, n))
+        fail("a client that hung up with %d bytes of replies unread: %d of its %d INCRs ran"
+             % (unread, got, n))
     print("hang-up with a reset (%d bytes of replies unread): %d of %d INCRs ran" % (unread, got, n))
 
 

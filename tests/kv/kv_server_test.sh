@@ -6,9 +6,11 @@
 # Starts the server on a free loopback port and checks: the commands and their errors; replies in
 # request order for a pipelined connection whose commands go to different workers; a client sending
 # garbage or an oversized request gets an error and is disconnected while others carry on; a client
-# that hangs up, also with a reset, still has every command it sent run; and, under load from
+# that hangs up, also with a reset, still has every command it sent run; under load from
 # redis-benchmark and redis-cli --pipe while workers are added, removed and crashed, every
-# acknowledged write reads back: no key lost, no increment lost. Exits non-zero on the first failure.
+# acknowledged write reads back: no key lost, no increment lost; and a client that pipelines GETs of
+# a large value without reading holds the server's memory to its output limit. Exits non-zero on the
+# first failure.
 set -euo pipefail
 here=$(dirname "$0")
 source "$here/../../scripts/kv_common.sh"
@@ -250,4 +252,18 @@ wait "$server_pid" || status=$?
 server_pid=
 ((status == 0)) || fail "the server exited with status $status"
 [[ ! -s $tmp/server.err ]] || fail "the server wrote to stderr"
+
+# --- Memory against a client that never reads: 3,000 pipelined GETs of a 512 KB value (1.5 GB of
+# replies) may grow a fresh server's peak RSS by less than 64 MB (the bound is about the 1 MiB output
+# limit plus one value: examples/kv/net.c); then the client reads all of them, each complete.
+KV_LOG=$tmp/server.err kv_start "$server_bin" --workers 2 --net-threads 2
+server_pid=$KV_PID
+port=$KV_PORT
+python3 "$here/unread_client.py" "$port" "$server_pid" 3000 64 || fail "a client that does not read"
+expect SHUTDOWN OK "$(cli SHUTDOWN)"
+status=0
+wait "$server_pid" || status=$?
+server_pid=
+((status == 0)) || fail "the second server exited with status $status"
+[[ ! -s $tmp/server.err ]] || fail "the second server wrote to stderr"
 echo "PASS"
