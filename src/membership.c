@@ -748,7 +748,7 @@ static void fill_stats(const struct shard_worker *w, struct shard_worker_stats *
 {
     memset(o, 0, sizeof *o);
     snprintf(o->name, sizeof o->name, "%s", w->name);
-    o->state = (enum shard_worker_state)state_of(w);
+    o->state = (enum shard_worker_state)state_of(w); /* read once */
     o->running = atomic_load_explicit(&w->busy, memory_order_relaxed);
     /* A crashed worker's queue was handed over: its positions are no longer advanced. */
     o->queued = atomic_load_explicit(&w->handed, memory_order_acquire) ? 0 : queue_length(&w->q);
@@ -764,17 +764,25 @@ SHARD_API long shard_dispatcher_worker_stats(shard_dispatcher *d, struct shard_w
     if (!d || (!out && n > 0))
         return -EINVAL;
     size_t k = 0;
+    /* Ring members from the snapshot, whose members are in name order; then the registry's others.
+     * d->lock inside the read-side section: no holder of d->lock waits for a grace period. */
+    shard_rcu_read_lock();
     pthread_mutex_lock(&d->lock);
-    for (int pass = 0; pass < 2; pass++)
-        for (size_t i = 0; i < d->nworkers; i++) {
-            const struct shard_worker *w = d->workers[i];
-            int st = state_of(w);
-            if (st == SHARD_WORKER_EXITED || (st == SHARD_WORKER_RUNNING) != (pass == 0))
-                continue;
-            if (k < n)
-                fill_stats(w, &out[k]);
-            k++;
-        }
+    const struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire);
+    size_t members = shard_ring_member_count(s->ring);
+    for (size_t i = 0; i < members; i++, k++)
+        if (k < n)
+            fill_stats(s->by_member[i], &out[k]);
+    for (size_t i = 0; i < d->nworkers; i++) {
+        const struct shard_worker *w = d->workers[i];
+        long idx = shard__ring_member_index(s->ring, w->name);
+        if (state_of(w) == SHARD_WORKER_EXITED || (idx >= 0 && s->by_member[idx] == w))
+            continue;
+        if (k < n)
+            fill_stats(w, &out[k]);
+        k++;
+    }
     pthread_mutex_unlock(&d->lock);
+    shard_rcu_read_unlock();
     return (long)k;
 }

@@ -765,3 +765,64 @@ Test(dispatcher, removed_and_crashed_workers_are_freed)
     cr_assert_eq(shard_dispatcher_worker_stats(d, NULL, 0), 2, "the lost workers are gone from the stats");
     shard_dispatcher_destroy(d);
 }
+
+/* ---- hooks that call back, limits, stats order ---- */
+
+static shard_dispatcher *hook_d;
+static atomic_int hook_calls, hook_deadlk;
+static void drop_and_call_back(shard_job_fn fn, void *arg, void *user)
+{
+    (void)fn;
+    (void)arg;
+    (void)user;
+    /* on_dropped runs on the thread calling shard_worker_crash, which holds the dispatcher's control
+     * lock: every call that needs it must refuse, not deadlock. */
+    int a = shard_worker_add(hook_d, "from-hook", 1), r = shard_worker_remove(hook_d, "w1"),
+        c = shard_worker_crash(hook_d, "w1", SHARD_CRASH_DROP), dr = shard_drain(hook_d);
+    shard_dispatcher_destroy(hook_d); /* ignored here */
+    atomic_fetch_add(&hook_calls, 1);
+    if (a == -EDEADLK && r == -EDEADLK && c == -EDEADLK && dr == -EDEADLK)
+        atomic_fetch_add(&hook_deadlk, 1);
+}
+
+Test(dispatcher, calls_back_from_on_dropped_are_refused_with_edeadlk, .timeout = 30)
+{
+    struct shard_config cfg = { .workers = 2, .on_dropped = drop_and_call_back };
+    cr_assert_eq(shard_dispatcher_create(&hook_d, &cfg), 0);
+    shard_ring *r;
+    cr_assert_eq(shard_dispatcher_ring(hook_d, &r), 0);
+    char victim[SHARD_NAME_MAX + 1];
+    snprintf(victim, sizeof victim, "%s", shard_ring_owner(r, "k", 1));
+    shard_ring_destroy(r);
+    hold_worker_of(hook_d, "k");
+    static atomic_long ran;
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(shard_submit(hook_d, "k", 1, count, &ran), 0);
+    cr_assert_eq(shard_worker_crash(hook_d, victim, SHARD_CRASH_DROP), 0);
+    cr_assert_eq(atomic_load(&hook_calls), 3);
+    cr_assert_eq(atomic_load(&hook_deadlk), 3);
+    sem_post(&gate);
+    cr_assert_eq(shard_worker_add(hook_d, "after", 1), 0, "the control lock was left usable");
+    cr_assert_eq(shard_drain(hook_d), 0);
+    shard_dispatcher_destroy(hook_d);
+}
+
+Test(dispatcher, worker_stats_list_ring_members_in_name_order_then_the_others)
+{
+    shard_dispatcher *d = make(3, 0);
+    cr_assert_eq(shard_worker_add(d, "a", 1), 0);
+    cr_assert_eq(shard_worker_add(d, "zz", 1), 0);
+    cr_assert_eq(shard_worker_add(d, "m", 1), 0);
+    cr_assert_eq(shard_worker_crash(d, "w1", SHARD_CRASH_REROUTE), 0);
+    struct shard_worker_stats st[8];
+    long n = shard_dispatcher_worker_stats(d, st, 8);
+    cr_assert_geq(n, 5);
+    static const char *members[] = { "a", "m", "w0", "w2", "zz" };
+    for (int i = 0; i < 5; i++) {
+        cr_assert_str_eq(st[i].name, members[i]);
+        cr_assert_eq(st[i].state, SHARD_WORKER_RUNNING);
+    }
+    for (long i = 5; i < n && i < 8; i++)
+        cr_assert_neq(st[i].state, SHARD_WORKER_RUNNING);
+    shard_dispatcher_destroy(d);
+}

@@ -1,0 +1,401 @@
+/* Rare paths combined, as a hostile program would combine them. Each scenario failed on an earlier
+ * version (a hang, a use after free, or a job run out of turn); a hang is caught by a watchdog with
+ * a message instead of the test's timeout. Plain program so that it also runs under TSan.
+ *   1. a job stuck on a crashed worker, then a later add: only the stuck key waits;
+ *   2. a crash while the worker runs its release hook: the keys it releases wait for the hook;
+ *   3. destroy while submits are hashing their key: they get -ESHUTDOWN, no use after free;
+ *   4. a thread cancelled while it waits for room: destroy still returns;
+ *   5. a submit from a TLS destructor after shard's own ran: the next grace period still ends;
+ *   6. SHARD_MAX_WORKERS workers: one more is refused, and changes and drain stay quick.
+ *   stress_hostile [N]   runs scenario N alone (default: all) */
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "stress_common.h"
+
+static const char *scenario = "start";
+
+static void watchdog(int sig)
+{
+    (void)sig;
+    static const char msg[] = "stress_hostile: hung (watchdog after 60 s) in scenario: ";
+    (void)!write(2, msg, sizeof msg - 1);
+    (void)!write(2, scenario, strlen(scenario));
+    (void)!write(2, "\n", 1);
+    _exit(1);
+}
+
+/* Waits for s at most 20 s. Return: false on timeout. */
+static bool wait_sem(sem_t *s)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += 20;
+    while (sem_timedwait(s, &ts) != 0)
+        if (errno != EINTR)
+            return false;
+    return true;
+}
+
+/* A key k%u whose owner is `owner` in a, and (b non-NULL) `owner_b` in b. */
+static size_t find_key(char *buf, const shard_ring *a, const char *owner, const shard_ring *b, const char *owner_b)
+{
+    for (unsigned i = 0;; i++) {
+        size_t n = (size_t)snprintf(buf, 24, "k%u", i);
+        if (strcmp(shard_ring_owner(a, buf, n), owner) == 0 &&
+            (!b || strcmp(shard_ring_owner(b, buf, n), owner_b) == 0))
+            return n;
+    }
+}
+
+static shard_ring *ring_plus(shard_dispatcher *d, const char *add, const char *remove)
+{
+    shard_ring *r;
+    CHECK(shard_dispatcher_ring(d, &r) == 0, "ring");
+    if (add)
+        shard_ring_add(r, add, 1);
+    if (remove)
+        shard_ring_remove(r, remove);
+    return r;
+}
+
+/* ---- 1. stuck job + later add ---- */
+
+static sem_t entered, gate, moved_ran, drained;
+static atomic_int stuck_returned, follower_runs, follower_early;
+
+static void stuck_job(shard_worker *w, void *arg)
+{
+    (void)w, (void)arg;
+    sem_post(&entered);
+    sem_wait(&gate);
+    atomic_store(&stuck_returned, 1);
+}
+
+static void follower(shard_worker *w, void *arg)
+{
+    (void)w, (void)arg;
+    if (!atomic_load(&stuck_returned))
+        atomic_fetch_add(&follower_early, 1);
+    atomic_fetch_add(&follower_runs, 1);
+}
+
+static void post_job(shard_worker *w, void *arg)
+{
+    (void)w;
+    sem_post(arg);
+}
+
+static void *drain_thread(void *arg)
+{
+    CHECK(shard_drain(arg) == 0, "drain");
+    sem_post(&drained);
+    return NULL;
+}
+
+static void stuck_then_add(void)
+{
+    scenario = "stuck job on a crashed worker, then an add";
+    struct shard_config cfg = { .workers = 2 };
+    shard_dispatcher *d;
+    CHECK(shard_dispatcher_create(&d, &cfg) == 0, "create");
+    shard_ring *now = ring_plus(d, NULL, NULL);
+    char k[24], m[24];
+    size_t kl = find_key(k, now, "w0", NULL, NULL);
+    CHECK(shard_submit(d, k, kl, stuck_job, NULL) == 0, "submit stuck");
+    CHECK(wait_sem(&entered), "stuck job never started");
+    CHECK(shard_worker_crash(d, "w0", SHARD_CRASH_REROUTE) == 0, "crash");
+    CHECK(shard_submit(d, k, kl, follower, NULL) == 0, "submit follower"); /* waits on w1 */
+    shard_ring *after = ring_plus(d, "w2", NULL), *before = ring_plus(d, NULL, NULL);
+    size_t ml = find_key(m, before, "w1", after, "w2");
+    CHECK(shard_worker_add(d, "w2", 1) == 0, "add");
+    CHECK(shard_submit(d, m, ml, post_job, &moved_ran) == 0, "submit moved");
+    CHECK(wait_sem(&moved_ran), "a key moved from w1 to w2 waited for the job stuck on crashed w0");
+    pthread_t t;
+    pthread_create(&t, NULL, drain_thread, d);
+    CHECK(wait_sem(&drained), "drain waited for the job stuck on a crashed worker");
+    pthread_join(t, NULL);
+    CHECK(atomic_load(&follower_runs) == 0, "the stuck key's next job ran beside it");
+    sem_post(&gate);
+    CHECK(shard_drain(d) == 0, "drain");
+    CHECK(atomic_load(&follower_runs) == 1 && atomic_load(&follower_early) == 0,
+          "the stuck key's next job: %d runs, %d before the stuck job returned", atomic_load(&follower_runs),
+          atomic_load(&follower_early));
+    shard_ring_destroy(now);
+    shard_ring_destroy(after);
+    shard_ring_destroy(before);
+    shard_dispatcher_destroy(d);
+}
+
+/* ---- 2. crash during the release hook ---- */
+
+static sem_t hook_entered, hook_gate, probe_ran;
+static atomic_int hook_blocks, hook_returned, moved_runs, moved_early, moved_seen_by_probe;
+
+static void release_hook(shard_worker *w, const struct shard_handoff *h, void *user)
+{
+    (void)h, (void)user;
+    if (strcmp(shard_worker_name(w), "w0") == 0 && atomic_exchange(&hook_blocks, 0)) {
+        sem_post(&hook_entered);
+        sem_wait(&hook_gate);
+        atomic_store(&hook_returned, 1);
+    }
+}
+
+static void moved_job(shard_worker *w, void *arg)
+{
+    (void)w, (void)arg;
+    if (!atomic_load(&hook_returned))
+        atomic_fetch_add(&moved_early, 1);
+    atomic_fetch_add(&moved_runs, 1);
+}
+
+static void probe(shard_worker *w, void *arg)
+{
+    (void)w, (void)arg;
+    atomic_store(&moved_seen_by_probe, atomic_load(&moved_runs));
+    sem_post(&probe_ran);
+}
+
+static void crash_during_release_hook(void)
+{
+    scenario = "crash while the worker runs its release hook";
+    struct shard_config cfg = { .workers = 2, .on_release = release_hook };
+    shard_dispatcher *d;
+    CHECK(shard_dispatcher_create(&d, &cfg) == 0, "create");
+    shard_ring *r1 = ring_plus(d, NULL, NULL), *r2 = ring_plus(d, "w2", NULL);
+    shard_ring *r3 = ring_plus(d, "w2", "w0");
+    char k[24], l[24];
+    size_t kl = find_key(k, r1, "w0", r2, "w2"); /* released by w0's hook */
+    size_t ll;
+    for (unsigned i = 0;; i++) { /* moves from w1 to w2, stays on w2 when w0 goes */
+        ll = (size_t)snprintf(l, sizeof l, "l%u", i);
+        if (strcmp(shard_ring_owner(r1, l, ll), "w1") == 0 && strcmp(shard_ring_owner(r2, l, ll), "w2") == 0 &&
+            strcmp(shard_ring_owner(r3, l, ll), "w2") == 0)
+            break;
+    }
+    CHECK(strcmp(shard_ring_owner(r3, k, kl), "w2") == 0, "key stays on w2");
+    atomic_store(&hook_blocks, 1);
+    CHECK(shard_worker_add(d, "w2", 1) == 0, "add");
+    CHECK(wait_sem(&hook_entered), "w0's release hook never ran");
+    CHECK(shard_worker_crash(d, "w0", SHARD_CRASH_REROUTE) == 0, "crash");
+    /* Both go to w2, in this order: when the probe runs, w2 has taken the moved job and either run
+     * it or set it aside. */
+    CHECK(shard_submit(d, k, kl, moved_job, NULL) == 0, "submit moved");
+    CHECK(shard_submit(d, l, ll, probe, NULL) == 0, "submit probe");
+    CHECK(wait_sem(&probe_ran), "probe never ran");
+    CHECK(atomic_load(&moved_seen_by_probe) == 0, "a key w0's hook was releasing ran while the hook still ran");
+    sem_post(&hook_gate);
+    CHECK(shard_drain(d) == 0, "drain");
+    CHECK(atomic_load(&moved_runs) == 1 && atomic_load(&moved_early) == 0, "moved job: %d runs, %d early",
+          atomic_load(&moved_runs), atomic_load(&moved_early));
+    shard_ring_destroy(r1);
+    shard_ring_destroy(r2);
+    shard_ring_destroy(r3);
+    shard_dispatcher_destroy(d);
+}
+
+/* ---- 3. destroy while submits hash their key ---- */
+
+#define HASHERS 3
+static shard_dispatcher *hd;
+static sem_t hashing;
+static _Thread_local int hostile_hash;
+
+/* A key hash that takes until destroy has begun: it watches for -ESHUTDOWN from a read-only call. */
+static uint64_t slow_hash(const void *key, size_t len, void *ctx)
+{
+    (void)ctx;
+    if (hostile_hash) {
+        hostile_hash = 0;
+        sem_post(&hashing);
+        shard_ring *r;
+        while (shard_dispatcher_ring(hd, &r) == 0) {
+            shard_ring_destroy(r);
+            sched_yield();
+        }
+    }
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ ((const unsigned char *)key)[i]) * 1099511628211ull;
+    return h;
+}
+
+static void *hasher(void *arg)
+{
+    (void)arg;
+    hostile_hash = 1;
+    int err = shard_submit(hd, "h", 1, post_job, NULL);
+    CHECK(err == -ESHUTDOWN, "a submit hashing while destroy ran got %s", shard_strerror(err));
+    return NULL;
+}
+
+static void destroy_while_hashing(void)
+{
+    scenario = "destroy while submits hash their key";
+    struct shard_config cfg = { .workers = 1, .ring = { .hash = slow_hash } };
+    CHECK(shard_dispatcher_create(&hd, &cfg) == 0, "create");
+    pthread_t t[HASHERS];
+    for (int i = 0; i < HASHERS; i++)
+        pthread_create(&t[i], NULL, hasher, NULL);
+    for (int i = 0; i < HASHERS; i++)
+        CHECK(wait_sem(&hashing), "hasher never started");
+    shard_dispatcher_destroy(hd);
+    for (int i = 0; i < HASHERS; i++)
+        pthread_join(t[i], NULL);
+}
+
+/* ---- 4. a thread cancelled while it waits for room ---- */
+
+static sem_t cancel_gate;
+static shard_dispatcher *cd;
+
+static void gate_job(shard_worker *w, void *arg)
+{
+    (void)w;
+    sem_post(&entered);
+    sem_wait(arg);
+}
+
+static void *blocked_submitter(void *arg)
+{
+    (void)arg;
+    for (;;) /* the queue is full: waits for room, a cancellation point */
+        (void)shard_submit(cd, "c", 1, post_job, NULL);
+    return NULL;
+}
+
+static atomic_int counted;
+static void count_job(shard_worker *w, void *arg)
+{
+    (void)w, (void)arg;
+    atomic_fetch_add(&counted, 1);
+}
+
+static void cancel_while_waiting_for_room(void)
+{
+    scenario = "a thread cancelled while it waits for room";
+    struct shard_config cfg = { .workers = 1, .queue_capacity = 1 };
+    CHECK(shard_dispatcher_create(&cd, &cfg) == 0, "create");
+    CHECK(shard_submit(cd, "c", 1, gate_job, &cancel_gate) == 0, "submit gate");
+    CHECK(wait_sem(&entered), "gate job never started");
+    CHECK(shard_submit(cd, "c", 1, count_job, NULL) == 0, "fill the queue");
+    pthread_t t;
+    pthread_create(&t, NULL, blocked_submitter, NULL);
+    CHECK(shard_try_submit(cd, "c", 1, count_job, NULL) == -EAGAIN, "queue should be full");
+    pthread_cancel(t);
+    void *ret;
+    pthread_join(t, &ret);
+    CHECK(ret == PTHREAD_CANCELED, "submitter not cancelled");
+    sem_post(&cancel_gate);
+    CHECK(shard_submit(cd, "c", 1, count_job, NULL) == 0, "submit after the cancel");
+    CHECK(shard_worker_add(cd, "x", 1) == 0, "add after the cancel");
+    CHECK(shard_drain(cd) == 0, "drain");
+    CHECK(atomic_load(&counted) == 2, "%d counted jobs ran, 2 expected", atomic_load(&counted));
+    shard_dispatcher_destroy(cd);
+}
+
+/* ---- 5. submit from a TLS destructor that runs after shard's ---- */
+
+static pthread_key_t late_key;
+static shard_dispatcher *td;
+static atomic_int late_submits;
+
+static void late_destructor(void *v)
+{
+    int round = (int)(long)v;
+    int err = shard_submit(td, "t", 1, count_job, NULL);
+    CHECK(err == 0, "submit from a TLS destructor: %s", shard_strerror(err));
+    atomic_fetch_add(&late_submits, 1);
+    /* Re-arm for glibc's next destructor round, up to its last. */
+    if (round < 4)
+        pthread_setspecific(late_key, (void *)(long)(round + 1));
+}
+
+static void *late_thread(void *arg)
+{
+    (void)arg;
+    CHECK(shard_submit(td, "t", 1, count_job, NULL) == 0, "first submit"); /* registers with RCU */
+    pthread_setspecific(late_key, (void *)1L);
+    return NULL;
+}
+
+static void *late_thread_plain(void *arg)
+{
+    (void)arg;
+    CHECK(shard_submit(td, "t", 1, count_job, NULL) == 0, "submit");
+    return NULL;
+}
+
+static void submit_from_late_tls_destructor(void)
+{
+    scenario = "a submit from a TLS destructor after shard's";
+    atomic_store(&counted, 0);
+    pthread_key_create(&late_key, late_destructor);
+    CHECK(shard_dispatcher_create(&td, NULL) == 0, "create");
+    pthread_t t;
+    pthread_create(&t, NULL, late_thread, NULL);
+    pthread_join(t, NULL);
+    /* A thread left registered is a reader entry in the dead thread's TLS; the next thread (glibc
+     * reuses the stack and TLS) registers the same entry again, and grace periods walk a broken
+     * list. */
+    for (int i = 0; i < 4; i++) {
+        pthread_create(&t, NULL, late_thread_plain, NULL);
+        pthread_join(t, NULL);
+        CHECK(shard_worker_add(td, i % 2 ? "y" : "x", 1) == 0 || shard_worker_remove(td, i % 2 ? "y" : "x") == 0,
+              "membership change after the thread exited");
+    }
+    CHECK(shard_drain(td) == 0, "drain");
+    CHECK(atomic_load(&counted) == 5 + atomic_load(&late_submits), "%d jobs ran, %d submitted",
+          atomic_load(&counted), 5 + atomic_load(&late_submits));
+    CHECK(atomic_load(&late_submits) >= 2, "the destructor ran %d times", atomic_load(&late_submits));
+    shard_dispatcher_destroy(td);
+    pthread_key_delete(late_key);
+}
+
+/* ---- 6. as many workers as allowed ---- */
+
+static void max_workers(void)
+{
+    scenario = "SHARD_MAX_WORKERS workers";
+    struct shard_config cfg = { .workers = SHARD_MAX_WORKERS, .queue_capacity = 2 };
+    shard_dispatcher *d;
+    CHECK(shard_dispatcher_create(&d, &cfg) == 0, "create");
+    int err = shard_worker_add(d, "one-too-many", 1);
+    CHECK(err == -EINVAL, "add beyond SHARD_MAX_WORKERS: %s", shard_strerror(err));
+    struct shard_stats st;
+    shard_dispatcher_stats(d, &st);
+    CHECK(st.workers == SHARD_MAX_WORKERS, "%zu workers", st.workers);
+    CHECK(shard_worker_remove(d, "w7") == 0, "remove");
+    CHECK(shard_worker_add(d, "fits-again", 1) == 0, "add after a remove");
+    CHECK(shard_worker_crash(d, "w8", SHARD_CRASH_REROUTE) == 0, "crash");
+    CHECK(shard_drain(d) == 0, "drain");
+    shard_dispatcher_destroy(d);
+}
+
+int main(int argc, char **argv)
+{
+    int only = argc > 1 ? atoi(argv[1]) : 0;
+    signal(SIGALRM, watchdog);
+    alarm(60);
+    sem_init(&entered, 0, 0);
+    sem_init(&gate, 0, 0);
+    sem_init(&moved_ran, 0, 0);
+    sem_init(&drained, 0, 0);
+    sem_init(&hook_entered, 0, 0);
+    sem_init(&hook_gate, 0, 0);
+    sem_init(&probe_ran, 0, 0);
+    sem_init(&hashing, 0, 0);
+    sem_init(&cancel_gate, 0, 0);
+    void (*scenarios[])(void) = { stuck_then_add, crash_during_release_hook, destroy_while_hashing,
+                                  cancel_while_waiting_for_room, submit_from_late_tls_destructor, max_workers };
+    for (int i = 0; i < 6; i++)
+        if (!only || only == i + 1)
+            scenarios[i]();
+    return stress_result("stress_hostile");
+}
