@@ -201,9 +201,10 @@ static void push_fences(struct change *c)
         struct job *f = c->fences[i];
         if (!f)
             continue;
-        f->routed->fenced_upto = f->epoch;
-        queue_push_side(&f->routed->q, f);
-        shard__worker_wake(f->routed);
+        struct shard_worker *w = f->routed; /* f is the worker's once pushed, and may be freed */
+        w->fenced_upto = f->epoch;
+        queue_push_side(&w->q, f);
+        shard__worker_wake(w);
     }
     free(c->fences);
     c->fences = NULL;
