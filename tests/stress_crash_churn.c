@@ -145,7 +145,7 @@ int main(int argc, char **argv)
         total += chains[i].step;
     CHECK(total == atomic_load(&steps), "chains advanced %ld steps, %ld runs counted", total, atomic_load(&steps));
     CHECK(atomic_load(&failed_submits) == 0, "%d submits failed", atomic_load(&failed_submits));
-    CHECK(atomic_load(&changes) >= seconds * 50, "only %d membership changes in %d s", atomic_load(&changes), seconds);
+    CHECK(atomic_load(&changes) >= seconds * 10, "only %d membership changes in %d s", atomic_load(&changes), seconds);
     /* Rates and bounds hold where jobs run at speed. Under a sanitizer jobs run ~30x slower while the
      * control thread keeps changing membership every millisecond, faster than fences can settle:
      * there only the correctness checks above apply (an open problem, README "Hardening"). */
