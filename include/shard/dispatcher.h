@@ -8,9 +8,16 @@
  *
  * Threads: any thread may submit, including a job running on a worker. Membership calls (add, remove,
  * crash, drain, destroy) are made from threads that are not workers of any dispatcher (-EDEADLK from
- * a worker); they are serialised with each other and return once the change is in force. No thread
- * needs set-up: the library registers a submitting thread with RCU on its first submit and
- * unregisters it when the thread exits. */
+ * a worker, from a hook the control thread runs — on_dropped, the ring's hooks — and from inside an
+ * RCU read-side section); they are serialised with each other and return once the change is in
+ * force. No thread needs set-up: the library registers a submitting thread with RCU (liburcu, memb
+ * flavour) on its first submit and unregisters it when the thread exits; a submit from a TLS
+ * destructor that runs after that registers for the one call only.
+ *
+ * An application that uses liburcu's memb flavour itself shares the registration: register your
+ * threads before their first submit (or leave it to shard), and unregister those you registered.
+ * Inside your own read-side section a submit works and may wait for room (membership changes then
+ * wait for your section to end); a membership call there returns -EDEADLK. */
 #ifndef SHARD_DISPATCHER_H
 #define SHARD_DISPATCHER_H
 
@@ -71,9 +78,15 @@ struct shard_config {
  * started). Pair with shard_dispatcher_destroy(). */
 SHARD_API int shard_dispatcher_create(shard_dispatcher **out, const struct shard_config *cfg);
 
-/* Stops accepting jobs (submit returns -ESHUTDOWN), runs every job already accepted, joins the
- * workers and frees everything. NULL is fine. Waits for a job still running on a crashed worker.
- * Context: a thread that is not a worker, once; no submit may start after it returns. */
+/* Stops accepting jobs, runs every job already accepted, joins the workers and frees everything. NULL
+ * is fine. Waits for a job still running on a crashed worker.
+ * Submits racing destroy: a submit already inside shard when destroy is called, or entering while it
+ * runs, returns 0 (its job runs before destroy returns) or -ESHUTDOWN, and never touches freed
+ * memory: a submit reads the dispatcher only inside an RCU read-side section or as a registered
+ * waiter, and destroy frees it after a grace period that follows both. A submit that starts after
+ * destroy has returned uses freed memory, as with any freed object.
+ * Context: a thread that is not a worker, once. Called from a worker, a control-thread hook or inside
+ * an RCU read-side section it would deadlock: it is ignored there (nothing is freed). */
 SHARD_API void shard_dispatcher_destroy(shard_dispatcher *d);
 
 /* Runs fn(worker, arg) on the worker that owns key. Jobs of one key submitted by one thread run in
@@ -82,7 +95,8 @@ SHARD_API void shard_dispatcher_destroy(shard_dispatcher *d);
  * shard_submit waits while the owner's queue is full (never inside an RCU read-side section, so a
  * membership change is never held up by it). From a worker thread it never waits: a full queue then
  * takes the job beyond its capacity (one malloc), so jobs that submit to each other cannot deadlock.
- * shard_try_submit returns -EAGAIN instead of waiting.
+ * shard_try_submit returns -EAGAIN instead of waiting. Waiting for room is a cancellation point: a
+ * thread cancelled there leaves cleanly (its job was not accepted).
  * Context: any thread, including a running job. Return: 0; -EINVAL (d or fn NULL, or key NULL with
  * len > 0); -ESHUTDOWN (destroy has begun); -EAGAIN (try_submit, queue full); -ENOMEM (a worker's
  * submit beyond capacity found no memory). A failed submit never runs the job. */
@@ -90,9 +104,9 @@ SHARD_API int shard_submit(shard_dispatcher *d, const void *key, size_t len, sha
 SHARD_API int shard_try_submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn fn, void *arg);
 
 /* Adds a worker named name with weight ring weight (vnodes * weight ring points); it takes over
- * about weight / total weight of the keys, from every other worker. Context: not a worker; blocks for
- * one RCU grace period. Return: 0; -EINVAL (d or name NULL, empty name, weight 0, or too many
- * points); -ENAMETOOLONG; -EEXIST (a worker of that name is in the ring); -EDEADLK (from a worker);
+ * about weight / total weight of the keys, from every other worker. Costs O(workers + points of the
+ * ring), not O(workers^2). Context: not a worker; blocks for one RCU grace period. Return: 0; -EINVAL
+ * (d or name NULL, empty name, weight 0, too many points, or SHARD_MAX_WORKERS workers already); -ENAMETOOLONG; -EEXIST (a worker of that name is in the ring); -EDEADLK (from a worker);
  * -ESHUTDOWN; -ENOMEM; -EAGAIN (no thread). On error nothing changed. */
 SHARD_API int shard_worker_add(shard_dispatcher *d, const char *name, uint32_t weight);
 
@@ -105,7 +119,9 @@ SHARD_API int shard_worker_remove(shard_dispatcher *d, const char *name);
 
 /* Simulates a crash: the worker takes no further job. Its running job, if any, is not waited for (a
  * crashed worker may be stuck), but that job's key stays fenced until the job returns, so it never
- * runs on two workers at once; every other key of the worker moves at once.
+ * runs on two workers at once; every other key of the worker moves at once, and a stuck job holds
+ * only its own key, also across later adds and removes. A crash while the worker runs its release
+ * hook lets the hook finish: the keys that worker held wait for the hook to return.
  * REROUTE: the jobs left in its queue move, in order, to their keys' new owners, ahead of anything
  * those set aside: nothing lost, nothing run twice. DROP: they go to on_dropped, each exactly once.
  * Context: not a worker. Return: as shard_worker_remove, and -EINVAL for an unknown policy. */
