@@ -80,12 +80,7 @@ int shard__worker_start(struct shard_worker *w)
 
 void shard__worker_free(struct shard_worker *w)
 {
-    free(w->spare_ready);
-    while (w->spare) {
-        struct job *next = w->spare->held_next;
-        free(w->spare);
-        w->spare = next;
-    }
+    shard__worker_drop_spares(w);
     queue_destroy(&w->q);
     pthread_mutex_destroy(&w->lock);
     pthread_mutex_destroy(&w->inbox_lock);
@@ -126,6 +121,13 @@ SHARD_API int shard_dispatcher_create(shard_dispatcher **out, const struct shard
     shard__crash_table_init(&d->crash);
     atomic_init(&d->settled, 1);
 
+    d->gone = shard__worker_new(d, "", 1, UINT64_MAX);
+    if (!d->gone) {
+        shard__dispatcher_free(d);
+        return -ENOMEM;
+    }
+    atomic_store_explicit(&d->gone->handed, true, memory_order_relaxed);
+    atomic_store_explicit(&d->gone->state, SHARD_WORKER_EXITED, memory_order_relaxed);
     int err = shard__membership_init(d);
     if (err) {
         shard__dispatcher_free(d);
@@ -162,6 +164,8 @@ SHARD_API void shard_dispatcher_destroy(shard_dispatcher *d)
 void shard__dispatcher_free(shard_dispatcher *d)
 {
     shard__membership_free(d);
+    if (d->gone)
+        shard__worker_free(d->gone);
     pthread_mutex_destroy(&d->ctl);
     pthread_mutex_destroy(&d->lock);
     pthread_cond_destroy(&d->cond);
@@ -242,7 +246,7 @@ static int submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn
         }
         /* acquire: pairs with the release store that published the snapshot (publish()). */
         struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire);
-        struct shard_worker *w = s->by_member[shard__ring_owner_index(s->ring, h)];
+        struct shard_worker *w = snap_worker(s, shard__ring_owner_index(s->ring, h));
         bool ok = queue_push_mp(&w->q, fn, arg, h, s->epoch);
         if (!ok && from_worker && wait) {
             /* A worker never waits: it could be the very worker that must make room. The job goes

@@ -29,13 +29,23 @@
 struct snap {
     uint64_t              epoch;
     shard_ring           *ring;
-    struct shard_worker **by_member; /* ring member index -> worker */
+    struct shard_worker **by_member; /* ring member index -> worker; an entry of a worker that was
+                                      * freed while the snapshot was kept reads d->gone (read with
+                                      * snap_worker: reap_workers rewrites it) */
     _Atomic(struct snap *) prev;
     /* d->lock: fences of this epoch not yet passed by workers that still count by epochs (not
      * crashed); the next (newer) snapshot, for settling forward. */
     uint32_t              unpassed;
     struct snap          *next;
 };
+
+/* The worker of member index i in s. Context: an RCU read-side section, or ctl held. */
+static inline struct shard_worker *snap_worker(const struct snap *s, size_t i)
+{
+    /* relaxed: the entry is either the worker, alive until a grace period after the rewrite, or
+     * d->gone, which is never freed before the dispatcher. */
+    return __atomic_load_n(&s->by_member[i], __ATOMIC_RELAXED);
+}
 
 /* Fields: I set before the worker is published and then read-only; C under d->ctl; L under d->lock;
  * W the worker's thread, or the control thread holding w->lock; A atomic (ordering at the access).
@@ -112,6 +122,9 @@ struct shard_dispatcher {
     _Atomic uint32_t nholding;      /* A: workers holding set-aside jobs */
     _Atomic int      shutdown;
     struct crash_table crash;
+    /* I: what snapshots kept for older_owners_done name in place of a worker already freed: it has
+     * passed every fence and counts by epochs no more, as the worker had before it was freed. */
+    struct shard_worker *gone;
 
     pthread_mutex_t  ctl;
     pthread_mutex_t  lock;
@@ -143,7 +156,8 @@ void  shard__worker_sync_holding(struct shard_worker *w);
 struct job *shard__inbox_take(struct shard_worker *w);
 
 /* handoff.c: what a held job waits for. */
-bool  shard__job_may_run(shard_dispatcher *d, const struct job *j);
+/* Whether j may run now. Context: j's worker (it notes in j what j waits for). */
+bool  shard__job_may_run(shard_dispatcher *d, struct job *j);
 /* Advances d->settled over the snapshots whose fences have all been passed. Context: d->lock. */
 void  shard__settle(shard_dispatcher *d);
 /* A worker passed its fence of snapshot s. Context: d->lock. */
@@ -156,6 +170,8 @@ void  shard__handed_if_done(shard_dispatcher *d, struct shard_worker *x);
 /* j, owed by a crash, has run or was dropped; or x's stuck job returned. Context: no lock. */
 void  shard__owed_done(shard_dispatcher *d, struct job *j);
 
+/* worker.c: frees w's spare records. Context: w's thread or lock, or w no longer running. */
+void  shard__worker_drop_spares(struct shard_worker *w);
 /* worker.c: frees a record, or keeps it as a spare of w (w may be NULL). Context: w's thread or lock. */
 void  shard__free_record(struct shard_worker *w, struct job *j);
 

@@ -41,29 +41,45 @@ static bool released(struct shard_worker *x, uint64_t fence)
            atomic_load_explicit(&x->handed, memory_order_acquire);
 }
 
-static bool older_owners_done(shard_dispatcher *d, const struct job *j, uint64_t settled)
+/* Whether every job of j's key routed before j elsewhere is done: for each older epoch whose owner x
+ * of the key was not j's worker, x has passed the next fence. Remembers the first wait it finds.
+ * Context: a read-side section begun before settled was loaded, so that the snapshots from settled
+ * on, and the workers they name, outlive it (reap_snapshots and reap_workers wait a grace period). */
+static bool older_owners_done(shard_dispatcher *d, struct job *j, uint64_t settled)
 {
-    bool ok = true;
-    shard_rcu_read_lock();
+    /* The wait found last time, if its snapshot is still at or above settled (so it is kept): while
+     * it holds, nothing else needs looking at. */
+    if (j->wait_snap && j->wait_epoch >= settled &&
+        !released(snap_worker(j->wait_snap, j->wait_member), j->wait_epoch + 1))
+        return false;
+    j->wait_snap = NULL;
     for (struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire); s && s->epoch >= settled;
          s = atomic_load_explicit(&s->prev, memory_order_acquire)) {
         if (s->epoch >= j->epoch)
             continue;
-        struct shard_worker *x = s->by_member[shard__ring_owner_index(s->ring, j->hash)];
+        size_t i = shard__ring_owner_index(s->ring, j->hash);
+        struct shard_worker *x = snap_worker(s, i);
         if (x != j->routed && !released(x, s->epoch + 1)) {
-            ok = false;
-            break;
+            j->wait_snap = s;
+            j->wait_epoch = s->epoch;
+            j->wait_member = (uint32_t)i;
+            return false;
         }
     }
-    shard_rcu_read_unlock();
-    return ok;
+    return true;
 }
 
-bool shard__job_may_run(shard_dispatcher *d, const struct job *j)
+bool shard__job_may_run(shard_dispatcher *d, struct job *j)
 {
-    uint64_t settled = atomic_load_explicit(&d->settled, memory_order_acquire);
-    if (j->epoch > settled && !older_owners_done(d, j, settled))
-        return false;
+    /* The common case: j's epoch is settled, every older owner is done; no read-side section. */
+    if (j->epoch > atomic_load_explicit(&d->settled, memory_order_acquire)) {
+        shard_rcu_read_lock();
+        uint64_t settled = atomic_load_explicit(&d->settled, memory_order_acquire);
+        bool ok = j->epoch <= settled || older_owners_done(d, j, settled);
+        shard_rcu_read_unlock();
+        if (!ok)
+            return false;
+    }
     return !shard__crash_blocks(&d->crash, j);
 }
 

@@ -55,10 +55,11 @@ static void registry_drop_last(shard_dispatcher *d)
 }
 
 /* Context: ctl held (snap_refs). */
-static void snap_free(struct snap *s)
+static void snap_free(shard_dispatcher *d, struct snap *s)
 {
     for (size_t i = 0; i < shard_ring_member_count(s->ring); i++)
-        s->by_member[i]->snap_refs--;
+        if (s->by_member[i] != d->gone)
+            s->by_member[i]->snap_refs--;
     shard_ring_destroy(s->ring);
     free(s->by_member);
     free(s);
@@ -119,13 +120,13 @@ static void mark_loser(uint64_t first, uint64_t last, const char *owner_a, const
         f->release = true;
 }
 
-static void change_discard(struct change *c)
+static void change_discard(shard_dispatcher *d, struct change *c)
 {
     for (size_t i = 0; c->fences && i < c->nmembers; i++)
         free(c->fences[i]);
     free(c->fences);
     if (c->snap)
-        snap_free(c->snap);
+        snap_free(d, c->snap);
 }
 
 /* Prepares publishing ring (taken over) as the next epoch: its snapshot, a fence for every worker of
@@ -166,7 +167,7 @@ static int change_prepare(shard_dispatcher *d, shard_ring *ring, struct shard_wo
     c->moved /= 18446744073709551616.0;
     return 0;
 nomem:
-    change_discard(c);
+    change_discard(d, c);
     return -ENOMEM;
 }
 
@@ -224,7 +225,7 @@ static void reap_snapshots(shard_dispatcher *d)
     shard_rcu_synchronize(); /* no reader still walks into what was cut off */
     while (cut) {
         struct snap *next = atomic_load_explicit(&cut->prev, memory_order_relaxed);
-        snap_free(cut);
+        snap_free(d, cut);
         cut = next;
     }
 }
@@ -243,19 +244,51 @@ static bool finished_with(struct shard_worker *w)
     return done && (st == SHARD_WORKER_EXITED || shard__crash_settled(&w->d->crash, &w->crash));
 }
 
+/* Whether w, which left the ring, is finished with and no submitter waits for room in its queue. */
+static bool reapable(struct shard_worker *w)
+{
+    /* acquire: pairs with the waiters' release decrement; their reads of w come first. */
+    return finished_with(w) && !atomic_load_explicit(&w->space_refs, memory_order_acquire);
+}
+
+/* Points the entries of w in the snapshots still kept at d->gone: a worker that is finished with
+ * answers every older_owners_done question as d->gone does, so it need not live as long as the
+ * snapshots (which are kept back to the settled epoch, however far behind that is). */
+static void unname(shard_dispatcher *d, struct shard_worker *w)
+{
+    for (struct snap *s = atomic_load_explicit(&d->snap, memory_order_relaxed); s && w->snap_refs;
+         s = atomic_load_explicit(&s->prev, memory_order_relaxed)) {
+        long idx = shard__ring_member_index(s->ring, w->name);
+        if (idx >= 0 && s->by_member[idx] == w) {
+            __atomic_store_n(&s->by_member[idx], d->gone, __ATOMIC_RELAXED); /* see snap_worker */
+            w->snap_refs--;
+        }
+    }
+}
+
 /* Frees workers that left the ring (removed, or crashed) once they are finished with and nothing can
  * reach them any more. A worker is reached through the registry (d->lock), through snapshots (RCU
  * readers: submitters and the handoff walk in handoff.c), by submitters waiting for room in its
- * queue (space_refs) and, crashed, by the jobs it rerouted (finished_with). Snapshots that named it
- * have been cut off by reap_snapshots, which waited a grace period after the cut; submitters that
- * found it did so before the grace period of its leaving and counted themselves in space_refs then.
+ * queue (space_refs) and, crashed, by the jobs it rerouted (finished_with). Its entries in kept
+ * snapshots are rewritten to d->gone (unname) and snapshots that named it may have been cut off by
+ * reap_snapshots; either way a grace period has passed since; submitters that found it did so
+ * before the grace period of its leaving and counted themselves in space_refs then.
  * Context: ctl held, so no change is under way. */
 static void reap_workers(shard_dispatcher *d)
 {
+    bool unnamed = false;
+    for (size_t i = 0; i < d->nworkers; i++) {
+        struct shard_worker *w = d->workers[i];
+        if (w->snap_refs && reapable(w)) {
+            unname(d, w);
+            unnamed = true;
+        }
+    }
+    if (unnamed)
+        shard_rcu_synchronize(); /* readers that found one of those entries before are done */
     for (size_t i = 0; i < d->nworkers;) {
         struct shard_worker *w = d->workers[i];
-        /* acquire: pairs with the waiters' release decrement; their reads of w come first. */
-        if (!finished_with(w) || atomic_load_explicit(&w->space_refs, memory_order_acquire) || w->snap_refs) {
+        if (w->snap_refs || !reapable(w)) {
             i++;
             continue;
         }
@@ -419,12 +452,12 @@ SHARD_API int shard_worker_add(shard_dispatcher *d, const char *name, uint32_t w
     }
     ring = NULL;
     if ((err = registry_add(d, w)) != 0) {
-        change_discard(&c);
+        change_discard(d, &c);
         goto out;
     }
     if ((err = shard__worker_start(w)) != 0) {
         registry_drop_last(d);
-        change_discard(&c);
+        change_discard(d, &c);
         goto out;
     }
     w = NULL;
@@ -609,7 +642,7 @@ SHARD_API int shard_worker_crash(shard_dispatcher *d, const char *name, enum sha
     if (!block || !lists) {
         free(block);
         free(lists);
-        change_discard(&c);
+        change_discard(d, &c);
         err = -ENOMEM;
         goto out;
     }
@@ -702,7 +735,7 @@ void shard__membership_free(shard_dispatcher *d)
     struct snap *s = atomic_load_explicit(&d->snap, memory_order_relaxed);
     while (s) {
         struct snap *p = atomic_load_explicit(&s->prev, memory_order_relaxed);
-        snap_free(s);
+        snap_free(d, s);
         s = p;
     }
     for (size_t i = 0; i < d->nworkers; i++)

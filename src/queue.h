@@ -55,6 +55,12 @@ struct job {
     struct job_block  *block;    /* records made in bulk by a crash: freed with the last of them */
     struct crash_record *owed_to; /* a crash owes this job (crash.h): rerouted from its crashed
                                    * worker, or deferred behind a crash; NULL otherwise */
+    /* handoff.c: the older owner this held job was last found waiting for, so that a check while it
+     * still waits costs one load, not a walk over the snapshots. NULL: none known. */
+    const struct snap *wait_snap; /* of epoch wait_epoch: its owner at wait_member must pass fence
+                                   * wait_epoch + 1 (wait_snap is read only while still kept) */
+    uint64_t     wait_epoch;
+    uint32_t     wait_member;
 };
 
 /* Records for a crashed worker's ring, allocated before the crash's point of no return as one block:

@@ -126,6 +126,18 @@ void shard__free_record(struct shard_worker *w, struct job *j)
     free(j);
 }
 
+void shard__worker_drop_spares(struct shard_worker *w)
+{
+    free(w->spare_ready);
+    w->spare_ready = NULL;
+    while (w->spare) {
+        struct job *next = w->spare->held_next;
+        free(w->spare);
+        w->spare = next;
+    }
+    w->nspare = 0;
+}
+
 /* A job taken from the ring lives in w->scratch until it runs; one that must wait gets a record. */
 static struct job *to_record(struct shard_worker *w, struct job *j)
 {
@@ -436,6 +448,8 @@ void *shard__worker_main(void *arg)
     loop(w);
     bool was_crashed = crashed(w);
     shard__worker_sync_holding(w); /* a crash may have taken its held jobs */
+    /* A worker that left may be kept a while (a crash's entries, snapshots): not its spares. */
+    shard__worker_drop_spares(w);
     pthread_mutex_unlock(&w->lock);
     if (d->cfg.on_worker_stop)
         d->cfg.on_worker_stop(w, d->cfg.user);
