@@ -65,6 +65,7 @@ struct shard_worker *shard__worker_new(shard_dispatcher *d, const char *name, ui
     w->d = d;
     snprintf(w->name, sizeof w->name, "%s", name);
     w->weight = weight;
+    w->id = d->next_id++;
     w->stop_item.kind = JOB_STOP;
     w->stop_item.embedded = true;
     return w;

@@ -71,7 +71,7 @@ struct shard_worker {
     bool             stopped;       /* W: processed its STOP */
     bool             held_dirty;    /* W */
     bool             holding_now;   /* W: what `holding` says */
-    uint64_t         seen_gen;      /* W */
+    uint64_t         seen_kick;     /* W: kick when its held jobs were last walked */
     struct job       scratch;       /* W: the job just taken from the ring */
     struct job      *spare_ready;   /* W: a record at hand in case that job must wait */
     struct job      *spare;         /* W: spare records (worker.c) */
@@ -88,6 +88,10 @@ struct shard_worker {
                                      * running: counts by epochs no more */
     _Atomic bool     crash_pending; /* A: a crash waits for lock: the worker lets go of it */
     _Atomic bool     holding;       /* A: holds set-aside jobs (counted in d->nholding) */
+    _Atomic uint64_t waits_on;      /* A: what its held jobs wait for: wait_bit() of workers, and
+                                     * WAIT_CRASH (handoff.c); rebuilt on every walk */
+    _Atomic uint64_t kick;          /* A: bumped by a waker whose event it waits for */
+    uint32_t         id;            /* I: which bit of waits_on stands for it */
     bool             queue_handed;  /* L: the crash has handed its queue over */
     bool             hook_at_crash; /* L: crashed while running its release hook, not returned */
     struct crash_record crash;      /* the crash table's lock */
@@ -118,7 +122,6 @@ struct shard_dispatcher {
     _Atomic uint64_t epoch;         /* A: of snap; written under ctl */
     _Atomic uint64_t settled;       /* A, written under L: every fence up to it was passed */
     struct snap     *settled_snap;  /* L: the snapshot of epoch `settled` */
-    _Atomic uint64_t gen;           /* A: bumped when something a held job waits for may have happened */
     _Atomic uint32_t nholding;      /* A: workers holding set-aside jobs */
     _Atomic int      shutdown;
     struct crash_table crash;
@@ -133,6 +136,7 @@ struct shard_dispatcher {
     size_t           nworkers, workers_cap; /* L */
     size_t           marks_pending; /* L */
     size_t           nretiring;     /* L: removed workers not yet exited */
+    uint32_t         next_id;       /* C: id of the next worker */
 
     pthread_mutex_t  space_lock;
     pthread_cond_t   space_cond;
@@ -156,14 +160,18 @@ void  shard__worker_sync_holding(struct shard_worker *w);
 struct job *shard__inbox_take(struct shard_worker *w);
 
 /* handoff.c: what a held job waits for. */
-/* Whether j may run now. Context: j's worker (it notes in j what j waits for). */
-bool  shard__job_may_run(shard_dispatcher *d, struct job *j);
+/* Whether j may run now. If not, j notes what it waits for and w (its holder) is registered to be
+ * kicked when that happens. Context: w's thread or w->lock held. */
+bool  shard__job_may_run(shard_dispatcher *d, struct shard_worker *w, struct job *j);
+/* w, holding jobs, is to be kicked by changes of the crash table too. Context: as above. */
+void  shard__wait_on_crashes(struct shard_worker *w);
 /* Advances d->settled over the snapshots whose fences have all been passed. Context: d->lock. */
 void  shard__settle(shard_dispatcher *d);
-/* A worker passed its fence of snapshot s. Context: d->lock. */
-void  shard__fence_passed(shard_dispatcher *d, struct snap *s);
-/* Wakes the workers holding set-aside jobs. Context: d->lock. */
-void  shard__wake_holders(shard_dispatcher *d);
+/* w passed its fence of snapshot s. Context: d->lock. */
+void  shard__fence_passed(shard_dispatcher *d, struct shard_worker *w, struct snap *s);
+/* Kicks the workers whose held jobs wait for w (its fences, its hand-over, its exit). Context:
+ * d->lock. */
+void  shard__wake_waiters_of(shard_dispatcher *d, struct shard_worker *w);
 /* x stops counting by epochs once its queue is handed over and no release hook of it runs.
  * Context: d->lock. */
 void  shard__handed_if_done(shard_dispatcher *d, struct shard_worker *x);

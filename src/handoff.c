@@ -41,16 +41,74 @@ static bool released(struct shard_worker *x, uint64_t fence)
            atomic_load_explicit(&x->handed, memory_order_acquire);
 }
 
+/* Who is woken for what. A worker holding jobs marks in its waits_on what they wait for: one bit a
+ * worker (by id, 63 of them, so unrelated workers may share a bit: a spurious kick at worst) and
+ * WAIT_CRASH for the crash table. An event (a fence passed, a hand-over, an exit, a crash entry
+ * paid) kicks only the holders whose mark has its bit, so a holder walks its held jobs again only
+ * when one of them may have become runnable, not on every event anywhere.
+ * The pair: the holder sets the bit and then rereads what it waits for; the waker changes that and
+ * then reads the bits; a seq_cst fence on both sides, so either the holder sees the change or the
+ * waker sees the bit. */
+#define WAIT_CRASH (1ull << 63)
+
+static uint64_t wait_bit(const struct shard_worker *x)
+{
+    return 1ull << (x->id % 63);
+}
+
+static void note_wait(struct shard_worker *h, uint64_t bit)
+{
+    if (!(atomic_load_explicit(&h->waits_on, memory_order_relaxed) & bit))
+        atomic_fetch_or_explicit(&h->waits_on, bit, memory_order_relaxed);
+    atomic_thread_fence(memory_order_seq_cst);
+}
+
+void shard__wait_on_crashes(struct shard_worker *w)
+{
+    note_wait(w, WAIT_CRASH);
+}
+
+static void kick_holders(shard_dispatcher *d, uint64_t bits)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+    if (!atomic_load_explicit(&d->nholding, memory_order_relaxed))
+        return;
+    for (size_t i = 0; i < d->nworkers; i++) {
+        struct shard_worker *h = d->workers[i];
+        if (atomic_load_explicit(&h->holding, memory_order_relaxed) &&
+            (atomic_load_explicit(&h->waits_on, memory_order_relaxed) & bits)) {
+            /* seq_cst: before the parking flag is read (the parking Dekker pair, park_prepare). */
+            atomic_fetch_add_explicit(&h->kick, 1, memory_order_seq_cst);
+            shard__worker_wake(h);
+        }
+    }
+}
+
+void shard__wake_waiters_of(shard_dispatcher *d, struct shard_worker *w)
+{
+    kick_holders(d, wait_bit(w));
+}
+
+/* Whether x, the owner of j's key in snapshot s, is done with what it was given under s. If not,
+ * h is marked to be kicked when it is; so the answer is read again after the mark. */
+static bool owner_done(struct shard_worker *h, struct shard_worker *x, uint64_t epoch)
+{
+    if (released(x, epoch + 1))
+        return true;
+    note_wait(h, wait_bit(x));
+    return released(x, epoch + 1);
+}
+
 /* Whether every job of j's key routed before j elsewhere is done: for each older epoch whose owner x
  * of the key was not j's worker, x has passed the next fence. Remembers the first wait it finds.
  * Context: a read-side section begun before settled was loaded, so that the snapshots from settled
  * on, and the workers they name, outlive it (reap_snapshots and reap_workers wait a grace period). */
-static bool older_owners_done(shard_dispatcher *d, struct job *j, uint64_t settled)
+static bool older_owners_done(shard_dispatcher *d, struct shard_worker *h, struct job *j, uint64_t settled)
 {
     /* The wait found last time, if its snapshot is still at or above settled (so it is kept): while
      * it holds, nothing else needs looking at. */
     if (j->wait_snap && j->wait_epoch >= settled &&
-        !released(snap_worker(j->wait_snap, j->wait_member), j->wait_epoch + 1))
+        !owner_done(h, snap_worker(j->wait_snap, j->wait_member), j->wait_epoch))
         return false;
     j->wait_snap = NULL;
     for (struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire); s && s->epoch >= settled;
@@ -59,7 +117,7 @@ static bool older_owners_done(shard_dispatcher *d, struct job *j, uint64_t settl
             continue;
         size_t i = shard__ring_owner_index(s->ring, j->hash);
         struct shard_worker *x = snap_worker(s, i);
-        if (x != j->routed && !released(x, s->epoch + 1)) {
+        if (x != j->routed && !owner_done(h, x, s->epoch)) {
             j->wait_snap = s;
             j->wait_epoch = s->epoch;
             j->wait_member = (uint32_t)i;
@@ -69,17 +127,20 @@ static bool older_owners_done(shard_dispatcher *d, struct job *j, uint64_t settl
     return true;
 }
 
-bool shard__job_may_run(shard_dispatcher *d, struct job *j)
+bool shard__job_may_run(shard_dispatcher *d, struct shard_worker *w, struct job *j)
 {
     /* The common case: j's epoch is settled, every older owner is done; no read-side section. */
     if (j->epoch > atomic_load_explicit(&d->settled, memory_order_acquire)) {
         shard_rcu_read_lock();
         uint64_t settled = atomic_load_explicit(&d->settled, memory_order_acquire);
-        bool ok = j->epoch <= settled || older_owners_done(d, j, settled);
+        bool ok = j->epoch <= settled || older_owners_done(d, w, j, settled);
         shard_rcu_read_unlock();
         if (!ok)
             return false;
     }
+    if (!shard__crash_blocks(&d->crash, j))
+        return true;
+    note_wait(w, WAIT_CRASH);
     return !shard__crash_blocks(&d->crash, j);
 }
 
@@ -95,11 +156,11 @@ void shard__settle(shard_dispatcher *d)
     atomic_store_explicit(&d->settled, s->epoch, memory_order_release);
 }
 
-void shard__fence_passed(shard_dispatcher *d, struct snap *s)
+void shard__fence_passed(shard_dispatcher *d, struct shard_worker *w, struct snap *s)
 {
     s->unpassed--;
     shard__settle(d);
-    shard__wake_holders(d);
+    shard__wake_waiters_of(d, w);
 }
 
 /* x's fences that it will never pass (it crashed) stop counting. Its passed is final: a crashed
@@ -122,7 +183,7 @@ void shard__handed_if_done(shard_dispatcher *d, struct shard_worker *x)
      * handed over (released() above, and settled). */
     atomic_store_explicit(&x->handed, true, memory_order_release);
     shard__settle(d);
-    shard__wake_holders(d);
+    shard__wake_waiters_of(d, x);
 }
 
 void shard__owed_done(shard_dispatcher *d, struct job *j)
@@ -130,19 +191,7 @@ void shard__owed_done(shard_dispatcher *d, struct job *j)
     if (!shard__crash_paid(&d->crash, j))
         return;
     pthread_mutex_lock(&d->lock);
-    shard__wake_holders(d);
+    kick_holders(d, WAIT_CRASH);
     pthread_mutex_unlock(&d->lock);
 }
 
-void shard__wake_holders(shard_dispatcher *d)
-{
-    /* seq_cst, then seq_cst read of nholding: a worker raises nholding (seq_cst) before it reads gen
-     * (seq_cst) to decide whether to walk its held jobs again, so either it sees this bump or we see
-     * it holding. */
-    atomic_fetch_add_explicit(&d->gen, 1, memory_order_seq_cst);
-    if (!atomic_load_explicit(&d->nholding, memory_order_seq_cst))
-        return;
-    for (size_t i = 0; i < d->nworkers; i++)
-        if (atomic_load_explicit(&d->workers[i]->holding, memory_order_relaxed))
-            shard__worker_wake(d->workers[i]);
-}

@@ -191,7 +191,7 @@ static void pass_fence(struct shard_worker *w, const struct job *fence)
     /* release: every job this worker ran under older epochs happens before a reader of `passed`. */
     atomic_store_explicit(&w->passed, fence->epoch, memory_order_release);
     /* The fence's snapshot is kept: settled cannot pass it before this. */
-    shard__fence_passed(d, (struct snap *)fence->fence_after);
+    shard__fence_passed(d, w, (struct snap *)fence->fence_after);
     pthread_mutex_unlock(&d->lock);
 }
 
@@ -262,7 +262,7 @@ static void take(struct shard_worker *w, struct job *j)
         }
         return;
     }
-    if ((w->held.count && held_has_key(&w->held, j->hash)) || !shard__job_may_run(w->d, j)) {
+    if ((w->held.count && held_has_key(&w->held, j->hash)) || !shard__job_may_run(w->d, w, j)) {
         set_aside(w, j);
         return;
     }
@@ -309,14 +309,19 @@ static void held_pass(struct shard_worker *w)
 {
     shard_dispatcher *d = w->d;
     w->held_dirty = false;
-    w->seen_gen = atomic_load_explicit(&d->gen, memory_order_acquire);
+    w->seen_kick = atomic_load_explicit(&w->kick, memory_order_acquire);
+    /* Rebuilt by this walk: each blocked job marks what it waits for. Fences and marks may wait on
+     * crash entries (deferral, stuck keys). */
+    atomic_store_explicit(&w->waits_on, 0, memory_order_relaxed);
+    if (atomic_load_explicit(&d->crash.entries, memory_order_acquire))
+        shard__wait_on_crashes(w);
     uint64_t min_epoch = held_min_epoch(&w->held);
     bool blocked_before = false, unstuck_before = false, fence_before = false, progress = false;
     for (struct job *j = w->held.head, *next; j; j = next) {
         next = j->held_next;
         bool go;
         if (j->kind == JOB_RUN)
-            go = held_first_of_key(&w->held, j) && shard__job_may_run(d, j);
+            go = held_first_of_key(&w->held, j) && shard__job_may_run(d, w, j);
         else if (j->kind == JOB_FENCE) {
             if (!fence_before && min_epoch < j->epoch &&
                 atomic_load_explicit(&d->crash.entries, memory_order_acquire))
@@ -358,7 +363,8 @@ void shard__worker_sync_holding(struct shard_worker *w)
         return;
     w->holding_now = now;
     atomic_store_explicit(&w->holding, now, memory_order_relaxed);
-    /* seq_cst: before this worker next reads gen (held_needs_pass); pairs with shard__wake_holders. */
+    /* seq_cst: before this worker walks its held jobs again, and so before it marks what they wait
+     * for (handoff.c's kick_holders reads nholding after its fence). */
     if (now)
         atomic_fetch_add_explicit(&w->d->nholding, 1, memory_order_seq_cst);
     else
@@ -368,7 +374,7 @@ void shard__worker_sync_holding(struct shard_worker *w)
 static bool held_needs_pass(struct shard_worker *w)
 {
     return w->held.count &&
-           (w->held_dirty || atomic_load_explicit(&w->d->gen, memory_order_seq_cst) != w->seen_gen);
+           (w->held_dirty || atomic_load_explicit(&w->kick, memory_order_seq_cst) != w->seen_kick);
 }
 
 static bool has_work(struct shard_worker *w)
@@ -379,7 +385,10 @@ static bool has_work(struct shard_worker *w)
 static void idle(struct shard_worker *w)
 {
     queue_release_sc(&w->q); /* the slots taken so far are free for producers again */
-    for (int i = 0; i < SPIN_BEFORE_PARK; i++) {
+    /* Spinning saves a futex round trip when jobs keep coming; a worker that left the ring gets no
+     * new jobs, so it parks at once and leaves the cores to workers that have work. */
+    int spins = atomic_load_explicit(&w->state, memory_order_relaxed) == SHARD_WORKER_RUNNING ? SPIN_BEFORE_PARK : 0;
+    for (int i = 0; i < spins; i++) {
         if (has_work(w))
             return;
         caa_cpu_relax();
@@ -460,7 +469,7 @@ void *shard__worker_main(void *arg)
             pthread_cond_broadcast(&d->cond);
         atomic_store_explicit(&w->passed, UINT64_MAX, memory_order_release);
         atomic_store_explicit(&w->state, SHARD_WORKER_EXITED, memory_order_release);
-        shard__wake_holders(d);
+        shard__wake_waiters_of(d, w);
     }
     w->finished = true;
     pthread_mutex_unlock(&d->lock);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <sched.h>
 #include <semaphore.h>
 #include <shard.h>
 #include <stdatomic.h>
@@ -739,9 +740,25 @@ static void add_and_lose(shard_dispatcher *d, const char *prefix, int n, bool cr
     }
 }
 
+static pthread_mutex_t stop_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t stop_cond = PTHREAD_COND_INITIALIZER;
+static int stopped_workers;
+
+static void count_stop(shard_worker *w, void *user)
+{
+    (void)w;
+    (void)user;
+    pthread_mutex_lock(&stop_lock);
+    stopped_workers++;
+    pthread_cond_broadcast(&stop_cond);
+    pthread_mutex_unlock(&stop_lock);
+}
+
 Test(dispatcher, removed_and_crashed_workers_are_freed)
 {
-    shard_dispatcher *d = make(2, 4096);
+    shard_dispatcher *d;
+    struct shard_config cfg = { .workers = 2, .queue_capacity = 4096, .on_worker_stop = count_stop };
+    cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
     add_and_lose(d, "warm", 10, false); /* warm-up: snapshots, registry, RCU, allocator arenas */
     add_and_lose(d, "warmc", 10, true);
     cr_assert_eq(shard_drain(d), 0);
@@ -754,8 +771,16 @@ Test(dispatcher, removed_and_crashed_workers_are_freed)
      * counters: the normal build asserts this; under ASan or valgrind, whose allocators replace
      * glibc's, they stay at zero. */
     size_t limit = before + ((size_t)1 << 20);
-    for (int i = 0; i < 100 && (mallinfo2().uordblks >= limit || shard_dispatcher_worker_stats(d, NULL, 0) > 2); i++)
+    /* Every lost worker's thread has run its stop hook (120 of them with the warm-up); it then marks
+     * itself finished at once, so a few more calls see it. */
+    pthread_mutex_lock(&stop_lock);
+    while (stopped_workers < 120)
+        pthread_cond_wait(&stop_cond, &stop_lock);
+    pthread_mutex_unlock(&stop_lock);
+    for (int i = 0; i < 1000 && (mallinfo2().uordblks >= limit || shard_dispatcher_worker_stats(d, NULL, 0) > 2); i++) {
         cr_assert_eq(shard_drain(d), 0);
+        sched_yield(); /* lets a thread between its stop hook and its last store finish */
+    }
     size_t after = mallinfo2().uordblks;
     cr_assert_lt(after, limit, "grew from %zu to %zu bytes over 50 removed and 50 crashed workers", before,
                  after);
