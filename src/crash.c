@@ -97,14 +97,14 @@ void shard__crash_owe_list(struct crash_table *t, struct crash_record *x, struct
     pthread_mutex_unlock(&t->lock);
 }
 
-bool shard__crash_defer(struct crash_table *t, struct job *j)
+bool shard__crash_defer(struct crash_table *t, struct crash_record *holder, struct job *j)
 {
     if (!atomic_load_explicit(bucket(t, j->hash), memory_order_acquire))
         return false;
     pthread_mutex_lock(&t->lock);
     bool defer = older_entry(t, j);
     if (defer)
-        insert(t, keymap_first(&t->owed, j->hash)->owed_to, j);
+        insert(t, holder, j);
     pthread_mutex_unlock(&t->lock);
     return defer;
 }

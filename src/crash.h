@@ -6,7 +6,9 @@
  *     job's epoch: no job of that key may run until the stuck job returns);
  *   - each job of x's queue rerouted to a new owner, until it has run;
  *   - jobs that a live worker holds behind one of the above when it passes a fence (fences count
- *     epochs; these wait on a crash, so the crash owes them instead: shard__crash_defer).
+ *     epochs; these wait on a crash, so the table holds their key instead: shard__crash_defer).
+ *     They are charged to their holder's own record, not to the crash they wait behind: a key that
+ *     keeps getting jobs would otherwise keep that crash's record, and its worker, alive for ever.
  * A job of key k may run when k's first entry is not of an older epoch than the job.
  *
  * Cheap when nothing is owed: a per-bucket count (`filter`) is read without the lock, and only a job
@@ -36,8 +38,8 @@ struct crash_table {
 };
 
 /* One crashed worker's part, embedded in the worker: its stuck entry and how many entries it owes
- * (the worker is not freed while it owes any: the entries point at it). Fields under the table's
- * lock. */
+ * (the worker is not freed while it owes any: the entries point at it). Every worker has one: a live
+ * worker's owes the jobs it deferred. Fields under the table's lock. */
 struct crash_record {
     struct job stuck;     /* the stuck entry: epoch 0, hash of the running job's key */
     uint32_t   owed;      /* entries owed by this record, the stuck one included */
@@ -58,9 +60,10 @@ void shard__crash_stick(struct crash_table *t, struct crash_record *x, uint64_t 
 /* Rerouted jobs of x (a list through held_next; only JOB_RUN jobs not yet owed are taken): x owes
  * each until it has run. */
 void shard__crash_owe_list(struct crash_table *t, struct crash_record *x, struct job *list);
-/* If an older entry stands before j (a job held by a live worker), the crash that owns that entry
- * owes j too, and j stops counting for its holder's fences. Return: whether j is now owed. */
-bool shard__crash_defer(struct crash_table *t, struct job *j);
+/* If an older entry stands before j (a job held by a live worker), j becomes an entry too, charged
+ * to its holder's record, and stops counting for the holder's fences. Return: whether j is now
+ * owed. */
+bool shard__crash_defer(struct crash_table *t, struct crash_record *holder, struct job *j);
 
 /* Remove an entry: j has run or was dropped; or x's stuck job returned. Return: whether the key's
  * first entry changed (some held job may run now). */

@@ -47,8 +47,8 @@ static bool released(struct shard_worker *x, uint64_t fence)
  * paid) kicks only the holders whose mark has its bit, so a holder walks its held jobs again only
  * when one of them may have become runnable, not on every event anywhere.
  * The pair: the holder sets the bit and then rereads what it waits for; the waker changes that and
- * then reads the bits; a seq_cst fence on both sides, so either the holder sees the change or the
- * waker sees the bit. */
+ * then reads the bits, all seq_cst (the stores of passed and handed included), so either the holder
+ * sees the change or the waker sees the bit. For the crash table the pair goes through its lock. */
 #define WAIT_CRASH (1ull << 63)
 
 static uint64_t wait_bit(const struct shard_worker *x)
@@ -58,9 +58,7 @@ static uint64_t wait_bit(const struct shard_worker *x)
 
 static void note_wait(struct shard_worker *h, uint64_t bit)
 {
-    if (!(atomic_load_explicit(&h->waits_on, memory_order_relaxed) & bit))
-        atomic_fetch_or_explicit(&h->waits_on, bit, memory_order_relaxed);
-    atomic_thread_fence(memory_order_seq_cst);
+    atomic_fetch_or_explicit(&h->waits_on, bit, memory_order_seq_cst);
 }
 
 void shard__wait_on_crashes(struct shard_worker *w)
@@ -70,13 +68,12 @@ void shard__wait_on_crashes(struct shard_worker *w)
 
 static void kick_holders(shard_dispatcher *d, uint64_t bits)
 {
-    atomic_thread_fence(memory_order_seq_cst);
-    if (!atomic_load_explicit(&d->nholding, memory_order_relaxed))
+    if (!atomic_load_explicit(&d->nholding, memory_order_seq_cst))
         return;
     for (size_t i = 0; i < d->nworkers; i++) {
         struct shard_worker *h = d->workers[i];
         if (atomic_load_explicit(&h->holding, memory_order_relaxed) &&
-            (atomic_load_explicit(&h->waits_on, memory_order_relaxed) & bits)) {
+            (atomic_load_explicit(&h->waits_on, memory_order_seq_cst) & bits)) {
             /* seq_cst: before the parking flag is read (the parking Dekker pair, park_prepare). */
             atomic_fetch_add_explicit(&h->kick, 1, memory_order_seq_cst);
             shard__worker_wake(h);
@@ -96,7 +93,8 @@ static bool owner_done(struct shard_worker *h, struct shard_worker *x, uint64_t 
     if (released(x, epoch + 1))
         return true;
     note_wait(h, wait_bit(x));
-    return released(x, epoch + 1);
+    return atomic_load_explicit(&x->passed, memory_order_seq_cst) >= epoch + 1 ||
+           atomic_load_explicit(&x->handed, memory_order_seq_cst);
 }
 
 /* Whether every job of j's key routed before j elsewhere is done: for each older epoch whose owner x
@@ -181,7 +179,7 @@ void shard__handed_if_done(shard_dispatcher *d, struct shard_worker *x)
     unfence(d, x);
     /* release: the deliveries of its queue, and its release hook, happen before anyone who sees x
      * handed over (released() above, and settled). */
-    atomic_store_explicit(&x->handed, true, memory_order_release);
+    atomic_store_explicit(&x->handed, true, memory_order_seq_cst);
     shard__settle(d);
     shard__wake_waiters_of(d, x);
 }

@@ -231,8 +231,8 @@ static void reap_snapshots(shard_dispatcher *d)
 }
 
 /* Whether a worker that left the ring is done with: its thread is returning, and, crashed, its queue
- * has been handed over and its crash record blocks nothing (its stuck job returned, every job it
- * rerouted has run: those jobs point at it until shard__rerouted_done, under d->lock). */
+ * has been handed over; and its crash record owes nothing (its stuck job returned, every job it
+ * rerouted or deferred has run: those entries point at it until shard__owed_done). */
 static bool finished_with(struct shard_worker *w)
 {
     int st = state_of(w);
@@ -241,7 +241,8 @@ static bool finished_with(struct shard_worker *w)
     pthread_mutex_lock(&w->d->lock);
     bool done = w->finished && (st == SHARD_WORKER_EXITED || atomic_load_explicit(&w->handed, memory_order_relaxed));
     pthread_mutex_unlock(&w->d->lock);
-    return done && (st == SHARD_WORKER_EXITED || shard__crash_settled(&w->d->crash, &w->crash));
+    /* Entries owed to its record point at it: its rerouted jobs, and jobs it deferred. */
+    return done && shard__crash_settled(&w->d->crash, &w->crash);
 }
 
 /* Whether w, which left the ring, is finished with and no submitter waits for room in its queue. */

@@ -188,8 +188,9 @@ static void pass_fence(struct shard_worker *w, const struct job *fence)
 {
     shard_dispatcher *d = w->d;
     pthread_mutex_lock(&d->lock);
-    /* release: every job this worker ran under older epochs happens before a reader of `passed`. */
-    atomic_store_explicit(&w->passed, fence->epoch, memory_order_release);
+    /* release: every job this worker ran under older epochs happens before a reader of `passed`;
+     * seq_cst: before the waiters' marks are read (handoff.c). */
+    atomic_store_explicit(&w->passed, fence->epoch, memory_order_seq_cst);
     /* The fence's snapshot is kept: settled cannot pass it before this. */
     shard__fence_passed(d, w, (struct snap *)fence->fence_after);
     pthread_mutex_unlock(&d->lock);
@@ -295,7 +296,7 @@ static uint64_t defer_crash_blocked(struct shard_worker *w, uint64_t epoch)
 {
     for (struct job *j = w->held.head; j; j = j->held_next)
         if (j->kind == JOB_RUN && !j->owed_to && j->epoch < epoch)
-            (void)shard__crash_defer(&w->d->crash, j);
+            (void)shard__crash_defer(&w->d->crash, &w->crash, j);
     return held_min_epoch(&w->held);
 }
 
@@ -467,7 +468,7 @@ void *shard__worker_main(void *arg)
     if (!was_crashed) {
         if (atomic_load_explicit(&w->state, memory_order_relaxed) == SHARD_WORKER_RETIRING && --d->nretiring == 0)
             pthread_cond_broadcast(&d->cond);
-        atomic_store_explicit(&w->passed, UINT64_MAX, memory_order_release);
+        atomic_store_explicit(&w->passed, UINT64_MAX, memory_order_seq_cst); /* as in pass_fence */
         atomic_store_explicit(&w->state, SHARD_WORKER_EXITED, memory_order_release);
         shard__wake_waiters_of(d, w);
     }
