@@ -17,7 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 packages=(build-essential cmake pkg-config liburcu-dev libxxhash-dev libcriterion-dev redis-tools
-          nutcracker nettle-dev)
+          nutcracker nettle-dev python3)
 
 install_missing() {
     local missing=()
