@@ -59,8 +59,10 @@ static bool older_entry(struct crash_table *t, const struct job *j)
 
 bool shard__crash_blocks(struct crash_table *t, const struct job *j)
 {
-    /* acquire: the count was raised before a release store this thread has acquired (crash.h). */
-    if (!atomic_load_explicit(bucket(t, j->hash), memory_order_acquire))
+    /* acquire: the counts were raised before a release store this thread has acquired (crash.h).
+     * `entries` first: one line that every worker reads and only crashes write. */
+    if (!atomic_load_explicit(&t->entries, memory_order_acquire) ||
+        !atomic_load_explicit(bucket(t, j->hash), memory_order_acquire))
         return false;
     pthread_mutex_lock(&t->lock);
     bool blocked = older_entry(t, j);

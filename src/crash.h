@@ -33,8 +33,8 @@
 struct crash_table {
     pthread_mutex_t  lock;
     struct keymap    owed;                           /* L: KEYMAP_CRASH */
-    _Atomic uint32_t filter[CRASH_FILTER_BUCKETS];   /* L to change; read lock-free */
     _Atomic uint32_t entries;                        /* L to change; read lock-free */
+    _Atomic uint32_t filter[CRASH_FILTER_BUCKETS];   /* L to change; read lock-free */
 };
 
 /* One crashed worker's part, embedded in the worker: its stuck entry and how many entries it owes
