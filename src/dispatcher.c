@@ -202,7 +202,7 @@ static void space_leave(void *arg)
  * or destroy begins. The caller registered as a waiter (space_waiters, w->space_refs) inside the
  * read-side section that found w, and left it. A cancellation point: a cancelled waiter leaves.
  * Return: true if destroy began; the caller must then not touch d again, since destroy frees it as
- * soon as the last waiter has left. */
+ * soon as the last waiter has left. false: the caller is inside a read-side section again. */
 static bool wait_for_space(shard_dispatcher *d, struct shard_worker *w, uint64_t epoch)
 {
     struct space_wait sw = { d, w };
@@ -213,6 +213,10 @@ static bool wait_for_space(shard_dispatcher *d, struct shard_worker *w, uint64_t
            atomic_load_explicit(&d->space_epoch, memory_order_relaxed) == epoch)
         pthread_cond_wait(&d->space_cond, &d->space_lock);
     shutdown = atomic_load_explicit(&d->shutdown, memory_order_relaxed);
+    /* Back inside a read-side section before leaving the waiters: destroy frees d after the last
+     * waiter has left and a grace period, so d stays valid for the retry. */
+    if (!shutdown)
+        shard_rcu_read_lock();
     pthread_cleanup_pop(1);
     return shutdown;
 }
@@ -274,7 +278,6 @@ static int submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn
         shard_rcu_read_unlock();
         if (wait_for_space(d, w, epoch))
             return -ESHUTDOWN;
-        shard_rcu_read_lock();
     }
 }
 

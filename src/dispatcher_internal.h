@@ -42,9 +42,10 @@ struct snap {
 /* The worker of member index i in s. Context: an RCU read-side section, or ctl held. */
 static inline struct shard_worker *snap_worker(const struct snap *s, size_t i)
 {
-    /* relaxed: the entry is either the worker, alive until a grace period after the rewrite, or
-     * d->gone, which is never freed before the dispatcher. */
-    return __atomic_load_n(&s->by_member[i], __ATOMIC_RELAXED);
+    /* The entry is either the worker, alive until a grace period after the rewrite, or d->gone,
+     * which is never freed before the dispatcher. acquire: pairs with unname's release, so reading
+     * d->gone also sees what made the worker finished (its last jobs, its exit or hand-over). */
+    return __atomic_load_n(&s->by_member[i], __ATOMIC_ACQUIRE);
 }
 
 /* Fields: I set before the worker is published and then read-only; C under d->ctl; L under d->lock;
@@ -80,6 +81,7 @@ struct shard_worker {
 
     pthread_mutex_t  inbox_lock;
     struct job      *inbox_head, *inbox_tail; /* inbox_lock */
+    bool             inbox_closed;  /* inbox_lock: crashed, its inbox handed over: deliver elsewhere */
     _Atomic bool     inbox_flag;
 
     _Atomic uint64_t passed;        /* A: every job of an epoch below this is done */
@@ -125,6 +127,7 @@ struct shard_dispatcher {
     _Atomic uint32_t nholding;      /* A: workers holding set-aside jobs */
     _Atomic int      shutdown;
     struct crash_table crash;
+    shard_dispatcher *ctl_outer;    /* C: the dispatcher whose ctl this thread held before (hooks) */
     /* I: what snapshots kept for older_owners_done name in place of a worker already freed: it has
      * passed every fence and counts by epochs no more, as the worker had before it was freed. */
     struct shard_worker *gone;
@@ -156,8 +159,9 @@ void  shard__worker_wake(struct shard_worker *w);
 /* Keeps `holding` equal to "has held items", so that shard__wake_holders wakes only such workers.
  * Context: w's thread or w->lock held. */
 void  shard__worker_sync_holding(struct shard_worker *w);
-/* Detaches the jobs rerouted to w (a list through held_next). Context: w's thread or w->lock held. */
-struct job *shard__inbox_take(struct shard_worker *w);
+/* Detaches the jobs rerouted to w (a list through held_next); close: for good (w crashed), later
+ * deliveries go to the key's current owner. Context: w's thread or w->lock held. */
+struct job *shard__inbox_take(struct shard_worker *w, bool close);
 
 /* handoff.c: what a held job waits for. */
 /* Whether j may run now. If not, j notes what it waits for and w (its holder) is registered to be

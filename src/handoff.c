@@ -98,7 +98,9 @@ static bool owner_done(struct shard_worker *h, struct shard_worker *x, uint64_t 
 }
 
 /* Whether every job of j's key routed before j elsewhere is done: for each older epoch whose owner x
- * of the key was not j's worker, x has passed the next fence. Remembers the first wait it finds.
+ * of the key was not j's worker, x has passed the next fence; and, for a job moved to h at a later
+ * epoch, whether every owner since its own epoch other than h has passed its fence too (it handed
+ * the key's state on by then). Remembers the first wait it finds.
  * Context: a read-side section begun before settled was loaded, so that the snapshots from settled
  * on, and the workers they name, outlive it (reap_snapshots and reap_workers wait a grace period). */
 static bool older_owners_done(shard_dispatcher *d, struct shard_worker *h, struct job *j, uint64_t settled)
@@ -109,13 +111,14 @@ static bool older_owners_done(shard_dispatcher *d, struct shard_worker *h, struc
         !owner_done(h, snap_worker(j->wait_snap, j->wait_member), j->wait_epoch))
         return false;
     j->wait_snap = NULL;
+    uint64_t until = j->epoch > j->moved_epoch ? j->epoch : j->moved_epoch;
     for (struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire); s && s->epoch >= settled;
          s = atomic_load_explicit(&s->prev, memory_order_acquire)) {
-        if (s->epoch >= j->epoch)
+        if (s->epoch >= until)
             continue;
         size_t i = shard__ring_owner_index(s->ring, j->hash);
         struct shard_worker *x = snap_worker(s, i);
-        if (x != j->routed && !owner_done(h, x, s->epoch)) {
+        if (x != (s->epoch < j->epoch ? j->routed : h) && !owner_done(h, x, s->epoch)) {
             j->wait_snap = s;
             j->wait_epoch = s->epoch;
             j->wait_member = (uint32_t)i;
@@ -128,10 +131,11 @@ static bool older_owners_done(shard_dispatcher *d, struct shard_worker *h, struc
 bool shard__job_may_run(shard_dispatcher *d, struct shard_worker *w, struct job *j)
 {
     /* The common case: j's epoch is settled, every older owner is done; no read-side section. */
-    if (j->epoch > atomic_load_explicit(&d->settled, memory_order_acquire)) {
+    uint64_t until = j->epoch > j->moved_epoch ? j->epoch : j->moved_epoch;
+    if (until > atomic_load_explicit(&d->settled, memory_order_acquire)) {
         shard_rcu_read_lock();
         uint64_t settled = atomic_load_explicit(&d->settled, memory_order_acquire);
-        bool ok = j->epoch <= settled || older_owners_done(d, w, j, settled);
+        bool ok = until <= settled || older_owners_done(d, w, j, settled);
         shard_rcu_read_unlock();
         if (!ok)
             return false;

@@ -171,6 +171,14 @@ nomem:
     return -ENOMEM;
 }
 
+static void send_waiters_back(shard_dispatcher *d)
+{
+    pthread_mutex_lock(&d->space_lock);
+    atomic_fetch_add_explicit(&d->space_epoch, 1, memory_order_relaxed);
+    pthread_cond_broadcast(&d->space_cond);
+    pthread_mutex_unlock(&d->space_lock);
+}
+
 /* Makes the prepared ring the one in force, and waits until no submit routes with an older one. */
 static void publish(shard_dispatcher *d, struct change *c)
 {
@@ -182,6 +190,10 @@ static void publish(shard_dispatcher *d, struct change *c)
     /* release: readers that load the new snapshot see it fully built (pairs with submit's acquire). */
     atomic_store_explicit(&d->snap, c->snap, memory_order_release);
     atomic_store_explicit(&d->epoch, c->snap->epoch, memory_order_relaxed);
+    /* Submitters waiting for room in an old owner's queue look the key up again now: one that waits
+     * inside the application's read-side section holds up the grace period below, and the old owner
+     * (crashed) may never make room. */
+    send_waiters_back(d);
     shard_rcu_synchronize();
     c->snap = NULL;
     pthread_mutex_lock(&d->lock);
@@ -189,11 +201,8 @@ static void publish(shard_dispatcher *d, struct change *c)
     d->last_moved = c->moved;
     shard__settle(d); /* a change that fences no one (a crash of the only other worker) settles now */
     pthread_mutex_unlock(&d->lock);
-    /* Submitters waiting for room in an old owner's queue look the key up again. */
-    pthread_mutex_lock(&d->space_lock);
-    atomic_fetch_add_explicit(&d->space_epoch, 1, memory_order_relaxed);
-    pthread_cond_broadcast(&d->space_cond);
-    pthread_mutex_unlock(&d->space_lock);
+    /* And again: one that found the old ring before the store above registered with the new epoch. */
+    send_waiters_back(d);
 }
 
 static void push_fences(struct change *c)
@@ -261,7 +270,9 @@ static void unname(shard_dispatcher *d, struct shard_worker *w)
          s = atomic_load_explicit(&s->prev, memory_order_relaxed)) {
         long idx = shard__ring_member_index(s->ring, w->name);
         if (idx >= 0 && s->by_member[idx] == w) {
-            __atomic_store_n(&s->by_member[idx], d->gone, __ATOMIC_RELAXED); /* see snap_worker */
+            /* release: pairs with snap_worker's acquire. reapable() acquired w's finishing (its
+             * d->lock section, its crash record's lock), so a reader of d->gone sees it too. */
+            __atomic_store_n(&s->by_member[idx], d->gone, __ATOMIC_RELEASE);
             w->snap_refs--;
         }
     }
@@ -305,8 +316,9 @@ static void reap_workers(shard_dispatcher *d)
     }
 }
 
-/* The dispatcher whose ctl this thread holds, if any: hooks that run on the control thread
- * (on_dropped, the ring's hooks) must not ask for it again. */
+/* The dispatchers whose ctl this thread holds, innermost first, linked through ctl_outer: hooks that
+ * run on the control thread (on_dropped, the ring's hooks) may call into another dispatcher, but
+ * must not ask for one they are inside of again. */
 static _Thread_local shard_dispatcher *ctl_holder;
 
 bool shard__ctl_forbidden(shard_dispatcher *d)
@@ -314,18 +326,24 @@ bool shard__ctl_forbidden(shard_dispatcher *d)
     /* A worker may be the one a change waits for; the control thread's own hooks hold ctl; inside an
      * RCU read-side section (the application's, on a thread it registered) a grace period never
      * ends. */
-    return shard__current_worker || ctl_holder == d || rcu_read_ongoing();
+    if (shard__current_worker || rcu_read_ongoing())
+        return true;
+    for (shard_dispatcher *h = ctl_holder; h; h = h->ctl_outer)
+        if (h == d)
+            return true;
+    return false;
 }
 
 void shard__ctl_lock(shard_dispatcher *d)
 {
     pthread_mutex_lock(&d->ctl);
+    d->ctl_outer = ctl_holder;
     ctl_holder = d;
 }
 
 void shard__ctl_unlock(shard_dispatcher *d)
 {
-    ctl_holder = NULL;
+    ctl_holder = d->ctl_outer;
     pthread_mutex_unlock(&d->ctl);
 }
 
@@ -562,7 +580,7 @@ static struct job *take_leftovers(struct shard_worker *x, struct job_block *bloc
         next = j->held_next;
         list_append(&all, j);
     }
-    for (struct job *j = shard__inbox_take(x), *next; j; j = next) {
+    for (struct job *j = shard__inbox_take(x, true), *next; j; j = next) {
         next = j->held_next;
         list_append(&all, j);
     }

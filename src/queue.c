@@ -137,6 +137,7 @@ struct job *queue_pop_sc(struct queue *q, struct job *scratch)
     scratch->kind = JOB_RUN;
     scratch->owed_to = NULL;
     scratch->wait_snap = NULL;
+    scratch->moved_epoch = 0;
     scratch->embedded = false;
     scratch->release = false;
     scratch->routed = NULL; /* the caller knows whose queue this is */

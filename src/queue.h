@@ -57,6 +57,8 @@ struct job {
                                    * worker, or deferred behind a crash; NULL otherwise */
     /* handoff.c: the older owner this held job was last found waiting for, so that a check while it
      * still waits costs one load, not a walk over the snapshots. NULL: none known. */
+    uint64_t     moved_epoch;    /* moved to another worker at a fence of this epoch (worker.c's
+                                  * move_to), 0 if not: it waits for that epoch's owners too */
     const struct snap *wait_snap; /* of epoch wait_epoch: its owner at wait_member must pass fence
                                    * wait_epoch + 1 (wait_snap is read only while still kept) */
     uint64_t     wait_epoch;

@@ -34,11 +34,12 @@ static bool inbox_pending(struct shard_worker *w)
     return atomic_load_explicit(&w->inbox_flag, memory_order_acquire);
 }
 
-struct job *shard__inbox_take(struct shard_worker *w)
+struct job *shard__inbox_take(struct shard_worker *w, bool close)
 {
     pthread_mutex_lock(&w->inbox_lock);
     struct job *j = w->inbox_head;
     w->inbox_head = w->inbox_tail = NULL;
+    w->inbox_closed |= close;
     atomic_store_explicit(&w->inbox_flag, false, memory_order_relaxed);
     pthread_mutex_unlock(&w->inbox_lock);
     return j;
@@ -47,7 +48,7 @@ struct job *shard__inbox_take(struct shard_worker *w)
 /* Moves jobs rerouted to this worker into the front of its held list. */
 static void pull_inbox(struct shard_worker *w)
 {
-    struct job *j = shard__inbox_take(w);
+    struct job *j = shard__inbox_take(w, false);
     while (j) {
         struct job *next = j->held_next;
         held_push_prio(&w->held, j);
@@ -206,6 +207,68 @@ static void hook_returned_after_crash(struct shard_worker *w)
     pthread_mutex_unlock(&d->lock);
 }
 
+/* Moves j, held by w, to its key's owner in the current ring, into its inbox, ahead of what that
+ * worker holds of the key. j then waits there also for every owner its key has had since j's own
+ * epoch (handoff.c: moved_epoch), each of which hands the key's state on at its fence: so it runs
+ * where the state is. Return: false if the owner is w itself, or closed its inbox (destroy is
+ * stopping every worker): j stays with w. */
+static bool move_to_owner(struct shard_worker *w, struct job *j)
+{
+    bool moved = false;
+    shard_rcu_read_lock(); /* the owner found below lives through it */
+    const struct snap *s = atomic_load_explicit(&w->d->snap, memory_order_acquire);
+    struct shard_worker *dest = snap_worker(s, shard__ring_owner_index(s->ring, j->hash));
+    if (dest != w) {
+        pthread_mutex_lock(&dest->inbox_lock);
+        /* Closed: only at destroy, as a crash publishes the ring without its worker before it closes
+         * the inbox, and a removed worker leaves the ring before it exits. */
+        if (!dest->inbox_closed) {
+            held_remove(&w->held, j);
+            j->moved_epoch = s->epoch;
+            j->held_next = NULL;
+            if (dest->inbox_tail)
+                dest->inbox_tail->held_next = j;
+            else
+                dest->inbox_head = j;
+            dest->inbox_tail = j;
+            /* release: pairs with inbox_pending's acquire. */
+            atomic_store_explicit(&dest->inbox_flag, true, memory_order_release);
+            moved = true;
+        }
+        pthread_mutex_unlock(&dest->inbox_lock);
+        if (moved)
+            shard__worker_wake(dest);
+    }
+    shard_rcu_read_unlock();
+    return moved;
+}
+
+/* At a fence of epoch where w loses keys, after its release hook handed their state over: held jobs
+ * of those keys given to it before the change that a crash owes (rerouted here, or deferred behind a
+ * stuck job) must not run here any more, where the state has gone. They follow their key, still
+ * owed (so the key's later jobs wait for them), and run first where it is now. Later jobs stay:
+ * their key's owner at their own epoch is a later ring's business. */
+static void send_leaving_owed(struct shard_worker *w, uint64_t epoch)
+{
+    for (struct job *j = w->held.head, *next; j; j = next) {
+        next = j->held_next;
+        if (j->kind == JOB_RUN && j->owed_to && j->epoch < epoch && move_to_owner(w, j))
+            w->held_dirty = true;
+    }
+}
+
+/* A stopped worker exits once it holds nothing and its inbox is empty, closing the inbox then. */
+static bool may_exit(struct shard_worker *w)
+{
+    if (w->held.count)
+        return false;
+    pthread_mutex_lock(&w->inbox_lock);
+    bool empty = !w->inbox_head;
+    w->inbox_closed |= empty;
+    pthread_mutex_unlock(&w->inbox_lock);
+    return empty;
+}
+
 /* Acts on a control item that has reached its turn. */
 static void control(struct shard_worker *w, struct job *j)
 {
@@ -221,6 +284,8 @@ static void control(struct shard_worker *w, struct job *j)
                 return;
             }
         }
+        if (j->release && w->held.count)
+            send_leaving_owed(w, j->epoch);
         pass_fence(w, j);
         shard__free_record(w, j);
         break;
@@ -410,7 +475,7 @@ static void idle(struct shard_worker *w)
 
 static void loop(struct shard_worker *w)
 {
-    while (!crashed(w) && !w->stopped) {
+    while (!crashed(w) && !(w->stopped && may_exit(w))) {
         yield_to_crash(w);
         if (crashed(w))
             break;

@@ -2,10 +2,15 @@
  * threads and runs its own read-side sections, and submits from them. shard shares the registration
  * (no second registration, which liburcu refuses with an assertion) and leaves unregistering to the
  * application. Inside the application's read-side section a submit works (and may wait for room);
- * a membership call there would wait for a grace period its own caller holds up: -EDEADLK. */
+ * a membership call there would wait for a grace period its own caller holds up: -EDEADLK. And a
+ * submit waiting for room inside such a section while the full queue's worker crashes: the crash
+ * sends it to the key's new owner instead of waiting for the section to end (it used to hang). */
 #define _LGPL_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <semaphore.h>
+#include <string.h>
+#include <unistd.h>
 #include <urcu.h>
 
 #include "stress_common.h"
@@ -63,8 +68,80 @@ static void *changer(void *arg)
     return NULL;
 }
 
+static sem_t entered, gate;
+static char key[24];
+static size_t keylen;
+static atomic_int app_tid, app_result = 1;
+
+static void blocker(shard_worker *w, void *arg)
+{
+    (void)w, (void)arg;
+    sem_post(&entered);
+    sem_wait(&gate);
+}
+
+static void *app_waiting_in_section(void *arg)
+{
+    (void)arg;
+    rcu_register_thread();
+    atomic_store(&app_tid, (int)gettid());
+    rcu_read_lock();
+    atomic_store(&app_result, shard_submit(disp, key, keylen, count_job, NULL)); /* the queue is full */
+    rcu_read_unlock();
+    rcu_unregister_thread();
+    return NULL;
+}
+
+/* Whether thread tid is asleep (blocked waiting for room): its state in /proc. */
+static bool asleep(int tid)
+{
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *p = strrchr(buf, ')');
+    return p && p[1] == ' ' && p[2] == 'S';
+}
+
+static void crash_while_app_section_waits(void)
+{
+    struct shard_config cfg = { .workers = 2, .queue_capacity = 1 };
+    CHECK(shard_dispatcher_create(&disp, &cfg) == 0, "create");
+    shard_ring *r;
+    CHECK(shard_dispatcher_ring(disp, &r) == 0, "ring");
+    for (unsigned i = 0;; i++) {
+        keylen = (size_t)snprintf(key, sizeof key, "k%u", i);
+        if (strcmp(shard_ring_owner(r, key, keylen), "w0") == 0)
+            break;
+    }
+    shard_ring_destroy(r);
+    sem_init(&entered, 0, 0);
+    sem_init(&gate, 0, 0);
+    CHECK(shard_submit(disp, key, keylen, blocker, NULL) == 0, "submit blocker");
+    sem_wait(&entered);
+    CHECK(shard_submit(disp, key, keylen, count_job, NULL) == 0, "fill w0's queue");
+    pthread_t t;
+    pthread_create(&t, NULL, app_waiting_in_section, NULL);
+    /* Until the application's thread sleeps in its submit (bounded: 20 s). */
+    for (int i = 0; i < 20000 && !(atomic_load(&app_tid) && asleep(atomic_load(&app_tid))); i++)
+        stress_pause_ms(1);
+    CHECK(shard_worker_crash(disp, "w0", SHARD_CRASH_REROUTE) == 0, "crash");
+    pthread_join(t, NULL);
+    CHECK(atomic_load(&app_result) == 0, "the waiting submit got %s", shard_strerror(atomic_load(&app_result)));
+    sem_post(&gate);
+    CHECK(shard_drain(disp) == 0, "drain");
+    shard_dispatcher_destroy(disp);
+}
+
 int main(void)
 {
+    alarm(60); /* a hang fails the run with SIGALRM rather than the test's timeout */
+    crash_while_app_section_waits();
+    atomic_store(&ran, 0);
     struct shard_config cfg = { .workers = 2, .queue_capacity = 64 };
     CHECK(shard_dispatcher_create(&disp, &cfg) == 0, "create");
     pthread_t t[THREADS], c;

@@ -6,7 +6,11 @@
  *   3. destroy while submits are hashing their key: they get -ESHUTDOWN, no use after free;
  *   4. a thread cancelled while it waits for room: destroy still returns;
  *   5. a submit from a TLS destructor after shard's own ran: the next grace period still ends;
- *   6. SHARD_MAX_WORKERS workers: one more is refused, and changes and drain stay quick.
+ *   6. SHARD_MAX_WORKERS workers: one more is refused, and changes and drain stay quick;
+ *   7. a job held behind a stuck key when its worker's release hook hands the key away: it runs where
+ *      the state went, after the hook;
+ *   8. drain with a stuck job on a crashed worker and its key's next job on a removed worker;
+ *   9. a control-thread hook of one dispatcher calling into another, then into its own again.
  *   stress_hostile [N]   runs scenario N alone (default: all) */
 #include <errno.h>
 #include <pthread.h>
@@ -388,6 +392,149 @@ static void max_workers(void)
     shard_dispatcher_destroy(d);
 }
 
+/* A key k%u whose owner is oa in a, ob in b, oc in c (b, c may be NULL). */
+static size_t find_key3(char *buf, const shard_ring *a, const char *oa, const shard_ring *b, const char *ob,
+                        const shard_ring *c, const char *oc)
+{
+    for (unsigned i = 0;; i++) {
+        size_t n = (size_t)snprintf(buf, 24, "k%u", i);
+        if (strcmp(shard_ring_owner(a, buf, n), oa) == 0 && (!b || strcmp(shard_ring_owner(b, buf, n), ob) == 0) &&
+            (!c || strcmp(shard_ring_owner(c, buf, n), oc) == 0))
+            return n;
+    }
+}
+
+/* ---- 7. the release hook and a job held behind a stuck key ---- */
+
+static char k7[24];
+static size_t k7len;
+static sem_t hook7, ran7;
+static atomic_int released7;
+static char ran7_on[SHARD_NAME_MAX + 1], released7_to[SHARD_NAME_MAX + 1];
+static atomic_int ran7_after_hook;
+
+static void release7(shard_worker *w, const struct shard_handoff *h, void *user)
+{
+    (void)user;
+    if (strcmp(shard_ring_owner(h->before, k7, k7len), shard_worker_name(w)) == 0 &&
+        strcmp(shard_ring_owner(h->after, k7, k7len), shard_worker_name(w)) != 0) {
+        snprintf(released7_to, sizeof released7_to, "%s", shard_ring_owner(h->after, k7, k7len));
+        atomic_store(&released7, 1);
+        sem_post(&hook7);
+    }
+}
+
+static void follower7(shard_worker *w, void *arg)
+{
+    (void)arg;
+    snprintf(ran7_on, sizeof ran7_on, "%s", shard_worker_name(w));
+    atomic_store(&ran7_after_hook, atomic_load(&released7));
+    sem_post(&ran7);
+}
+
+static void release_hook_and_deferred_job(void)
+{
+    scenario = "a job held behind a stuck key when the release hook hands the key away";
+    struct shard_config cfg = { .workers = 3, .on_release = release7 };
+    shard_dispatcher *d;
+    CHECK(shard_dispatcher_create(&d, &cfg) == 0, "create");
+    shard_ring *r0 = ring_plus(d, NULL, NULL), *r1 = ring_plus(d, NULL, "w0"), *r2 = ring_plus(d, "w3", "w0");
+    k7len = find_key3(k7, r0, "w0", r1, "w1", r2, "w3");
+    CHECK(shard_submit(d, k7, k7len, stuck_job, NULL) == 0, "submit stuck");
+    CHECK(wait_sem(&entered), "stuck job never started");
+    CHECK(shard_worker_crash(d, "w0", SHARD_CRASH_REROUTE) == 0, "crash");
+    CHECK(shard_submit(d, k7, k7len, follower7, NULL) == 0, "submit follower"); /* w1 holds it */
+    CHECK(shard_worker_add(d, "w3", 1) == 0, "add"); /* takes the key from w1 */
+    CHECK(wait_sem(&hook7), "w1's release hook never released the key");
+    sem_post(&gate); /* the stuck job returns after the hook handed the key to w3 */
+    CHECK(wait_sem(&ran7), "the follower never ran");
+    CHECK(strcmp(ran7_on, released7_to) == 0 && atomic_load(&ran7_after_hook),
+          "the follower ran on %s, the hook handed the key to %s%s", ran7_on, released7_to,
+          atomic_load(&ran7_after_hook) ? "" : " after it ran");
+    CHECK(shard_drain(d) == 0, "drain");
+    shard_ring_destroy(r0);
+    shard_ring_destroy(r1);
+    shard_ring_destroy(r2);
+    shard_dispatcher_destroy(d);
+    atomic_store(&stuck_returned, 0);
+}
+
+/* ---- 8. drain: stuck job on a crashed worker, its key's next job on a removed worker ---- */
+
+static atomic_int follower8_runs;
+static sem_t ran8;
+
+static void follower8(shard_worker *w, void *arg)
+{
+    (void)w, (void)arg;
+    atomic_fetch_add(&follower8_runs, 1);
+    sem_post(&ran8);
+}
+
+static void drain_through_removed_worker(void)
+{
+    scenario = "drain with a stuck key's next job on a removed worker";
+    struct shard_config cfg = { .workers = 3 };
+    shard_dispatcher *d;
+    CHECK(shard_dispatcher_create(&d, &cfg) == 0, "create");
+    shard_ring *r0 = ring_plus(d, NULL, NULL), *r1 = ring_plus(d, NULL, "w0");
+    char k[24];
+    size_t kl = find_key3(k, r0, "w0", r1, "w1", NULL, NULL);
+    CHECK(shard_submit(d, k, kl, stuck_job, NULL) == 0, "submit stuck");
+    CHECK(wait_sem(&entered), "stuck job never started");
+    CHECK(shard_worker_crash(d, "w0", SHARD_CRASH_REROUTE) == 0, "crash");
+    CHECK(shard_submit(d, k, kl, follower8, NULL) == 0, "submit follower"); /* w1 holds it */
+    CHECK(shard_worker_remove(d, "w1") == 0, "remove");
+    pthread_t t;
+    pthread_create(&t, NULL, drain_thread, d);
+    CHECK(wait_sem(&drained), "drain waited for the job stuck on a crashed worker (through removed w1)");
+    pthread_join(t, NULL);
+    CHECK(atomic_load(&follower8_runs) == 0, "the stuck key's next job ran beside it");
+    sem_post(&gate);
+    CHECK(wait_sem(&ran8), "the stuck key's next job never ran");
+    CHECK(shard_drain(d) == 0, "drain");
+    CHECK(atomic_load(&follower8_runs) == 1, "%d runs", atomic_load(&follower8_runs));
+    shard_ring_destroy(r0);
+    shard_ring_destroy(r1);
+    shard_dispatcher_destroy(d);
+    atomic_store(&stuck_returned, 0);
+}
+
+/* ---- 9. hooks calling into another dispatcher, then their own ---- */
+
+static shard_dispatcher *d9a, *d9b;
+static atomic_int calls9, ok9;
+
+static void dropped9(shard_job_fn fn, void *arg, void *user)
+{
+    (void)fn, (void)arg, (void)user;
+    if (atomic_fetch_add(&calls9, 1))
+        return;
+    int a = shard_drain(d9a), b = shard_drain(d9b), c = shard_drain(d9a), e = shard_worker_add(d9a, "x", 1);
+    CHECK(a == -EDEADLK && b == 0 && c == -EDEADLK && e == -EDEADLK,
+          "from d1's on_dropped: drain(d1) %d, drain(d2) %d, drain(d1) %d, add(d1) %d", a, b, c, e);
+    atomic_store(&ok9, 1);
+}
+
+static void nested_hooks(void)
+{
+    scenario = "a hook calling into another dispatcher, then its own";
+    struct shard_config c1 = { .workers = 2, .on_dropped = dropped9 }, c2 = { .workers = 1 };
+    CHECK(shard_dispatcher_create(&d9a, &c1) == 0 && shard_dispatcher_create(&d9b, &c2) == 0, "create");
+    shard_ring *r = ring_plus(d9a, NULL, NULL);
+    char k[24];
+    size_t kl = find_key3(k, r, "w0", NULL, NULL, NULL, NULL);
+    CHECK(shard_submit(d9a, k, kl, gate_job, &gate) == 0, "submit blocker");
+    CHECK(wait_sem(&entered), "blocker never started");
+    CHECK(shard_submit(d9a, k, kl, count_job, NULL) == 0, "submit the job to drop");
+    CHECK(shard_worker_crash(d9a, "w0", SHARD_CRASH_DROP) == 0, "crash");
+    CHECK(atomic_load(&ok9) == 1, "on_dropped did not run");
+    sem_post(&gate);
+    shard_ring_destroy(r);
+    shard_dispatcher_destroy(d9a);
+    shard_dispatcher_destroy(d9b);
+}
+
 int main(int argc, char **argv)
 {
     int only = argc > 1 ? atoi(argv[1]) : 0;
@@ -398,14 +545,18 @@ int main(int argc, char **argv)
     sem_init(&moved_ran, 0, 0);
     sem_init(&drained, 0, 0);
     sem_init(&follower_done, 0, 0);
+    sem_init(&hook7, 0, 0);
+    sem_init(&ran7, 0, 0);
+    sem_init(&ran8, 0, 0);
     sem_init(&hook_entered, 0, 0);
     sem_init(&hook_gate, 0, 0);
     sem_init(&probe_ran, 0, 0);
     sem_init(&hashing, 0, 0);
     sem_init(&cancel_gate, 0, 0);
     void (*scenarios[])(void) = { stuck_then_add, crash_during_release_hook, destroy_while_hashing,
-                                  cancel_while_waiting_for_room, submit_from_late_tls_destructor, max_workers };
-    for (int i = 0; i < 6; i++)
+                                  cancel_while_waiting_for_room, submit_from_late_tls_destructor, max_workers,
+                                  release_hook_and_deferred_job, drain_through_removed_worker, nested_hooks };
+    for (int i = 0; i < 9; i++)
         if (!only || only == i + 1)
             scenarios[i]();
     return stress_result("stress_hostile");
