@@ -10,7 +10,8 @@
  * crash, drain, destroy) are made from threads that are not workers of any dispatcher (-EDEADLK from
  * a worker, from a hook the control thread runs — on_dropped, the ring's hooks — and from inside an
  * RCU read-side section); they are serialised with each other and return once the change is in
- * force. No thread needs set-up: the library registers a submitting thread with RCU (liburcu, memb
+ * force. A control-thread hook may call into another dispatcher, but two dispatchers whose hooks call
+ * into each other from two threads at once deadlock, as any two locks taken in opposite orders do. No thread needs set-up: the library registers a submitting thread with RCU (liburcu, memb
  * flavour) on its first submit and unregisters it when the thread exits; a submit from a TLS
  * destructor that runs after that registers for the one call only.
  *
@@ -67,8 +68,10 @@ struct shard_config {
     void (*on_worker_stop)(shard_worker *w, void *user);
     /* Run on a worker's thread when a membership change moves keys away from it, after it has run
      * every job of those keys that it was given before the change, and before any new owner may run
-     * them: the place to hand worker-local state of moved keys to their new owners. Not run on a
-     * crashed worker. */
+     * them: the place to hand worker-local state of moved keys to their new owners. Jobs of those
+     * keys that it holds behind a job stuck on a crashed worker are not run here: they follow their
+     * key and run, in order, where its state went. Not run on a crashed worker; a crash while it
+     * runs lets it finish, and the keys it releases wait for it. */
     void (*on_release)(shard_worker *w, const struct shard_handoff *h, void *user);
 };
 
