@@ -12,7 +12,7 @@ static _Atomic uint32_t *bucket(struct crash_table *t, uint64_t hash)
 void shard__crash_table_init(struct crash_table *t)
 {
     pthread_mutex_init(&t->lock, NULL);
-    keymap_init(&t->owed, KEYMAP_CRASH);
+    shard__keymap_init(&t->owed, KEYMAP_CRASH);
     for (size_t i = 0; i < CRASH_FILTER_BUCKETS; i++)
         atomic_init(&t->filter[i], 0);
     atomic_init(&t->entries, 0);
@@ -35,7 +35,7 @@ void shard__crash_record_init(struct crash_record *c)
 static void insert(struct crash_table *t, struct crash_record *c, struct job *j)
 {
     j->owed_to = c;
-    keymap_insert(&t->owed, j);
+    shard__keymap_insert(&t->owed, j);
     c->owed++;
     atomic_fetch_add_explicit(bucket(t, j->hash), 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&t->entries, 1, memory_order_relaxed);
@@ -43,8 +43,8 @@ static void insert(struct crash_table *t, struct crash_record *c, struct job *j)
 
 static bool remove_entry(struct crash_table *t, struct job *j)
 {
-    bool first = keymap_first(&t->owed, j->hash) == j;
-    keymap_remove(&t->owed, j);
+    bool first = shard__keymap_first(&t->owed, j->hash) == j;
+    shard__keymap_remove(&t->owed, j);
     j->owed_to->owed--;
     atomic_fetch_sub_explicit(bucket(t, j->hash), 1, memory_order_relaxed);
     atomic_fetch_sub_explicit(&t->entries, 1, memory_order_relaxed);
@@ -53,7 +53,7 @@ static bool remove_entry(struct crash_table *t, struct job *j)
 
 static bool older_entry(struct crash_table *t, const struct job *j)
 {
-    const struct job *first = keymap_first(&t->owed, j->hash);
+    const struct job *first = shard__keymap_first(&t->owed, j->hash);
     return first && first->epoch < j->epoch;
 }
 
@@ -75,7 +75,7 @@ bool shard__crash_stuck_key(struct crash_table *t, uint64_t hash)
     if (!atomic_load_explicit(bucket(t, hash), memory_order_acquire))
         return false;
     pthread_mutex_lock(&t->lock);
-    const struct job *first = keymap_first(&t->owed, hash);
+    const struct job *first = shard__keymap_first(&t->owed, hash);
     bool stuck = first && first->epoch == 0;
     pthread_mutex_unlock(&t->lock);
     return stuck;

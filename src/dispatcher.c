@@ -51,13 +51,13 @@ struct shard_worker *shard__worker_new(shard_dispatcher *d, const char *name, ui
     if (!w)
         return NULL;
     memset(w, 0, sizeof *w);
-    if (queue_init(&w->q, d->capacity) != 0) {
+    if (shard__queue_init(&w->q, d->capacity) != 0) {
         free(w);
         return NULL;
     }
     pthread_mutex_init(&w->lock, NULL);
     pthread_mutex_init(&w->inbox_lock, NULL);
-    held_init(&w->held);
+    shard__held_init(&w->held);
     shard__crash_record_init(&w->crash);
     atomic_init(&w->passed, epoch);
     w->fenced_upto = epoch;
@@ -82,7 +82,7 @@ int shard__worker_start(struct shard_worker *w)
 void shard__worker_free(struct shard_worker *w)
 {
     shard__worker_drop_spares(w);
-    queue_destroy(&w->q);
+    shard__queue_destroy(&w->q);
     pthread_mutex_destroy(&w->lock);
     pthread_mutex_destroy(&w->inbox_lock);
     free(w);
@@ -209,7 +209,7 @@ static bool wait_for_space(shard_dispatcher *d, struct shard_worker *w, uint64_t
     bool shutdown;
     pthread_mutex_lock(&d->space_lock);
     pthread_cleanup_push(space_leave, &sw);
-    while (!queue_has_room(&w->q) && !atomic_load_explicit(&d->shutdown, memory_order_relaxed) &&
+    while (!shard__queue_has_room(&w->q) && !atomic_load_explicit(&d->shutdown, memory_order_relaxed) &&
            atomic_load_explicit(&d->space_epoch, memory_order_relaxed) == epoch)
         pthread_cond_wait(&d->space_cond, &d->space_lock);
     shutdown = atomic_load_explicit(&d->shutdown, memory_order_relaxed);
@@ -252,7 +252,7 @@ static int submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn
         /* acquire: pairs with the release store that published the snapshot (publish()). */
         struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire);
         struct shard_worker *w = snap_worker(s, shard__ring_owner_index(s->ring, h));
-        bool ok = queue_push_mp(&w->q, fn, arg, h, s->epoch);
+        bool ok = shard__queue_push_mp(&w->q, fn, arg, h, s->epoch);
         if (!ok && from_worker && wait) {
             /* A worker never waits: it could be the very worker that must make room. The job goes
              * after the ring's current contents, through the side list. */
@@ -262,7 +262,7 @@ static int submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn
                 return -ENOMEM;
             }
             *j = (struct job){ .fn = fn, .arg = arg, .hash = h, .epoch = s->epoch, .routed = w, .kind = JOB_RUN };
-            queue_push_side(&w->q, j);
+            shard__queue_push_side(&w->q, j);
             ok = true;
         }
         if (ok) {

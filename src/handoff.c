@@ -74,7 +74,7 @@ static void kick_holders(shard_dispatcher *d, uint64_t bits)
         struct shard_worker *h = d->workers[i];
         if (atomic_load_explicit(&h->holding, memory_order_relaxed) &&
             (atomic_load_explicit(&h->waits_on, memory_order_seq_cst) & bits)) {
-            /* seq_cst: before the parking flag is read (the parking Dekker pair, park_prepare). */
+            /* seq_cst: before the parking flag is read (the parking Dekker pair, shard__park_prepare). */
             atomic_fetch_add_explicit(&h->kick, 1, memory_order_seq_cst);
             shard__worker_wake(h);
         }

@@ -1,11 +1,11 @@
 /* A worker's held (set-aside) jobs: an order list plus a keymap. SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "held.h"
 
-void held_init(struct held *h)
+void shard__held_init(struct held *h)
 {
     h->head = h->tail = h->prio_tail = NULL;
     h->count = 0;
-    keymap_init(&h->keys, KEYMAP_HELD);
+    shard__keymap_init(&h->keys, KEYMAP_HELD);
 }
 
 static void order_insert_after(struct held *h, struct job *after, struct job *j)
@@ -23,34 +23,34 @@ static void order_insert_after(struct held *h, struct job *after, struct job *j)
     h->count++;
 }
 
-void held_push_back(struct held *h, struct job *j)
+void shard__held_push_back(struct held *h, struct job *j)
 {
     j->in_prio = false;
     order_insert_after(h, h->tail, j);
     if (j->kind == JOB_RUN)
-        keymap_insert(&h->keys, j);
+        shard__keymap_insert(&h->keys, j);
 }
 
-void held_push_prio(struct held *h, struct job *j)
+void shard__held_push_prio(struct held *h, struct job *j)
 {
     j->in_prio = true;
     order_insert_after(h, h->prio_tail, j);
     h->prio_tail = j;
     if (j->kind == JOB_RUN)
-        keymap_insert(&h->keys, j);
+        shard__keymap_insert(&h->keys, j);
 }
 
-bool held_has_key(const struct held *h, uint64_t hash)
+bool shard__held_has_key(const struct held *h, uint64_t hash)
 {
-    return h->keys.jobs && keymap_first(&h->keys, hash) != NULL;
+    return h->keys.jobs && shard__keymap_first(&h->keys, hash) != NULL;
 }
 
-bool held_first_of_key(const struct held *h, const struct job *j)
+bool shard__held_first_of_key(const struct held *h, const struct job *j)
 {
-    return keymap_first(&h->keys, j->hash) == j;
+    return shard__keymap_first(&h->keys, j->hash) == j;
 }
 
-void held_remove(struct held *h, struct job *j)
+void shard__held_remove(struct held *h, struct job *j)
 {
     if (j->held_prev)
         j->held_prev->held_next = j->held_next;
@@ -64,12 +64,12 @@ void held_remove(struct held *h, struct job *j)
         h->prio_tail = j->held_prev && j->held_prev->in_prio ? j->held_prev : NULL;
     h->count--;
     if (j->kind == JOB_RUN)
-        keymap_remove(&h->keys, j);
+        shard__keymap_remove(&h->keys, j);
 }
 
-struct job *held_take_all(struct held *h)
+struct job *shard__held_take_all(struct held *h)
 {
     struct job *all = h->head;
-    held_init(h);
+    shard__held_init(h);
     return all;
 }

@@ -22,18 +22,18 @@ struct held {
     struct keymap keys;
 };
 
-void held_init(struct held *h);
+void shard__held_init(struct held *h);
 /* Appends at the back of the order list (jobs and control items). */
-void held_push_back(struct held *h, struct job *j);
+void shard__held_push_back(struct held *h, struct job *j);
 /* Appends to the rerouted front segment, behind earlier rerouted jobs, ahead of everything else. */
-void held_push_prio(struct held *h, struct job *j);
+void shard__held_push_prio(struct held *h, struct job *j);
 /* Whether any job of this hash is held. */
-bool held_has_key(const struct held *h, uint64_t hash);
+bool shard__held_has_key(const struct held *h, uint64_t hash);
 /* Whether j (a held user job) is the first held job of its key: the one that may run next. */
-bool held_first_of_key(const struct held *h, const struct job *j);
+bool shard__held_first_of_key(const struct held *h, const struct job *j);
 /* Removes j (a control item, or any held job). */
-void held_remove(struct held *h, struct job *j);
+void shard__held_remove(struct held *h, struct job *j);
 /* Detaches every held item, in order, as a list linked through held_next; h becomes empty. */
-struct job *held_take_all(struct held *h);
+struct job *shard__held_take_all(struct held *h);
 
 #endif

@@ -15,13 +15,13 @@ static struct job **bucket_of(struct keymap *m, uint64_t hash)
     return &m->bucket[(hash ^ hash >> 32) % KEYMAP_BUCKETS];
 }
 
-void keymap_init(struct keymap *m, enum keymap_use use)
+void shard__keymap_init(struct keymap *m, enum keymap_use use)
 {
     memset(m, 0, sizeof *m);
     m->use = use;
 }
 
-struct job *keymap_first(const struct keymap *m, uint64_t hash)
+struct job *shard__keymap_first(const struct keymap *m, uint64_t hash)
 {
     struct job *k = m->bucket[(hash ^ hash >> 32) % KEYMAP_BUCKETS];
     while (k && k->hash != hash)
@@ -49,9 +49,9 @@ static void replace_first(struct keymap *m, struct job *old, struct job *j)
     }
 }
 
-void keymap_insert(struct keymap *m, struct job *j)
+void shard__keymap_insert(struct keymap *m, struct job *j)
 {
-    struct job *k = keymap_first(m, j->hash);
+    struct job *k = shard__keymap_first(m, j->hash);
     struct keylink *lj = L(m, j);
     lj->next = NULL;
     m->jobs++;
@@ -76,9 +76,9 @@ void keymap_insert(struct keymap *m, struct job *j)
     }
 }
 
-void keymap_remove(struct keymap *m, struct job *j)
+void shard__keymap_remove(struct keymap *m, struct job *j)
 {
-    struct job *k = keymap_first(m, j->hash);
+    struct job *k = shard__keymap_first(m, j->hash);
     m->jobs--;
     if (k == j) {
         struct job *next = L(m, j)->next;

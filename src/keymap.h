@@ -31,10 +31,10 @@ struct keymap {
     struct job     *bucket[KEYMAP_BUCKETS];
 };
 
-void        keymap_init(struct keymap *m, enum keymap_use use);
-void        keymap_insert(struct keymap *m, struct job *j);
-struct job *keymap_first(const struct keymap *m, uint64_t hash);
+void        shard__keymap_init(struct keymap *m, enum keymap_use use);
+void        shard__keymap_insert(struct keymap *m, struct job *j);
+struct job *shard__keymap_first(const struct keymap *m, uint64_t hash);
 /* Removes j wherever it is in its key's FIFO. */
-void        keymap_remove(struct keymap *m, struct job *j);
+void        shard__keymap_remove(struct keymap *m, struct job *j);
 
 #endif

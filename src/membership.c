@@ -213,7 +213,7 @@ static void push_fences(struct change *c)
             continue;
         struct shard_worker *w = f->routed; /* f is the worker's once pushed, and may be freed */
         w->fenced_upto = f->epoch;
-        queue_push_side(&w->q, f);
+        shard__queue_push_side(&w->q, f);
         shard__worker_wake(w);
     }
     free(c->fences);
@@ -372,7 +372,7 @@ static int check_name(const char *name)
 
 static void stop_and_join(struct shard_worker *w)
 {
-    queue_push_side(&w->q, &w->stop_item);
+    shard__queue_push_side(&w->q, &w->stop_item);
     shard__worker_wake(w);
     pthread_join(w->thread, NULL);
     w->joined = true;
@@ -530,7 +530,7 @@ SHARD_API int shard_worker_remove(shard_dispatcher *d, const char *name)
     d->nretiring++;
     pthread_mutex_unlock(&d->lock);
     push_fences(&c); /* x's fence included: it runs x's release hook once x's queue is done */
-    queue_push_side(&x->q, &x->stop_item);
+    shard__queue_push_side(&x->q, &x->stop_item);
     shard__worker_wake(x);
     shard__ctl_unlock(d);
     return 0;
@@ -574,7 +574,7 @@ static void list_append(struct delivery *l, struct job *j)
 static struct job *take_leftovers(struct shard_worker *x, struct job_block *block)
 {
     struct delivery all = { 0 };
-    struct job *held = held_take_all(&x->held);
+    struct job *held = shard__held_take_all(&x->held);
     shard__worker_sync_holding(x);
     for (struct job *j = held, *next; j; j = next) {
         next = j->held_next;
@@ -585,7 +585,7 @@ static struct job *take_leftovers(struct shard_worker *x, struct job_block *bloc
         list_append(&all, j);
     }
     struct job scratch = { 0 }, *j;
-    while ((j = queue_pop_sc(&x->q, &scratch))) {
+    while ((j = shard__queue_pop_sc(&x->q, &scratch))) {
         if (j == &scratch) {
             struct job *r = &block->recs[block->used++]; /* as many as the ring has slots */
             *r = scratch;
@@ -656,7 +656,7 @@ SHARD_API int shard_worker_crash(shard_dispatcher *d, const char *name, enum sha
     int err = leave_prepare(d, name, false, &x, &c);
     if (err)
         return err;
-    struct job_block *block = block_new(queue_capacity(&x->q));
+    struct job_block *block = block_new(shard__queue_capacity(&x->q));
     struct delivery *lists = calloc(shard_ring_member_count(c.snap->ring), sizeof *lists);
     if (!block || !lists) {
         free(block);
@@ -721,7 +721,7 @@ SHARD_API int shard_drain(shard_dispatcher *d)
     for (size_t i = 0; i < n; i++) {
         marks[i]->kind = JOB_MARK;
         marks[i]->epoch = cur->epoch;
-        queue_push_side(&cur->by_member[i]->q, marks[i]);
+        shard__queue_push_side(&cur->by_member[i]->q, marks[i]);
         shard__worker_wake(cur->by_member[i]);
     }
     free(marks);
@@ -738,7 +738,7 @@ void shard__membership_stop_all(shard_dispatcher *d)
     for (size_t i = 0; i < d->nworkers; i++) {
         struct shard_worker *w = d->workers[i];
         if (state_of(w) == SHARD_WORKER_RUNNING) {
-            queue_push_side(&w->q, &w->stop_item);
+            shard__queue_push_side(&w->q, &w->stop_item);
             shard__worker_wake(w);
         }
     }
@@ -804,7 +804,7 @@ static void fill_stats(const struct shard_worker *w, struct shard_worker_stats *
     o->state = (enum shard_worker_state)state_of(w); /* read once */
     o->running = atomic_load_explicit(&w->busy, memory_order_relaxed);
     /* A crashed worker's queue was handed over: its positions are no longer advanced. */
-    o->queued = atomic_load_explicit(&w->handed, memory_order_acquire) ? 0 : queue_length(&w->q);
+    o->queued = atomic_load_explicit(&w->handed, memory_order_acquire) ? 0 : shard__queue_length(&w->q);
     o->executed = atomic_load_explicit(&w->executed, memory_order_relaxed);
     o->set_aside = atomic_load_explicit(&w->set_aside, memory_order_relaxed);
     o->handed_over = atomic_load_explicit(&w->handed_over, memory_order_relaxed);

@@ -8,7 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-int queue_init(struct queue *q, uint32_t capacity)
+int shard__queue_init(struct queue *q, uint32_t capacity)
 {
     uint64_t n = 1;
     while (n < capacity)
@@ -32,14 +32,14 @@ int queue_init(struct queue *q, uint32_t capacity)
     return 0;
 }
 
-void queue_destroy(struct queue *q)
+void shard__queue_destroy(struct queue *q)
 {
     free(q->slots);
     q->slots = NULL;
     pthread_mutex_destroy(&q->side_lock);
 }
 
-uint64_t queue_capacity(const struct queue *q)
+uint64_t shard__queue_capacity(const struct queue *q)
 {
     return q->mask + 1;
 }
@@ -54,19 +54,19 @@ static bool slot_free(struct queue *q, uint64_t pos)
      * writes to it, whichever producer refreshed. A stale cache only says "full" too early. */
     if (pos - atomic_load_explicit(&q->head_cache, memory_order_acquire) < cap)
         return true;
-    /* acquire: pairs with queue_release_sc. */
+    /* acquire: pairs with shard__queue_release_sc. */
     uint64_t head = atomic_load_explicit(&q->head_pub, memory_order_acquire);
     atomic_store_explicit(&q->head_cache, head, memory_order_release);
     return pos - head < cap;
 }
 
-bool queue_push_mp(struct queue *q, shard_job_fn fn, void *arg, uint64_t hash, uint64_t epoch)
+bool shard__queue_push_mp(struct queue *q, shard_job_fn fn, void *arg, uint64_t hash, uint64_t epoch)
 {
     uint64_t pos = atomic_load_explicit(&q->tail, memory_order_relaxed);
     do {
         if (!slot_free(q, pos))
             return false;
-        /* seq_cst: the caller reads the parking flag next (Dekker pair with park_prepare). */
+        /* seq_cst: the caller reads the parking flag next (Dekker pair with shard__park_prepare). */
     } while (!atomic_compare_exchange_weak_explicit(&q->tail, &pos, pos + 1, memory_order_seq_cst,
                                                     memory_order_relaxed));
     /* pos was free when checked and head only moves forward; the CAS gave pos to us alone. */
@@ -80,13 +80,13 @@ bool queue_push_mp(struct queue *q, shard_job_fn fn, void *arg, uint64_t hash, u
     return true;
 }
 
-bool queue_has_room(struct queue *q)
+bool shard__queue_has_room(struct queue *q)
 {
     uint64_t pos = atomic_load_explicit(&q->tail, memory_order_seq_cst);
     return pos - atomic_load_explicit(&q->head_pub, memory_order_seq_cst) < q->mask + 1;
 }
 
-void queue_push_side(struct queue *q, struct job *j)
+void shard__queue_push_side(struct queue *q, struct job *j)
 {
     pthread_mutex_lock(&q->side_lock);
     /* Under the lock, so side positions never go backwards. Every slot claimed before this load
@@ -119,7 +119,7 @@ static struct job *side_pop(struct queue *q)
     return j;
 }
 
-struct job *queue_pop_sc(struct queue *q, struct job *scratch)
+struct job *shard__queue_pop_sc(struct queue *q, struct job *scratch)
 {
     if (atomic_load_explicit(&q->side_flag, memory_order_acquire)) {
         struct job *j = side_pop(q);
@@ -143,23 +143,23 @@ struct job *queue_pop_sc(struct queue *q, struct job *scratch)
     scratch->routed = NULL; /* the caller knows whose queue this is */
     q->head++;
     if ((q->head & q->release_mask) == 0)
-        queue_release_sc(q);
+        shard__queue_release_sc(q);
     return scratch;
 }
 
-void queue_release_sc(struct queue *q)
+void shard__queue_release_sc(struct queue *q)
 {
     /* release: the reads of the slots below head come before a producer reuses them. */
     atomic_store_explicit(&q->head_pub, q->head, memory_order_release);
 }
 
-bool queue_nonempty_sc(struct queue *q)
+bool shard__queue_nonempty_sc(struct queue *q)
 {
     return atomic_load_explicit(&q->tail, memory_order_seq_cst) != q->head ||
            atomic_load_explicit(&q->side_flag, memory_order_seq_cst);
 }
 
-uint64_t queue_length(const struct queue *q)
+uint64_t shard__queue_length(const struct queue *q)
 {
     return atomic_load_explicit(&q->tail, memory_order_relaxed) -
            atomic_load_explicit(&q->head_pub, memory_order_relaxed);
@@ -170,7 +170,7 @@ static long futex(_Atomic uint32_t *addr, int op, uint32_t val)
     return syscall(SYS_futex, (uint32_t *)addr, op, val, NULL, NULL, 0);
 }
 
-uint32_t park_prepare(struct parking *pk)
+uint32_t shard__park_prepare(struct parking *pk)
 {
     uint32_t seq = atomic_load_explicit(&pk->seq, memory_order_acquire);
     /* seq_cst: ordered before the caller's has_work check, against the waker's seq_cst change and
@@ -179,26 +179,26 @@ uint32_t park_prepare(struct parking *pk)
     return seq;
 }
 
-void park_cancel(struct parking *pk)
+void shard__park_cancel(struct parking *pk)
 {
     atomic_store_explicit(&pk->sleeping, 0, memory_order_relaxed);
 }
 
-void park_wait(struct parking *pk, uint32_t seq)
+void shard__park_wait(struct parking *pk, uint32_t seq)
 {
-    /* Returns at once if a waker bumped seq since park_prepare; spurious returns are fine. */
+    /* Returns at once if a waker bumped seq since shard__park_prepare; spurious returns are fine. */
     futex(&pk->seq, FUTEX_WAIT_PRIVATE, seq);
     atomic_store_explicit(&pk->sleeping, 0, memory_order_relaxed);
 }
 
-bool park_wake(struct parking *pk)
+bool shard__park_wake(struct parking *pk)
 {
     if (!atomic_load_explicit(&pk->sleeping, memory_order_seq_cst))
         return false;
     /* Only one waker pays for the syscall. */
     if (!atomic_exchange_explicit(&pk->sleeping, 0, memory_order_seq_cst))
         return false;
-    /* release: pairs with the acquire in park_prepare of the next round. */
+    /* release: pairs with the acquire in shard__park_prepare of the next round. */
     atomic_fetch_add_explicit(&pk->seq, 1, memory_order_release);
     futex(&pk->seq, FUTEX_WAKE_PRIVATE, 1);
     return true;

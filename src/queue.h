@@ -96,29 +96,29 @@ struct queue {
 };
 
 /* capacity is rounded up to a power of two. Return: 0 or -ENOMEM. */
-int  queue_init(struct queue *q, uint32_t capacity);
-void queue_destroy(struct queue *q);
-uint64_t queue_capacity(const struct queue *q);
+int  shard__queue_init(struct queue *q, uint32_t capacity);
+void shard__queue_destroy(struct queue *q);
+uint64_t shard__queue_capacity(const struct queue *q);
 
 /* Producers. Return: false when the ring is full (nothing written). The tail CAS is seq_cst: half of
  * the parking Dekker pair (the caller then reads the worker's parking flag). */
-bool queue_push_mp(struct queue *q, shard_job_fn fn, void *arg, uint64_t hash, uint64_t epoch);
+bool shard__queue_push_mp(struct queue *q, shard_job_fn fn, void *arg, uint64_t hash, uint64_t epoch);
 /* Whether the ring has a free slot now (for a waiting submitter). */
-bool queue_has_room(struct queue *q);
+bool shard__queue_has_room(struct queue *q);
 /* Appends a record to the side list, ordered after every slot claimed so far. Never fails. */
-void queue_push_side(struct queue *q, struct job *j);
+void shard__queue_push_side(struct queue *q, struct job *j);
 
 /* Consumer (the worker, or a crash holding the worker's lock). The next item in order: a side record
  * whose position has come (returned as is), or the next ring slot copied into *scratch (returned as
  * scratch). NULL when empty, or while a producer is between claiming and writing its slot. */
-struct job *queue_pop_sc(struct queue *q, struct job *scratch);
+struct job *shard__queue_pop_sc(struct queue *q, struct job *scratch);
 /* True when the queue may hold an item (seq_cst: the worker's half of the parking Dekker pair). */
-bool queue_nonempty_sc(struct queue *q);
+bool shard__queue_nonempty_sc(struct queue *q);
 /* Publishes the consumer's position, freeing the slots it has taken. pop does it every 1/8 of the
  * capacity (at most 32 slots, every slot for queues under 16), so taken slots wait at most that long
  * to be reused; call it before going idle. */
-void queue_release_sc(struct queue *q);
-uint64_t queue_length(const struct queue *q);
+void shard__queue_release_sc(struct queue *q);
+uint64_t shard__queue_length(const struct queue *q);
 
 /* Parking: the worker sleeps on seq while sleeping is set; a waker clears sleeping and bumps seq. */
 struct parking {
@@ -126,9 +126,9 @@ struct parking {
     _Atomic uint32_t sleeping;
 };
 
-uint32_t park_prepare(struct parking *pk);
-void     park_cancel(struct parking *pk);
-void     park_wait(struct parking *pk, uint32_t seq);
-bool     park_wake(struct parking *pk);
+uint32_t shard__park_prepare(struct parking *pk);
+void     shard__park_cancel(struct parking *pk);
+void     shard__park_wait(struct parking *pk, uint32_t seq);
+bool     shard__park_wake(struct parking *pk);
 
 #endif

@@ -19,7 +19,7 @@ static void bump(_Atomic uint64_t *c)
 
 void shard__worker_wake(struct shard_worker *w)
 {
-    if (park_wake(&w->park))
+    if (shard__park_wake(&w->park))
         bump(&w->woken);
 }
 
@@ -51,7 +51,7 @@ static void pull_inbox(struct shard_worker *w)
     struct job *j = shard__inbox_take(w, false);
     while (j) {
         struct job *next = j->held_next;
-        held_push_prio(&w->held, j);
+        shard__held_push_prio(&w->held, j);
         bump(&w->handed_over);
         j = next;
     }
@@ -223,7 +223,7 @@ static bool move_to_owner(struct shard_worker *w, struct job *j)
         /* Closed: only at destroy, as a crash publishes the ring without its worker before it closes
          * the inbox, and a removed worker leaves the ring before it exits. */
         if (!dest->inbox_closed) {
-            held_remove(&w->held, j);
+            shard__held_remove(&w->held, j);
             j->moved_epoch = s->epoch;
             j->held_next = NULL;
             if (dest->inbox_tail)
@@ -307,7 +307,7 @@ static void control(struct shard_worker *w, struct job *j)
 static void set_aside(struct shard_worker *w, struct job *j)
 {
     j = to_record(w, j);
-    held_push_back(&w->held, j);
+    shard__held_push_back(&w->held, j);
     bump(&w->set_aside);
     w->held_dirty = true;
 }
@@ -321,14 +321,14 @@ static void take(struct shard_worker *w, struct job *j)
         if (inbox_pending(w))
             pull_inbox(w);
         if (w->held.count) {
-            held_push_back(&w->held, to_record(w, j));
+            shard__held_push_back(&w->held, to_record(w, j));
             w->held_dirty = true;
         } else {
             control(w, j);
         }
         return;
     }
-    if ((w->held.count && held_has_key(&w->held, j->hash)) || !shard__job_may_run(w->d, w, j)) {
+    if ((w->held.count && shard__held_has_key(&w->held, j->hash)) || !shard__job_may_run(w->d, w, j)) {
         set_aside(w, j);
         return;
     }
@@ -387,7 +387,7 @@ static void held_pass(struct shard_worker *w)
         next = j->held_next;
         bool go;
         if (j->kind == JOB_RUN)
-            go = held_first_of_key(&w->held, j) && shard__job_may_run(d, w, j);
+            go = shard__held_first_of_key(&w->held, j) && shard__job_may_run(d, w, j);
         else if (j->kind == JOB_FENCE) {
             if (!fence_before && min_epoch < j->epoch &&
                 atomic_load_explicit(&d->crash.entries, memory_order_acquire))
@@ -408,7 +408,7 @@ static void held_pass(struct shard_worker *w)
             pull_inbox(w);
             return;
         }
-        held_remove(&w->held, j);
+        shard__held_remove(&w->held, j);
         progress = true;
         if (j->kind == JOB_RUN)
             run_job(w, j);
@@ -445,12 +445,12 @@ static bool held_needs_pass(struct shard_worker *w)
 
 static bool has_work(struct shard_worker *w)
 {
-    return crashed(w) || inbox_pending(w) || queue_nonempty_sc(&w->q) || held_needs_pass(w);
+    return crashed(w) || inbox_pending(w) || shard__queue_nonempty_sc(&w->q) || held_needs_pass(w);
 }
 
 static void idle(struct shard_worker *w)
 {
-    queue_release_sc(&w->q); /* the slots taken so far are free for producers again */
+    shard__queue_release_sc(&w->q); /* the slots taken so far are free for producers again */
     /* Spinning saves a futex round trip when jobs keep coming; a worker that left the ring gets no
      * new jobs, so it parks at once and leaves the cores to workers that have work. */
     int spins = atomic_load_explicit(&w->state, memory_order_relaxed) == SHARD_WORKER_RUNNING ? SPIN_BEFORE_PARK : 0;
@@ -459,17 +459,17 @@ static void idle(struct shard_worker *w)
             return;
         caa_cpu_relax();
     }
-    uint32_t seq = park_prepare(&w->park);
-    /* After park_prepare's seq_cst store: a submitter that found the queue full and registered is
+    uint32_t seq = shard__park_prepare(&w->park);
+    /* After shard__park_prepare's seq_cst store: a submitter that found the queue full and registered is
      * seen here even if the per-job check missed it (shard__space_notify). */
     shard__space_notify(w->d);
     if (has_work(w)) {
-        park_cancel(&w->park);
+        shard__park_cancel(&w->park);
         return;
     }
     bump(&w->parked);
     pthread_mutex_unlock(&w->lock);
-    park_wait(&w->park, seq);
+    shard__park_wait(&w->park, seq);
     pthread_mutex_lock(&w->lock);
 }
 
@@ -493,7 +493,7 @@ static void loop(struct shard_worker *w)
             pthread_mutex_lock(&w->lock);
             continue;
         }
-        struct job *j = queue_pop_sc(&w->q, &w->scratch);
+        struct job *j = shard__queue_pop_sc(&w->q, &w->scratch);
         if (!j) {
             idle(w);
             continue;
@@ -503,8 +503,8 @@ static void loop(struct shard_worker *w)
             /* Waiting submitters are woken once half the ring is free, not after every job: one
              * wake-up then refills half a ring instead of paying a syscall a job. */
             if (atomic_load_explicit(&w->d->space_waiters, memory_order_relaxed) &&
-                queue_length(&w->q) <= queue_capacity(&w->q) / 2) {
-                queue_release_sc(&w->q);
+                shard__queue_length(&w->q) <= shard__queue_capacity(&w->q) / 2) {
+                shard__queue_release_sc(&w->q);
                 shard__space_notify(w->d);
             }
         }

@@ -15,73 +15,73 @@ static void fn_a(shard_worker *w, void *arg)
 Test(ring_queue, fifo_order_capacity_and_wrap)
 {
     struct queue q;
-    cr_assert_eq(queue_init(&q, 5), 0);
-    cr_assert_eq(queue_capacity(&q), 8, "capacity rounds up to a power of two");
+    cr_assert_eq(shard__queue_init(&q, 5), 0);
+    cr_assert_eq(shard__queue_capacity(&q), 8, "capacity rounds up to a power of two");
     struct job scratch;
-    cr_assert_null(queue_pop_sc(&q, &scratch));
-    cr_assert_not(queue_nonempty_sc(&q));
+    cr_assert_null(shard__queue_pop_sc(&q, &scratch));
+    cr_assert_not(shard__queue_nonempty_sc(&q));
     uint64_t next = 0;
     for (int lap = 0; lap < 5; lap++) {
-        queue_release_sc(&q); /* the worker publishes its position before it goes idle */
+        shard__queue_release_sc(&q); /* the worker publishes its position before it goes idle */
         for (uint64_t i = 0; i < 8; i++)
-            cr_assert(queue_push_mp(&q, fn_a, (void *)(uintptr_t)(lap * 8 + i), i * 3, 7), "lap %d push %lu", lap,
+            cr_assert(shard__queue_push_mp(&q, fn_a, (void *)(uintptr_t)(lap * 8 + i), i * 3, 7), "lap %d push %lu", lap,
                       (unsigned long)i);
-        cr_assert_not(queue_push_mp(&q, fn_a, NULL, 0, 0), "a full ring must refuse");
-        cr_assert_not(queue_has_room(&q));
-        cr_assert_eq(queue_length(&q), 8);
+        cr_assert_not(shard__queue_push_mp(&q, fn_a, NULL, 0, 0), "a full ring must refuse");
+        cr_assert_not(shard__queue_has_room(&q));
+        cr_assert_eq(shard__queue_length(&q), 8);
         for (uint64_t i = 0; i < 8; i++) {
-            struct job *j = queue_pop_sc(&q, &scratch);
+            struct job *j = shard__queue_pop_sc(&q, &scratch);
             cr_assert_eq(j, &scratch);
             cr_assert_eq((uintptr_t)j->arg, next++, "out of order");
             cr_assert_eq(j->hash, i * 3);
             cr_assert_eq(j->epoch, 7);
             cr_assert_eq(j->kind, JOB_RUN);
         }
-        queue_release_sc(&q);
-        cr_assert(queue_has_room(&q));
-        cr_assert_eq(queue_length(&q), 0);
-        cr_assert_null(queue_pop_sc(&q, &scratch));
+        shard__queue_release_sc(&q);
+        cr_assert(shard__queue_has_room(&q));
+        cr_assert_eq(shard__queue_length(&q), 0);
+        cr_assert_null(shard__queue_pop_sc(&q, &scratch));
     }
-    queue_destroy(&q);
+    shard__queue_destroy(&q);
 }
 
 Test(ring_queue, taken_slots_are_reused_only_once_published)
 {
     struct queue q;
-    cr_assert_eq(queue_init(&q, 256), 0); /* publishes every 32 pops */
+    cr_assert_eq(shard__queue_init(&q, 256), 0); /* publishes every 32 pops */
     struct job scratch;
     for (int i = 0; i < 256; i++)
-        cr_assert(queue_push_mp(&q, fn_a, NULL, 0, 0));
+        cr_assert(shard__queue_push_mp(&q, fn_a, NULL, 0, 0));
     for (int i = 0; i < 31; i++)
-        cr_assert_not_null(queue_pop_sc(&q, &scratch));
-    cr_assert_not(queue_push_mp(&q, fn_a, NULL, 0, 0), "slots not yet published were reused");
-    cr_assert_not_null(queue_pop_sc(&q, &scratch)); /* the 32nd pop publishes */
+        cr_assert_not_null(shard__queue_pop_sc(&q, &scratch));
+    cr_assert_not(shard__queue_push_mp(&q, fn_a, NULL, 0, 0), "slots not yet published were reused");
+    cr_assert_not_null(shard__queue_pop_sc(&q, &scratch)); /* the 32nd pop publishes */
     for (int i = 0; i < 32; i++)
-        cr_assert(queue_push_mp(&q, fn_a, NULL, 0, 0), "published slot %d not reusable", i);
-    cr_assert_not(queue_push_mp(&q, fn_a, NULL, 0, 0));
-    queue_destroy(&q);
+        cr_assert(shard__queue_push_mp(&q, fn_a, NULL, 0, 0), "published slot %d not reusable", i);
+    cr_assert_not(shard__queue_push_mp(&q, fn_a, NULL, 0, 0));
+    shard__queue_destroy(&q);
 }
 
 Test(ring_queue, side_items_keep_their_place_in_line)
 {
     struct queue q;
-    cr_assert_eq(queue_init(&q, 8), 0);
+    cr_assert_eq(shard__queue_init(&q, 8), 0);
     struct job fence = { .kind = JOB_FENCE }, extra = { .kind = JOB_RUN, .arg = (void *)99 };
     struct job scratch;
-    queue_push_mp(&q, fn_a, (void *)1, 0, 0);
-    queue_push_mp(&q, fn_a, (void *)2, 0, 0);
-    queue_push_side(&q, &fence); /* after slots 1 and 2 */
-    queue_push_mp(&q, fn_a, (void *)3, 0, 0);
-    queue_push_side(&q, &extra); /* after slot 3 */
-    cr_assert(queue_nonempty_sc(&q));
-    cr_assert_eq(queue_pop_sc(&q, &scratch)->arg, (void *)1);
-    cr_assert_eq(queue_pop_sc(&q, &scratch)->arg, (void *)2);
-    cr_assert_eq(queue_pop_sc(&q, &scratch), &fence);
-    cr_assert_eq(queue_pop_sc(&q, &scratch)->arg, (void *)3);
-    cr_assert_eq(queue_pop_sc(&q, &scratch), &extra);
-    cr_assert_null(queue_pop_sc(&q, &scratch));
-    cr_assert_not(queue_nonempty_sc(&q));
-    queue_destroy(&q);
+    shard__queue_push_mp(&q, fn_a, (void *)1, 0, 0);
+    shard__queue_push_mp(&q, fn_a, (void *)2, 0, 0);
+    shard__queue_push_side(&q, &fence); /* after slots 1 and 2 */
+    shard__queue_push_mp(&q, fn_a, (void *)3, 0, 0);
+    shard__queue_push_side(&q, &extra); /* after slot 3 */
+    cr_assert(shard__queue_nonempty_sc(&q));
+    cr_assert_eq(shard__queue_pop_sc(&q, &scratch)->arg, (void *)1);
+    cr_assert_eq(shard__queue_pop_sc(&q, &scratch)->arg, (void *)2);
+    cr_assert_eq(shard__queue_pop_sc(&q, &scratch), &fence);
+    cr_assert_eq(shard__queue_pop_sc(&q, &scratch)->arg, (void *)3);
+    cr_assert_eq(shard__queue_pop_sc(&q, &scratch), &extra);
+    cr_assert_null(shard__queue_pop_sc(&q, &scratch));
+    cr_assert_not(shard__queue_nonempty_sc(&q));
+    shard__queue_destroy(&q);
 }
 
 static struct job mk(uint64_t hash, uint64_t epoch)
@@ -96,32 +96,32 @@ static struct job mk(uint64_t hash, uint64_t epoch)
 Test(held, per_key_fifo_in_epoch_order)
 {
     struct held h;
-    held_init(&h);
+    shard__held_init(&h);
     struct job a1 = mk(1, 5), a2 = mk(1, 5), b1 = mk(2, 3), a0 = mk(1, 4), a3 = mk(1, 7);
-    held_push_back(&h, &a1);
-    held_push_back(&h, &b1);
-    held_push_back(&h, &a2);
-    cr_assert(held_has_key(&h, 1));
-    cr_assert(held_has_key(&h, 2));
-    cr_assert_not(held_has_key(&h, 3));
-    cr_assert(held_first_of_key(&h, &a1));
-    cr_assert(held_first_of_key(&h, &b1));
-    cr_assert_not(held_first_of_key(&h, &a2));
+    shard__held_push_back(&h, &a1);
+    shard__held_push_back(&h, &b1);
+    shard__held_push_back(&h, &a2);
+    cr_assert(shard__held_has_key(&h, 1));
+    cr_assert(shard__held_has_key(&h, 2));
+    cr_assert_not(shard__held_has_key(&h, 3));
+    cr_assert(shard__held_first_of_key(&h, &a1));
+    cr_assert(shard__held_first_of_key(&h, &b1));
+    cr_assert_not(shard__held_first_of_key(&h, &a2));
     /* An older epoch of key 1 goes first; a newer one last; equal epochs keep arrival order. */
-    held_push_prio(&h, &a0);
-    held_push_back(&h, &a3);
-    cr_assert(held_first_of_key(&h, &a0));
+    shard__held_push_prio(&h, &a0);
+    shard__held_push_back(&h, &a3);
+    cr_assert(shard__held_first_of_key(&h, &a0));
     cr_assert_eq(h.head, &a0, "rerouted jobs lead the order list");
-    held_remove(&h, &a0);
-    cr_assert(held_first_of_key(&h, &a1));
-    held_remove(&h, &a1);
-    cr_assert(held_first_of_key(&h, &a2));
-    held_remove(&h, &a2);
-    cr_assert(held_first_of_key(&h, &a3));
-    held_remove(&h, &a3);
-    cr_assert_not(held_has_key(&h, 1));
+    shard__held_remove(&h, &a0);
+    cr_assert(shard__held_first_of_key(&h, &a1));
+    shard__held_remove(&h, &a1);
+    cr_assert(shard__held_first_of_key(&h, &a2));
+    shard__held_remove(&h, &a2);
+    cr_assert(shard__held_first_of_key(&h, &a3));
+    shard__held_remove(&h, &a3);
+    cr_assert_not(shard__held_has_key(&h, 1));
     cr_assert_eq(h.count, 1);
-    held_remove(&h, &b1);
+    shard__held_remove(&h, &b1);
     cr_assert_eq(h.count, 0);
     cr_assert_null(h.head);
 }
@@ -129,47 +129,47 @@ Test(held, per_key_fifo_in_epoch_order)
 Test(held, colliding_buckets_and_control_items)
 {
     struct held h;
-    held_init(&h);
+    shard__held_init(&h);
     /* Hashes that share a bucket stay separate keys. */
     struct job x = mk(7, 1), y = mk(7 + KEYMAP_BUCKETS, 1), z = mk(7, 2);
     struct job fence = { 0 };
     fence.kind = JOB_FENCE;
     fence.epoch = 2;
-    held_push_back(&h, &x);
-    held_push_back(&h, &fence);
-    held_push_back(&h, &y);
-    held_push_back(&h, &z);
-    cr_assert(held_first_of_key(&h, &x));
-    cr_assert(held_first_of_key(&h, &y));
-    cr_assert_not(held_first_of_key(&h, &z));
-    held_remove(&h, &fence); /* control items are in the order list only */
-    held_remove(&h, &y);
-    cr_assert(held_has_key(&h, 7));
-    cr_assert_not(held_has_key(&h, 7 + KEYMAP_BUCKETS));
-    struct job *all = held_take_all(&h);
+    shard__held_push_back(&h, &x);
+    shard__held_push_back(&h, &fence);
+    shard__held_push_back(&h, &y);
+    shard__held_push_back(&h, &z);
+    cr_assert(shard__held_first_of_key(&h, &x));
+    cr_assert(shard__held_first_of_key(&h, &y));
+    cr_assert_not(shard__held_first_of_key(&h, &z));
+    shard__held_remove(&h, &fence); /* control items are in the order list only */
+    shard__held_remove(&h, &y);
+    cr_assert(shard__held_has_key(&h, 7));
+    cr_assert_not(shard__held_has_key(&h, 7 + KEYMAP_BUCKETS));
+    struct job *all = shard__held_take_all(&h);
     cr_assert_eq(all, &x);
     cr_assert_eq(all->held_next, &z);
     cr_assert_eq(h.count, 0);
-    cr_assert_not(held_has_key(&h, 7));
+    cr_assert_not(shard__held_has_key(&h, 7));
 }
 
 Test(held, removing_from_the_middle_of_a_key)
 {
     struct held h;
-    held_init(&h);
+    shard__held_init(&h);
     struct job j[5];
     for (int i = 0; i < 5; i++) {
         j[i] = mk(9, (uint64_t)i);
-        held_push_back(&h, &j[i]);
+        shard__held_push_back(&h, &j[i]);
     }
-    held_remove(&h, &j[2]);
-    held_remove(&h, &j[4]);
+    shard__held_remove(&h, &j[2]);
+    shard__held_remove(&h, &j[4]);
     struct job late = mk(9, 9);
-    held_push_back(&h, &late); /* the tail moved back when j[4] left */
+    shard__held_push_back(&h, &late); /* the tail moved back when j[4] left */
     int order[] = { 0, 1, 3 };
     for (int i = 0; i < 3; i++) {
-        cr_assert(held_first_of_key(&h, &j[order[i]]), "step %d", i);
-        held_remove(&h, &j[order[i]]);
+        cr_assert(shard__held_first_of_key(&h, &j[order[i]]), "step %d", i);
+        shard__held_remove(&h, &j[order[i]]);
     }
-    cr_assert(held_first_of_key(&h, &late));
+    cr_assert(shard__held_first_of_key(&h, &late));
 }
