@@ -13,6 +13,8 @@
 #define SHARD_VERSION_MAJOR 0
 #define SHARD_VERSION_MINOR 1
 #define SHARD_VERSION_PATCH 0
+/* The version the program was compiled against, as one number: (major << 16) | (minor << 8) | patch. */
+#define SHARD_VERSION_HEX ((SHARD_VERSION_MAJOR << 16) | (SHARD_VERSION_MINOR << 8) | SHARD_VERSION_PATCH)
 
 /* Longest member or worker name, in bytes, not counting the terminating NUL. */
 #define SHARD_NAME_MAX 255
@@ -24,6 +26,14 @@ extern "C" {
 /* A static, human-readable description of a return code of this library (0 or a negative errno).
  * Context: any thread. Return: a string that lives for the whole program; never NULL. */
 SHARD_API const char *shard_strerror(int err);
+
+/* The version of the library the program runs with (with a shared library, not necessarily the one
+ * it was compiled against: compare with SHARD_VERSION_HEX), as SHARD_VERSION_HEX encodes it.
+ * Context: any thread. */
+SHARD_API unsigned shard_version(void);
+
+/* The same as "major.minor.patch". Context: any thread. Return: a static string. */
+SHARD_API const char *shard_version_string(void);
 
 #ifdef __cplusplus
 }
