@@ -76,7 +76,7 @@ static void on_release(shard_worker *w, const struct shard_handoff *h, void *use
     struct local *l = shard_worker_user(w);
     char key[24];
     for (int p = 0; p < players; p++) {
-        if (!l->sessions[p] || strcmp(shard_ring_owner(h->after, key, player_key(key, (uint32_t)p)), l->name) == 0)
+        if (!l->sessions[p] || !shard_handoff_moves(h, key, player_key(key, (uint32_t)p)))
             continue;
         pthread_mutex_lock(&world_lock);
         transit[p] = l->sessions[p];

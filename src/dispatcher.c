@@ -26,6 +26,11 @@ SHARD_API void shard_worker_set_user(shard_worker *w, void *user)
         w->user = user;
 }
 
+SHARD_API bool shard_worker_crashed(const shard_worker *w)
+{
+    return w && atomic_load_explicit(&w->state, memory_order_relaxed) == SHARD_WORKER_CRASHED;
+}
+
 SHARD_API shard_dispatcher *shard_worker_dispatcher(const shard_worker *w)
 {
     return w ? w->d : NULL;

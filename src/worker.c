@@ -179,6 +179,15 @@ struct release_ctx {
     struct shard_handoff  h;
 };
 
+SHARD_API bool shard_handoff_moves(const struct shard_handoff *h, const void *key, size_t len)
+{
+    if (!h || (!key && len > 0))
+        return false;
+    uint64_t hash = shard_ring_hash(h->before, key, len);
+    return (long)shard__ring_owner_index(h->before, hash) == h->before_index &&
+           (long)shard__ring_owner_index(h->after, hash) != h->after_index;
+}
+
 static void call_release(struct shard_worker *w, void *ctx)
 {
     struct release_ctx *rc = ctx;
@@ -276,7 +285,9 @@ static void control(struct shard_worker *w, struct job *j)
     switch (j->kind) {
     case JOB_FENCE:
         if (j->release && d->cfg.on_release) {
-            struct release_ctx rc = { d, { j->epoch, j->fence_before->ring, j->fence_after->ring } };
+            const shard_ring *before = j->fence_before->ring, *after = j->fence_after->ring;
+            long bi = shard__ring_member_index(before, w->name), ai = shard__ring_member_index(after, w->name);
+            struct release_ctx rc = { d, { j->epoch, before, after, bi, ai < 0 ? -1 : ai } };
             run_unlocked(w, false, 0, call_release, &rc);
             if (crashed(w)) {
                 hook_returned_after_crash(w);

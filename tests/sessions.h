@@ -64,7 +64,7 @@ static void sessions_release(shard_worker *w, const struct shard_handoff *h, voi
     for (int p = 0; p < SESSION_PLAYERS; p++) {
         if (!l->s[p])
             continue;
-        if (strcmp(shard_ring_owner(h->after, k, player_key(k, p)), shard_worker_name(w)) == 0)
+        if (!shard_handoff_moves(h, k, player_key(k, p)))
             continue;
         pthread_mutex_lock(&session_world.lock);
         session_world.in_transit[p] = l->s[p];

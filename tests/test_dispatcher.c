@@ -851,3 +851,57 @@ Test(dispatcher, worker_stats_list_ring_members_in_name_order_then_the_others)
         cr_assert_neq(st[i].state, SHARD_WORKER_RUNNING);
     shard_dispatcher_destroy(d);
 }
+
+/* ---- helpers for hooks ---- */
+
+static atomic_int moves_checked, moves_disagree, moves_true;
+static void check_moves(shard_worker *w, const struct shard_handoff *h, void *user)
+{
+    (void)user;
+    char k[24];
+    for (unsigned i = 0; i < 2000; i++) {
+        size_t n = kname(k, i);
+        bool by_name = strcmp(shard_ring_owner(h->before, k, n), shard_worker_name(w)) == 0 &&
+                       strcmp(shard_ring_owner(h->after, k, n), shard_worker_name(w)) != 0;
+        if (shard_handoff_moves(h, k, n) != by_name)
+            atomic_fetch_add(&moves_disagree, 1);
+        atomic_fetch_add(&moves_true, by_name);
+        atomic_fetch_add(&moves_checked, 1);
+    }
+}
+
+Test(dispatcher, shard_handoff_moves_agrees_with_the_rings)
+{
+    shard_dispatcher *d;
+    struct shard_config cfg = { .workers = 3, .on_release = check_moves };
+    cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
+    cr_assert_eq(shard_worker_add(d, "w3", 2), 0);   /* every worker loses keys */
+    cr_assert_eq(shard_worker_remove(d, "w1"), 0);   /* w1 loses all of its keys */
+    cr_assert_eq(shard_drain(d), 0);
+    cr_assert_geq(atomic_load(&moves_checked), 4 * 2000);
+    cr_assert_gt(atomic_load(&moves_true), 0);
+    cr_assert_eq(atomic_load(&moves_disagree), 0);
+    cr_assert_not(shard_handoff_moves(NULL, "k", 1));
+    shard_dispatcher_destroy(d);
+}
+
+static atomic_int stops_crashed, stops_clean;
+static void note_stop(shard_worker *w, void *user)
+{
+    (void)user;
+    atomic_fetch_add(shard_worker_crashed(w) ? &stops_crashed : &stops_clean, 1);
+}
+
+Test(dispatcher, on_worker_stop_can_tell_a_crash)
+{
+    shard_dispatcher *d;
+    struct shard_config cfg = { .workers = 3, .on_worker_stop = note_stop };
+    cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
+    cr_assert_eq(shard_worker_crash(d, "w0", SHARD_CRASH_REROUTE), 0);
+    cr_assert_eq(shard_worker_remove(d, "w1"), 0);
+    cr_assert_eq(shard_drain(d), 0);
+    shard_dispatcher_destroy(d);
+    cr_assert_eq(atomic_load(&stops_crashed), 1);
+    cr_assert_eq(atomic_load(&stops_clean), 2);
+    cr_assert_not(shard_worker_crashed(NULL));
+}

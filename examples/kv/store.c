@@ -132,16 +132,9 @@ static void count_local(struct kv_store *s)
     atomic_store_explicit(&s->keys, s->map.n, memory_order_relaxed);
 }
 
-struct move_ctx {
-    const shard_ring *after;
-    const char       *self;
-};
-
 static bool moves_away(const struct kv_entry *e, void *ctx)
 {
-    const struct move_ctx *c = ctx;
-    const char *owner = shard_ring_owner(c->after, e->key, e->klen);
-    return !owner || strcmp(owner, c->self) != 0;
+    return shard_handoff_moves(ctx, e->key, e->klen);
 }
 
 static bool everything(const struct kv_entry *e, void *ctx)
@@ -157,8 +150,7 @@ void store_on_release(shard_worker *w, const struct shard_handoff *h, void *user
     struct kv_store *s = shard_worker_user(w);
     if (!s)
         return;
-    struct move_ctx c = { h->after, s->name };
-    transit_put_list(kvmap_take_if(&s->map, moves_away, &c));
+    transit_put_list(kvmap_take_if(&s->map, moves_away, (void *)h)); /* read only, by moves_away */
     count_local(s);
 }
 

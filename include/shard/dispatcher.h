@@ -50,7 +50,15 @@ struct shard_handoff {
     uint64_t          epoch;  /* the epoch of `after` */
     const shard_ring *before;
     const shard_ring *after;
+    /* Added in 0.2 (the library fills the struct; it can grow at the end): the worker's member index
+     * in `before`, and in `after` (-1 when it left the ring). */
+    long              before_index, after_index;
 };
+
+/* Whether key moves away from the worker running the release hook h was given to: it owns the key in
+ * `before` and not in `after`. One hash and two lookups, no name compared. Context: that release
+ * hook. Return: false also for h NULL, or key NULL with len > 0. */
+SHARD_API bool shard_handoff_moves(const struct shard_handoff *h, const void *key, size_t len);
 
 struct shard_config {
     uint32_t workers;         /* initial workers, named "w0", "w1", ...; 0: number of online CPUs */
@@ -146,6 +154,10 @@ SHARD_API const char *shard_worker_name(const shard_worker *w);
  * thread (a job or a hook); shard never touches it. */
 SHARD_API void *shard_worker_user(const shard_worker *w);
 SHARD_API void  shard_worker_set_user(shard_worker *w, void *user);
+
+/* Whether w was crashed (shard_worker_crash): for on_worker_stop, which runs on a crashed worker too,
+ * when its last job returns. Context: any thread while w lives. */
+SHARD_API bool shard_worker_crashed(const shard_worker *w);
 
 /* The dispatcher that runs w. */
 SHARD_API shard_dispatcher *shard_worker_dispatcher(const shard_worker *w);
