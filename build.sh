@@ -6,13 +6,14 @@
 #                        multi-threaded programs under ThreadSanitizer
 #   ./build.sh fuzz      the libFuzzer targets (clang), each for FUZZ_SECONDS (default 30) from the
 #                        committed seed corpus; new inputs go to build-fuzz/, not to the corpus
+#   ./build.sh clang     builds everything with clang -Werror and runs the unit and example tests
 #   ./build.sh valgrind  the Criterion suites under valgrind memcheck: no error, no leak (all but the
 #                        two 100,000-key ring suites, which take minutes there and ASan covers)
 #   ./build.sh kv-bench  kv_server against redis-server with redis-benchmark (bench/kv_vs_redis;
 #                        pass --quick for a short run)
 #   ./build.sh twemproxy three kv_servers behind twemproxy, driven by redis-benchmark
 #                        (scripts/kv_twemproxy; pass --quick for a short run)
-# Build trees go to build/, build-asan/ and build-tsan/.
+# Build trees go to build/, build-asan/, build-tsan/ and build-clang/.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -72,6 +73,12 @@ fuzz)
             "build-fuzz/corpus-$target" "fuzz/corpus/$target"
     done
     ;;
+clang)
+    packages+=(clang)
+    install_missing
+    CC=clang build build-clang
+    ctest --test-dir build-clang --output-on-failure -j "$jobs" -L 'unit|example'
+    ;;
 valgrind)
     packages+=(valgrind)
     install_missing
@@ -108,7 +115,7 @@ twemproxy)
     scripts/kv_twemproxy "${@:2}"
     ;;
 *)
-    echo "usage: $0 demo|test|sanitize|fuzz|valgrind|kv-bench|twemproxy" >&2
+    echo "usage: $0 demo|test|sanitize|clang|fuzz|valgrind|kv-bench|twemproxy" >&2
     exit 2
     ;;
 esac

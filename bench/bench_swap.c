@@ -35,7 +35,7 @@ static shard_ring *make_ring(int extra)
 }
 
 static shard_ring *rings[2];
-static shard_ring *_Atomic current;
+static shard_ring *current; /* under rw, or published with liburcu's macros */
 static pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
 static int use_rwlock, do_swaps;
 static atomic_long lookups;
@@ -50,7 +50,7 @@ static void *reader(void *arg)
         for (int k = 0; k < KEYS; k++) {
             if (use_rwlock) {
                 pthread_rwlock_rdlock(&rw);
-                acc += (uintptr_t)shard_ring_owner(atomic_load_explicit(&current, memory_order_relaxed), keys[k], klen[k]);
+                acc += (uintptr_t)shard_ring_owner(current, keys[k], klen[k]);
                 pthread_rwlock_unlock(&rw);
             } else {
                 rcu_read_lock();
@@ -78,7 +78,7 @@ static double route(int rwlock, int swaps, double seconds)
     do_swaps = swaps;
     atomic_store(&stop, 0);
     atomic_store(&lookups, 0);
-    atomic_store(&current, rings[0]);
+    current = rings[0];
     pthread_t t[2];
     uint64_t t0 = bench_now_ns();
     for (int i = 0; i < 2; i++)
@@ -93,7 +93,7 @@ static double route(int rwlock, int swaps, double seconds)
          * could be freed (here it is reused, but the wait is paid). */
         if (rwlock) {
             pthread_rwlock_wrlock(&rw);
-            atomic_store(&current, rings[which]);
+            current = rings[which];
             pthread_rwlock_unlock(&rw);
         } else {
             rcu_assign_pointer(current, rings[which]);

@@ -53,7 +53,7 @@ static struct server_options parse_options(int argc, char **argv)
         .bind = "127.0.0.1", .port = 7379, .workers = 2, .net_threads = 1, .queue_capacity = 0,
         .max_pipeline = 1024, .limits = { .max_request = 1 << 20, .max_args = 1024 },
     };
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) { /* --option value */
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--help") == 0) {
             usage(stdout);
@@ -78,7 +78,6 @@ static struct server_options parse_options(int argc, char **argv)
             usage(stderr);
             exit(2);
         }
-        i++;
     }
     return o;
 }

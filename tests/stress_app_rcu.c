@@ -20,7 +20,7 @@
 
 static shard_dispatcher *disp;
 static atomic_long ran;
-static int *_Atomic shared_value;
+static int *shared_value; /* published with liburcu's own macros */
 
 static void count_job(shard_worker *w, void *arg)
 {
