@@ -7,11 +7,12 @@
  * (w->passed = e) once it holds no job of an epoch below e: it has run everything it was given under
  * older rings. A job j of key k routed to B under epoch e may run once, for every older epoch e' whose
  * owner X of k was not B, X has passed fence(e' + 1): then every job of k routed before j is done.
- * d->settled, the smallest `passed` of live workers, bounds how far back that walk goes: epochs below
- * it are done everywhere, so the common case is one comparison.
- *
- * d->settled is tracked per snapshot: each counts the fences of its epoch not yet passed, and settled
- * moves forward over snapshots whose count is zero, so a fence costs O(1) amortised, not O(workers).
+ * d->settled, the newest epoch whose fences (and all older ones) every fenced worker has passed, bounds
+ * how far back that walk goes: epochs up to it are done everywhere, so the common case is one
+ * comparison. It is tracked per snapshot: each counts the fences of its epoch not yet passed, and
+ * settled moves forward over snapshots whose count is zero, so a fence costs O(1) amortised, not
+ * O(workers). A held job remembers the owner it was found waiting for and is woken when that owner
+ * moves on (below), so a blocked job costs nothing until then.
  *
  * A crashed worker never passes another fence. Once its queue is handed over and no release hook of it
  * runs (a hook interrupted by the crash still hands state over: the keys it releases wait for it), it
@@ -20,8 +21,11 @@
  * of each job it rerouted until that job has run (for jobs of later epochs only). A fence counts only
  * the jobs routed to its worker and not owed by a crash: a rerouted job is covered by its crash's
  * entry; and a job that a worker holds behind a crash entry when it reaches a fence (a job of a key
- * whose job is stuck on a crashed worker) is deferred to that crash (shard__crash_defer) rather than
- * holding the fence, so a stuck job holds its own key and nothing else.
+ * whose job is stuck on a crashed worker) becomes an entry itself (shard__crash_defer) rather than
+ * holding the fence, so a stuck job holds its own key and nothing else. If that fence moves the key
+ * away, such jobs follow it after the release hook (worker.c's send_leaving_owed) and wait, where
+ * they arrive, for every owner the key had since their epoch (moved_epoch), so they run where the
+ * key's state is.
  *
  * Why nothing waits forever: every wait points to strictly older work. A job waits for fences of
  * epochs up to its own, and for older-epoch jobs of its key (also through crash entries, which are in
@@ -35,8 +39,8 @@
 
 static bool released(struct shard_worker *x, uint64_t fence)
 {
-    /* acquire: pairs with the release stores of passed (worker.c) and handed (below), so the jobs x
-     * ran before them happen before the job about to run. */
+    /* acquire: pairs with the (seq_cst, so release) stores of passed (worker.c) and handed (below),
+     * so the jobs x ran before them happen before the job about to run. */
     return atomic_load_explicit(&x->passed, memory_order_acquire) >= fence ||
            atomic_load_explicit(&x->handed, memory_order_acquire);
 }

@@ -234,6 +234,7 @@ static bool move_to_owner(struct shard_worker *w, struct job *j)
         if (!dest->inbox_closed) {
             shard__held_remove(&w->held, j);
             j->moved_epoch = s->epoch;
+            j->wait_snap = NULL; /* what it waited for as w's job */
             j->held_next = NULL;
             if (dest->inbox_tail)
                 dest->inbox_tail->held_next = j;
@@ -266,9 +267,16 @@ static void send_leaving_owed(struct shard_worker *w, uint64_t epoch)
     }
 }
 
-/* A stopped worker exits once it holds nothing and its inbox is empty, closing the inbox then. */
+/* A stopped worker exits once it holds nothing and its inbox is empty, closing the inbox then. A job
+ * moved to it while it was leaving the ring (the mover read the ring before the removal) follows its
+ * key on, since this worker's release hook has already handed the key's state away; at destroy, which
+ * changes no ring, it runs here. */
 static bool may_exit(struct shard_worker *w)
 {
+    if (inbox_pending(w)) {
+        pull_inbox(w);
+        send_leaving_owed(w, UINT64_MAX);
+    }
     if (w->held.count)
         return false;
     pthread_mutex_lock(&w->inbox_lock);
@@ -365,9 +373,9 @@ static uint64_t held_min_epoch(const struct held *h)
     return min;
 }
 
-/* A fence of epoch is held up by jobs of older epochs: those that wait behind a crash's entry are
- * handed to that crash (shard__crash_defer), which then holds their key instead of this worker's
- * fence. Return: the oldest epoch left. Only called while some crash owes something. */
+/* A fence of epoch is held up by jobs of older epochs: those that wait behind a crash's entry become
+ * entries of the crash table themselves (shard__crash_defer), which then holds their key instead of
+ * this worker's fence. Return: the oldest epoch left. Only called while some crash owes something. */
 static uint64_t defer_crash_blocked(struct shard_worker *w, uint64_t epoch)
 {
     for (struct job *j = w->held.head; j; j = j->held_next)
@@ -441,7 +449,7 @@ void shard__worker_sync_holding(struct shard_worker *w)
     w->holding_now = now;
     atomic_store_explicit(&w->holding, now, memory_order_relaxed);
     /* seq_cst: before this worker walks its held jobs again, and so before it marks what they wait
-     * for (handoff.c's kick_holders reads nholding after its fence). */
+     * for (handoff.c's kick_holders reads nholding, seq_cst, after its event's seq_cst store). */
     if (now)
         atomic_fetch_add_explicit(&w->d->nholding, 1, memory_order_seq_cst);
     else
