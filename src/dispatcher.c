@@ -235,7 +235,7 @@ static uint64_t space_register(shard_dispatcher *d, struct shard_worker *w)
     /* seq_cst, then seq_cst reads of the ring: the other half of shard__space_notify's pair. Inside
      * the section: destroy's grace period after setting shutdown sees every waiter counted. */
     atomic_fetch_add_explicit(&d->space_waiters, 1, memory_order_seq_cst);
-    /* Read before leaving the section: a change that published a new ring bumps space_epoch only
+    /* Read before leaving the section: a change that published a new ring bumps space_epoch again
      * after its grace period, so a change this submit has not seen is seen as a new epoch. */
     return atomic_load_explicit(&d->space_epoch, memory_order_acquire);
 }
