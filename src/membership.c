@@ -199,7 +199,7 @@ static void publish(shard_dispatcher *d, struct change *c)
     pthread_mutex_lock(&d->lock);
     d->changes++;
     d->last_moved = c->moved;
-    shard__settle(d); /* a change that fences no one (a crash of the only other worker) settles now */
+    shard__settle(d);
     pthread_mutex_unlock(&d->lock);
     /* And again: one that found the old ring before the store above registered with the new epoch. */
     send_waiters_back(d);
