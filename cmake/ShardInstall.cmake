@@ -7,8 +7,6 @@ install(TARGETS shard EXPORT shardTargets
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(DIRECTORY include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-# shard_flags is an INTERFACE target linked PRIVATE; export it so the static link interface resolves.
-install(TARGETS shard_flags EXPORT shardTargets)
 
 set(SHARD_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/shard)
 install(EXPORT shardTargets NAMESPACE shard:: DESTINATION ${SHARD_CMAKE_DIR})
