@@ -25,6 +25,7 @@
  * can keep such values beyond the bound. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -426,32 +427,43 @@ static void *net_main(void *arg)
     return NULL;
 }
 
+/* Listens on --bind: an IPv4 or IPv6 address, or a host name such as localhost (its first address
+ * that can be bound). Return: the socket, or a negative errno; -EINVAL when the name does not
+ * resolve. */
 static int listen_on(struct server *srv, int port)
 {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -errno;
-    int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-    if (inet_pton(AF_INET, srv->opt.bind, &a.sin_addr) != 1) {
-        close(fd);
+    char service[8];
+    snprintf(service, sizeof service, "%d", port);
+    struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV }, *list;
+    if (getaddrinfo(srv->opt.bind, service, &hints, &list) != 0)
         return -EINVAL;
-    }
-    if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(fd, 511) != 0) {
-        int err = -errno;
+    int err = -EADDRNOTAVAIL;
+    for (struct addrinfo *ai = list; ai; ai = ai->ai_next) {
+        int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0) {
+            err = -errno;
+            continue;
+        }
+        int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 511) == 0) {
+            freeaddrinfo(list);
+            return fd;
+        }
+        err = -errno;
         close(fd);
-        return err;
     }
-    return fd;
+    freeaddrinfo(list);
+    return err;
 }
 
 static int bound_port(int fd)
 {
-    struct sockaddr_in a;
+    struct sockaddr_storage a;
     socklen_t len = sizeof a;
     getsockname(fd, (struct sockaddr *)&a, &len);
-    return ntohs(a.sin_port);
+    return ntohs(a.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&a)->sin6_port : ((struct sockaddr_in *)&a)->sin_port);
 }
 
 static int net_thread_init(struct server *srv, struct net_thread *nt, int listen_fd)

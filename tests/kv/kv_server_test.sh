@@ -51,7 +51,16 @@ bad_start 2 "--port wants a number in [0, 65535]" --port x
 bad_start 2 "--workers wants a number in [1, 4096]" --workers 0
 bad_start 2 "usage: kv_server" --frobnicate
 bad_start 2 "usage: kv_server" --bind
-bad_start 1 "cannot listen on 300.0.0.1" --port 0 --bind 300.0.0.1
+# An address no interface has (a numeric one: a name would be looked up in DNS, which tests avoid).
+bad_start 1 "cannot listen on 192.0.2.1:0: Cannot assign requested address" --port 0 --bind 192.0.2.1
+# Names and IPv6: localhost, and ::1 where the machine has IPv6 loopback.
+for bind in localhost ::1; do
+    [[ $bind == ::1 && ! -e /proc/net/if_inet6 ]] && continue
+    KV_LOG=$tmp/bind.err kv_start "$server_bin" --bind "$bind"
+    [[ $(redis-cli -h "$bind" -p "$KV_PORT" PING) == PONG ]] || fail "kv_server --bind $bind: no PONG"
+    redis-cli -h "$bind" -p "$KV_PORT" SHUTDOWN >/dev/null
+    wait "$KV_PID" || fail "kv_server --bind $bind did not exit cleanly: $(cat "$tmp/bind.err")"
+done
 KV_LOG=$tmp/holder.err kv_start "$server_bin"
 bad_start 1 "cannot listen on 127.0.0.1:$KV_PORT: Address already in use" --port "$KV_PORT"
 redis-cli -p "$KV_PORT" SHUTDOWN >/dev/null
