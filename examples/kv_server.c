@@ -16,7 +16,8 @@
  * the values it asks for; one that hangs up, even with a reset, still has everything it sent run
  * (kv/net.c).
  *
- * Usage: kv_server [--port P (0: any; default 7379)] [--bind ADDR (default 127.0.0.1)] [--workers N]
+ * Usage: kv_server [--port P (0: any; default 7379)] [--bind ADDR (IPv4, IPv6 or a name; default
+ *                  127.0.0.1)] [--workers N]
  *                  [--net-threads N] [--queue N] [--pipeline N] [--max-request BYTES] [--max-args N]
  * Prints "kv_server: listening on ADDR:PORT" once it accepts connections; stops on SIGINT, SIGTERM
  * or SHUTDOWN, after finishing every command it accepted. */
