@@ -203,19 +203,24 @@ static void space_leave(void *arg)
     pthread_mutex_unlock(&d->space_lock);
 }
 
-/* Waits until w's ring has a free slot, the ring of workers changes (space_epoch moves from epoch),
- * or destroy begins. The caller registered as a waiter (space_waiters, w->space_refs) inside the
+/* Waits until w's ring has a free slot, the ring of workers changes (space_epoch moves from epoch, or
+ * the ring in force is no longer the one of ring_epoch, with which w was found), or destroy begins. The caller registered as a waiter (space_waiters, w->space_refs) inside the
  * read-side section that found w, and left it. A cancellation point: a cancelled waiter leaves.
  * Return: true if destroy began; the caller must then not touch d again, since destroy frees it as
  * soon as the last waiter has left. false: the caller is inside a read-side section again. */
-static bool wait_for_space(shard_dispatcher *d, struct shard_worker *w, uint64_t epoch)
+static bool wait_for_space(shard_dispatcher *d, struct shard_worker *w, uint64_t epoch, uint64_t ring_epoch)
 {
     struct space_wait sw = { d, w };
     bool shutdown;
     pthread_mutex_lock(&d->space_lock);
     pthread_cleanup_push(space_leave, &sw);
+    /* d->epoch too: a change stores it before it takes space_lock to send waiters back, so a waiter
+     * that found w in the old ring but registered after that (and read its new space_epoch) still
+     * sees the change, and is not left waiting on a crashed worker while the change's grace period
+     * waits for it (when it waits inside the application's read-side section). */
     while (!shard__queue_has_room(&w->q) && !atomic_load_explicit(&d->shutdown, memory_order_relaxed) &&
-           atomic_load_explicit(&d->space_epoch, memory_order_relaxed) == epoch)
+           atomic_load_explicit(&d->space_epoch, memory_order_relaxed) == epoch &&
+           atomic_load_explicit(&d->epoch, memory_order_relaxed) == ring_epoch)
         pthread_cond_wait(&d->space_cond, &d->space_lock);
     shutdown = atomic_load_explicit(&d->shutdown, memory_order_relaxed);
     /* Back inside a read-side section before leaving the waiters: destroy frees d after the last
@@ -279,9 +284,9 @@ static int submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn
             shard_rcu_read_unlock();
             return -EAGAIN;
         }
-        uint64_t epoch = space_register(d, w);
+        uint64_t epoch = space_register(d, w), ring_epoch = s->epoch; /* s is not ours past unlock */
         shard_rcu_read_unlock();
-        if (wait_for_space(d, w, epoch))
+        if (wait_for_space(d, w, epoch, ring_epoch))
             return -ESHUTDOWN;
     }
 }

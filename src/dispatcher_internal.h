@@ -134,7 +134,8 @@ struct shard_dispatcher {
 
     pthread_mutex_t  ctl;
     pthread_mutex_t  lock;
-    pthread_cond_t   cond;          /* L: the last drain mark was processed, or a removed worker exited */
+    pthread_cond_t   cond;          /* L: the last drain mark was processed, a removed worker exited,
+                                     * or settled moved */
     struct shard_worker **workers;  /* L (changed also under C) */
     size_t           nworkers, workers_cap; /* L */
     size_t           marks_pending; /* L */

@@ -160,6 +160,7 @@ void shard__settle(shard_dispatcher *d)
     d->settled_snap = s;
     /* release: a reader that sees the new value also sees the passes and hand-overs behind it. */
     atomic_store_explicit(&d->settled, s->epoch, memory_order_release);
+    pthread_cond_broadcast(&d->cond); /* destroy waits for every fence (membership.c's stop_all) */
 }
 
 void shard__fence_passed(shard_dispatcher *d, struct shard_worker *w, struct snap *s)

@@ -735,6 +735,13 @@ SHARD_API int shard_drain(shard_dispatcher *d)
 
 void shard__membership_stop_all(shard_dispatcher *d)
 {
+    /* Every fence passed first: a worker that stops with its inbox closed before another worker's
+     * release hook hands it a key would leave the jobs that should follow that key behind (worker.c's
+     * move_to_owner). Fences wait only for older jobs no crash owes, so this ends. */
+    pthread_mutex_lock(&d->lock);
+    while (d->settled_snap != atomic_load_explicit(&d->snap, memory_order_relaxed))
+        pthread_cond_wait(&d->cond, &d->lock);
+    pthread_mutex_unlock(&d->lock);
     for (size_t i = 0; i < d->nworkers; i++) {
         struct shard_worker *w = d->workers[i];
         if (state_of(w) == SHARD_WORKER_RUNNING) {

@@ -52,7 +52,8 @@ static void pull_inbox(struct shard_worker *w)
     while (j) {
         struct job *next = j->held_next;
         shard__held_push_prio(&w->held, j);
-        bump(&w->handed_over);
+        if (j->kind == JOB_RUN)
+            bump(&w->handed_over);
         j = next;
     }
     w->held_dirty = true;
@@ -221,9 +222,40 @@ static void hook_returned_after_crash(struct shard_worker *w)
  * epoch (handoff.c: moved_epoch), each of which hands the key's state on at its fence: so it runs
  * where the state is. Return: false if the owner is w itself, or closed its inbox (destroy is
  * stopping every worker): j stays with w. */
+static void inbox_append(struct shard_worker *dest, struct job *j)
+{
+    j->held_next = NULL;
+    if (dest->inbox_tail)
+        dest->inbox_tail->held_next = j;
+    else
+        dest->inbox_head = j;
+    dest->inbox_tail = j;
+}
+
+/* A drain under way may have taken dest's mark already, and w's mark passes once j has left: a mark
+ * of its own behind j keeps that drain waiting for j (or for nothing, if j waits behind a stuck job,
+ * as marks do). Return: the mark to send with j, NULL if no drain is under way; false if one is and
+ * no record could be had (then j stays). */
+static bool mark_for_move(struct shard_worker *w, struct job **mark)
+{
+    shard_dispatcher *d = w->d;
+    *mark = NULL;
+    pthread_mutex_lock(&d->lock);
+    bool draining = d->marks_pending > 0;
+    if (draining && (*mark = alloc_record(w)) != NULL) {
+        (*mark)->kind = JOB_MARK;
+        d->marks_pending++;
+    }
+    pthread_mutex_unlock(&d->lock);
+    return !draining || *mark;
+}
+
 static bool move_to_owner(struct shard_worker *w, struct job *j)
 {
     bool moved = false;
+    struct job *mark;
+    if (!mark_for_move(w, &mark))
+        return false;
     shard_rcu_read_lock(); /* the owner found below lives through it */
     const struct snap *s = atomic_load_explicit(&w->d->snap, memory_order_acquire);
     struct shard_worker *dest = snap_worker(s, shard__ring_owner_index(s->ring, j->hash));
@@ -235,12 +267,9 @@ static bool move_to_owner(struct shard_worker *w, struct job *j)
             shard__held_remove(&w->held, j);
             j->moved_epoch = s->epoch;
             j->wait_snap = NULL; /* what it waited for as w's job */
-            j->held_next = NULL;
-            if (dest->inbox_tail)
-                dest->inbox_tail->held_next = j;
-            else
-                dest->inbox_head = j;
-            dest->inbox_tail = j;
+            inbox_append(dest, j);
+            if (mark)
+                inbox_append(dest, mark);
             /* release: pairs with inbox_pending's acquire. */
             atomic_store_explicit(&dest->inbox_flag, true, memory_order_release);
             moved = true;
@@ -250,6 +279,13 @@ static bool move_to_owner(struct shard_worker *w, struct job *j)
             shard__worker_wake(dest);
     }
     shard_rcu_read_unlock();
+    if (!moved && mark) {
+        pthread_mutex_lock(&w->d->lock);
+        if (--w->d->marks_pending == 0)
+            pthread_cond_broadcast(&w->d->cond);
+        pthread_mutex_unlock(&w->d->lock);
+        shard__free_record(w, mark);
+    }
     return moved;
 }
 

@@ -10,7 +10,9 @@
  *   7. a job held behind a stuck key when its worker's release hook hands the key away: it runs where
  *      the state went, after the hook;
  *   8. drain with a stuck job on a crashed worker and its key's next job on a removed worker;
- *   9. a control-thread hook of one dispatcher calling into another, then into its own again.
+ *   9. a control-thread hook of one dispatcher calling into another, then into its own again;
+ *  10. destroy while a key is being handed to a worker that could stop first: the jobs held behind a
+ *      stuck job of that key still follow it (destroy lets every fence pass before stopping anyone).
  *   stress_hostile [N]   runs scenario N alone (default: all) */
 #include <errno.h>
 #include <pthread.h>
@@ -535,6 +537,91 @@ static void nested_hooks(void)
     shard_dispatcher_destroy(d9b);
 }
 
+/* ---- 10. destroy while a key is handed over ---- */
+
+static char k10[24];
+static size_t k10len;
+static char ran10_on[SHARD_NAME_MAX + 1], released10_to[SHARD_NAME_MAX + 1];
+static atomic_int released10, ran10_after;
+static sem_t gate10a, started10a, gate10s, started10s, b_stopped;
+
+static void blocker10(shard_worker *w, void *arg)
+{
+    (void)w;
+    sem_post(arg == &gate10a ? &started10a : &started10s);
+    sem_wait(arg);
+}
+
+static void job10(shard_worker *w, void *arg)
+{
+    (void)arg;
+    snprintf(ran10_on, sizeof ran10_on, "%s", shard_worker_name(w));
+    atomic_store(&ran10_after, atomic_load(&released10));
+}
+
+static void release10(shard_worker *w, const struct shard_handoff *h, void *user)
+{
+    (void)w, (void)user;
+    if (shard_handoff_moves(h, k10, k10len)) {
+        snprintf(released10_to, sizeof released10_to, "%s", shard_ring_owner(h->after, k10, k10len));
+        atomic_store(&released10, 1);
+    }
+}
+
+static void stop10(shard_worker *w, void *user)
+{
+    (void)user;
+    if (strcmp(shard_worker_name(w), "B") == 0)
+        sem_post(&b_stopped);
+}
+
+static void *destroyer10(void *d)
+{
+    shard_dispatcher_destroy(d);
+    return NULL;
+}
+
+static void destroy_while_key_handed_over(void)
+{
+    scenario = "destroy while a key is handed over";
+    struct shard_config cfg = { .workers = 3, .on_release = release10, .on_worker_stop = stop10 };
+    shard_dispatcher *d;
+    CHECK(shard_dispatcher_create(&d, &cfg) == 0, "create");
+    shard_ring *r1 = ring_plus(d, NULL, NULL), *r2 = ring_plus(d, NULL, "w2"), *r3 = ring_plus(d, "B", "w2");
+    char a[24];
+    for (unsigned i = 0;; i++) { /* w2's, then w0's, then B's */
+        k10len = (size_t)snprintf(k10, sizeof k10, "k%u", i);
+        if (strcmp(shard_ring_owner(r1, k10, k10len), "w2") == 0 && strcmp(shard_ring_owner(r2, k10, k10len), "w0") == 0 &&
+            strcmp(shard_ring_owner(r3, k10, k10len), "B") == 0)
+            break;
+    }
+    size_t al = find_key3(a, r1, "w0", r2, "w0", r3, "w0");
+    CHECK(shard_submit(d, k10, k10len, blocker10, &gate10s) == 0, "submit stuck");
+    sem_wait(&started10s);
+    CHECK(shard_worker_crash(d, "w2", SHARD_CRASH_REROUTE) == 0, "crash"); /* k stuck; k goes to w0 */
+    CHECK(shard_submit(d, k10, k10len, job10, NULL) == 0, "submit j");     /* w0 holds it */
+    CHECK(shard_submit(d, a, al, blocker10, &gate10a) == 0, "submit w0's blocker");
+    sem_wait(&started10a);
+    CHECK(shard_worker_add(d, "B", 1) == 0, "add B"); /* k: w0 -> B; w0's fence waits behind its blocker */
+    pthread_t t;
+    pthread_create(&t, NULL, destroyer10, d);
+    /* B must not stop before w0's hook has handed it the key: B's stop hook would run within the
+     * wait below if it did (it did before the fix); the wait timing out is the expected case. */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += 2;
+    bool stopped_early = sem_timedwait(&b_stopped, &ts) == 0;
+    sem_post(&gate10a); /* w0 passes its fence: its hook hands k to B, j follows */
+    sem_post(&gate10s); /* the stuck job returns: j may run */
+    pthread_join(t, NULL);
+    CHECK(!stopped_early, "B stopped before w0's release hook handed it a key");
+    CHECK(atomic_load(&released10) && strcmp(ran10_on, released10_to) == 0 && atomic_load(&ran10_after),
+          "j ran on %s; w0's hook handed its key to %s", ran10_on, released10_to);
+    shard_ring_destroy(r1);
+    shard_ring_destroy(r2);
+    shard_ring_destroy(r3);
+}
+
 int main(int argc, char **argv)
 {
     int only = argc > 1 ? atoi(argv[1]) : 0;
@@ -548,6 +635,11 @@ int main(int argc, char **argv)
     sem_init(&hook7, 0, 0);
     sem_init(&ran7, 0, 0);
     sem_init(&ran8, 0, 0);
+    sem_init(&gate10a, 0, 0);
+    sem_init(&started10a, 0, 0);
+    sem_init(&gate10s, 0, 0);
+    sem_init(&started10s, 0, 0);
+    sem_init(&b_stopped, 0, 0);
     sem_init(&hook_entered, 0, 0);
     sem_init(&hook_gate, 0, 0);
     sem_init(&probe_ran, 0, 0);
@@ -555,8 +647,9 @@ int main(int argc, char **argv)
     sem_init(&cancel_gate, 0, 0);
     void (*scenarios[])(void) = { stuck_then_add, crash_during_release_hook, destroy_while_hashing,
                                   cancel_while_waiting_for_room, submit_from_late_tls_destructor, max_workers,
-                                  release_hook_and_deferred_job, drain_through_removed_worker, nested_hooks };
-    for (int i = 0; i < 9; i++)
+                                  release_hook_and_deferred_job, drain_through_removed_worker, nested_hooks,
+                                  destroy_while_key_handed_over };
+    for (int i = 0; i < 10; i++)
         if (!only || only == i + 1)
             scenarios[i]();
     return stress_result("stress_hostile");
