@@ -80,7 +80,7 @@ struct shard_worker {
     bool             crash_stuck;   /* W: set by the crash: the running job holds a stuck entry */
 
     pthread_mutex_t  inbox_lock;
-    struct job      *inbox_head, *inbox_tail; /* inbox_lock */
+    struct job_list  inbox;         /* inbox_lock */
     bool             inbox_closed;  /* inbox_lock: crashed, its inbox handed over: deliver elsewhere */
     _Atomic bool     inbox_flag;
 

@@ -553,36 +553,20 @@ static void block_release(struct job_block *b)
         free(b);
 }
 
-/* A list of jobs linked through held_next: a crashed worker's leftovers, or its jobs for one new owner
- * (gathered so that each inbox is locked and woken once). */
-struct delivery {
-    struct job *head, *tail;
-};
-
-static void list_append(struct delivery *l, struct job *j)
-{
-    j->held_next = NULL;
-    if (l->tail)
-        l->tail->held_next = j;
-    else
-        l->head = j;
-    l->tail = j;
-}
-
 /* Everything x still holds, in order: held items, then its inbox, then its queue (ring slots copied into
  * records of block). Context: x->lock held, after the grace period that ended pushes to x. */
 static struct job *take_leftovers(struct shard_worker *x, struct job_block *block)
 {
-    struct delivery all = { 0 };
+    struct job_list all = { 0 };
     struct job *held = shard__held_take_all(&x->held);
     shard__worker_sync_holding(x);
     for (struct job *j = held, *next; j; j = next) {
         next = j->held_next;
-        list_append(&all, j);
+        shard__job_list_append(&all, j);
     }
     for (struct job *j = shard__inbox_take(x, true), *next; j; j = next) {
         next = j->held_next;
-        list_append(&all, j);
+        shard__job_list_append(&all, j);
     }
     struct job scratch = { 0 }, *j;
     while ((j = shard__queue_pop_sc(&x->q, &scratch))) {
@@ -594,28 +578,25 @@ static struct job *take_leftovers(struct shard_worker *x, struct job_block *bloc
             atomic_fetch_add_explicit(&block->refs, 1, memory_order_relaxed);
             j = r;
         }
-        list_append(&all, j);
+        shard__job_list_append(&all, j);
     }
     return all.head;
 }
 
-static void deliver(struct shard_worker *dest, struct delivery *list)
+/* Jobs for one new owner, gathered so that each inbox is locked and woken once. */
+static void deliver(struct shard_worker *dest, struct job_list *list)
 {
     if (!list->head)
         return;
     pthread_mutex_lock(&dest->inbox_lock);
-    if (dest->inbox_tail)
-        dest->inbox_tail->held_next = list->head;
-    else
-        dest->inbox_head = list->head;
-    dest->inbox_tail = list->tail;
+    shard__job_list_splice(&dest->inbox, list);
     atomic_store_explicit(&dest->inbox_flag, true, memory_order_release);
     pthread_mutex_unlock(&dest->inbox_lock);
     shard__worker_wake(dest);
 }
 
 static void hand_over(shard_dispatcher *d, struct shard_worker *x, struct job *left, enum shard_crash_policy policy,
-                      struct delivery *lists)
+                      struct job_list *lists)
 {
     struct snap *now = atomic_load_explicit(&d->snap, memory_order_relaxed);
     /* x now owes each of its own jobs: other workers' jobs of those keys wait until it has run.
@@ -629,7 +610,7 @@ static void hand_over(shard_dispatcher *d, struct shard_worker *x, struct job *l
             continue;
         }
         if (policy == SHARD_CRASH_REROUTE) {
-            list_append(&lists[shard__ring_owner_index(now->ring, j->hash)], j);
+            shard__job_list_append(&lists[shard__ring_owner_index(now->ring, j->hash)], j);
             continue;
         }
         if (d->cfg.on_dropped)
@@ -657,7 +638,7 @@ SHARD_API int shard_worker_crash(shard_dispatcher *d, const char *name, enum sha
     if (err)
         return err;
     struct job_block *block = block_new(shard__queue_capacity(&x->q));
-    struct delivery *lists = calloc(shard_ring_member_count(c.snap->ring), sizeof *lists);
+    struct job_list *lists = calloc(shard_ring_member_count(c.snap->ring), sizeof *lists);
     if (!block || !lists) {
         free(block);
         free(lists);

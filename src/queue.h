@@ -65,6 +65,32 @@ struct job {
     uint32_t     wait_member;
 };
 
+/* A list of jobs linked through held_next, appended at its tail: a worker's inbox, a crashed worker's
+ * leftovers, its jobs for one new owner. */
+struct job_list {
+    struct job *head, *tail;
+};
+
+static inline void shard__job_list_append(struct job_list *l, struct job *j)
+{
+    j->held_next = NULL;
+    if (l->tail)
+        l->tail->held_next = j;
+    else
+        l->head = j;
+    l->tail = j;
+}
+
+/* Appends the whole of from (not empty) to l. */
+static inline void shard__job_list_splice(struct job_list *l, const struct job_list *from)
+{
+    if (l->tail)
+        l->tail->held_next = from->head;
+    else
+        l->head = from->head;
+    l->tail = from->tail;
+}
+
 /* Records for a crashed worker's ring, allocated before the crash's point of no return as one block:
  * its pages are touched only for the records used, and it is freed when the last one is. */
 struct job_block {

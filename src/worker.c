@@ -37,8 +37,8 @@ static bool inbox_pending(struct shard_worker *w)
 struct job *shard__inbox_take(struct shard_worker *w, bool close)
 {
     pthread_mutex_lock(&w->inbox_lock);
-    struct job *j = w->inbox_head;
-    w->inbox_head = w->inbox_tail = NULL;
+    struct job *j = w->inbox.head;
+    w->inbox = (struct job_list){ 0 };
     w->inbox_closed |= close;
     atomic_store_explicit(&w->inbox_flag, false, memory_order_relaxed);
     pthread_mutex_unlock(&w->inbox_lock);
@@ -222,16 +222,6 @@ static void hook_returned_after_crash(struct shard_worker *w)
  * epoch (handoff.c: moved_epoch), each of which hands the key's state on at its fence: so it runs
  * where the state is. Return: false if the owner is w itself, or closed its inbox (destroy is
  * stopping every worker): j stays with w. */
-static void inbox_append(struct shard_worker *dest, struct job *j)
-{
-    j->held_next = NULL;
-    if (dest->inbox_tail)
-        dest->inbox_tail->held_next = j;
-    else
-        dest->inbox_head = j;
-    dest->inbox_tail = j;
-}
-
 /* A drain under way may have taken dest's mark already, and w's mark passes once j has left: a mark
  * of its own behind j keeps that drain waiting for j (or for nothing, if j waits behind a stuck job,
  * as marks do). Return: the mark to send with j, NULL if no drain is under way; false if one is and
@@ -267,9 +257,9 @@ static bool move_to_owner(struct shard_worker *w, struct job *j)
             shard__held_remove(&w->held, j);
             j->moved_epoch = s->epoch;
             j->wait_snap = NULL; /* what it waited for as w's job */
-            inbox_append(dest, j);
+            shard__job_list_append(&dest->inbox, j);
             if (mark)
-                inbox_append(dest, mark);
+                shard__job_list_append(&dest->inbox, mark);
             /* release: pairs with inbox_pending's acquire. */
             atomic_store_explicit(&dest->inbox_flag, true, memory_order_release);
             moved = true;
@@ -316,7 +306,7 @@ static bool may_exit(struct shard_worker *w)
     if (w->held.count)
         return false;
     pthread_mutex_lock(&w->inbox_lock);
-    bool empty = !w->inbox_head;
+    bool empty = !w->inbox.head;
     w->inbox_closed |= empty;
     pthread_mutex_unlock(&w->inbox_lock);
     return empty;

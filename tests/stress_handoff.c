@@ -2,6 +2,7 @@
  * milliseconds; the release hook moves each moved player's worker-local session, and every packet
  * must find its session with the count it expects. Meanwhile a stuck job on a crashed worker must keep
  * its key fenced while the worker's other keys move on. Runs under ThreadSanitizer too. */
+#include <sched.h>
 #include <semaphore.h>
 
 #include "sessions.h"
@@ -12,19 +13,24 @@
 static shard_dispatcher *disp;
 static int rounds;
 static struct packet *packets[PRODUCERS];
-static atomic_int producers_done;
+static atomic_int producers_done, changes_made;
 
 static void *producer(void *arg)
 {
     int p = (int)(long)arg;
     char k[24];
     int n = 0;
-    for (int r = 0; r < rounds; r++)
+    for (int r = 0; r < rounds; r++) {
+        /* The first rounds wait for a membership change each, so that changes overlap the packets
+         * however fast the producers run (under ASan they could finish before the churn began). */
+        while (r < 8 && atomic_load(&changes_made) < r)
+            sched_yield();
         for (int player = p; player < SESSION_PLAYERS; player += PRODUCERS, n++) {
             packets[p][n] = (struct packet){ player, (unsigned)r };
             int err = shard_submit(disp, k, player_key(k, player), sessions_on_packet, &packets[p][n]);
             CHECK(err == 0, "submit: %s", shard_strerror(err));
         }
+    }
     atomic_fetch_add(&producers_done, 1);
     return NULL;
 }
@@ -40,9 +46,9 @@ static void *control(void *arg)
         int err = i % 2 == 0 ? shard_worker_add(disp, name, 1 + i % 3) : shard_worker_remove(disp, name);
         CHECK(err == 0, "membership change %u: %s", i, shard_strerror(err));
         changes++;
+        atomic_store(&changes_made, changes);
     }
     printf("control: %d membership changes\n", changes);
-    CHECK(changes >= 4, "only %d membership changes during the run", changes);
     return NULL;
 }
 
