@@ -27,7 +27,7 @@ int shard__queue_init(struct queue *q, uint32_t capacity)
     q->head = 0;
     atomic_init(&q->head_pub, 0);
     pthread_mutex_init(&q->side_lock, NULL);
-    q->side_head = q->side_tail = NULL;
+    q->side = (struct job_list){ 0 };
     atomic_init(&q->side_flag, false);
     return 0;
 }
@@ -92,12 +92,7 @@ void shard__queue_push_side(struct queue *q, struct job *j)
     /* Under the lock, so side positions never go backwards. Every slot claimed before this load
      * comes before j; a submit that claims a slot later may land before or after it. */
     j->pos = atomic_load_explicit(&q->tail, memory_order_seq_cst);
-    j->held_next = NULL;
-    if (q->side_tail)
-        q->side_tail->held_next = j;
-    else
-        q->side_head = j;
-    q->side_tail = j;
+    shard__job_list_append(&q->side, j);
     atomic_store_explicit(&q->side_flag, true, memory_order_seq_cst);
     pthread_mutex_unlock(&q->side_lock);
 }
@@ -106,11 +101,11 @@ static struct job *side_pop(struct queue *q)
 {
     struct job *j = NULL;
     pthread_mutex_lock(&q->side_lock);
-    if (q->side_head && q->side_head->pos <= q->head) {
-        j = q->side_head;
-        q->side_head = j->held_next;
-        if (!q->side_head) {
-            q->side_tail = NULL;
+    if (q->side.head && q->side.head->pos <= q->head) {
+        j = q->side.head;
+        q->side.head = j->held_next;
+        if (!q->side.head) {
+            q->side.tail = NULL;
             atomic_store_explicit(&q->side_flag, false, memory_order_relaxed);
         }
         j->held_next = NULL;

@@ -117,7 +117,7 @@ struct queue {
     alignas(SHARD_CACHELINE) uint64_t head;         /* consumer: next position to take */
     _Atomic uint64_t head_pub;                      /* consumer: positions below are free again */
     alignas(SHARD_CACHELINE) pthread_mutex_t side_lock;
-    struct job      *side_head, *side_tail;
+    struct job_list  side;
     _Atomic bool     side_flag;                     /* side list not empty */
 };
 

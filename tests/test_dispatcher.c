@@ -531,6 +531,15 @@ Test(dispatcher, crash_does_not_wait_for_a_stuck_job_but_fences_its_key)
     shard_dispatcher_destroy(d);
 }
 
+/* The name of the worker that owns key now, copied into name. */
+static void owner_of(shard_dispatcher *d, const char *key, char name[SHARD_NAME_MAX + 1])
+{
+    shard_ring *r;
+    cr_assert_eq(shard_dispatcher_ring(d, &r), 0);
+    snprintf(name, SHARD_NAME_MAX + 1, "%s", shard_ring_owner(r, key, strlen(key)));
+    shard_ring_destroy(r);
+}
+
 static atomic_long dropped_n;
 static void on_drop(shard_job_fn fn, void *arg, void *user)
 {
@@ -545,11 +554,8 @@ Test(dispatcher, crash_drop_hands_each_queued_job_to_on_dropped_once)
     shard_dispatcher *d;
     struct shard_config cfg = { .workers = 2, .on_dropped = on_drop };
     cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
-    shard_ring *r;
-    cr_assert_eq(shard_dispatcher_ring(d, &r), 0);
     char victim[SHARD_NAME_MAX + 1];
-    snprintf(victim, sizeof victim, "%s", shard_ring_owner(r, "k", 1));
-    shard_ring_destroy(r);
+    owner_of(d, "k", victim);
     static atomic_long ran;
     hold_worker_of(d, "k");
     for (int i = 0; i < 50; i++)
@@ -814,11 +820,8 @@ Test(dispatcher, calls_back_from_on_dropped_are_refused_with_edeadlk, .timeout =
 {
     struct shard_config cfg = { .workers = 2, .on_dropped = drop_and_call_back };
     cr_assert_eq(shard_dispatcher_create(&hook_d, &cfg), 0);
-    shard_ring *r;
-    cr_assert_eq(shard_dispatcher_ring(hook_d, &r), 0);
     char victim[SHARD_NAME_MAX + 1];
-    snprintf(victim, sizeof victim, "%s", shard_ring_owner(r, "k", 1));
-    shard_ring_destroy(r);
+    owner_of(hook_d, "k", victim);
     hold_worker_of(hook_d, "k");
     static atomic_long ran;
     for (int i = 0; i < 3; i++)
