@@ -47,7 +47,7 @@ case "${1:-}" in
 demo)
     install_missing
     build build
-    ./build/examples/crash_sim
+    ./build/examples/crash_sim/crash_sim
     ;;
 test)
     install_missing
