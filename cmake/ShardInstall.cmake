@@ -1,15 +1,23 @@
 # Install rules: headers, library, an exported CMake package and a pkg-config file.
 include(CMakePackageConfigHelpers)
 
-install(TARGETS shard EXPORT shardTargets
-  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
-  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
-  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(DIRECTORY include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-
 set(SHARD_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/shard)
-install(EXPORT shardTargets NAMESPACE shard:: DESTINATION ${SHARD_CMAKE_DIR})
+# One export set a library, so that a consumer of the shared one loads nothing that names the static
+# one's private dependencies (liburcu, libxxhash: dev packages it does not need).
+if(TARGET shard_shared)
+  install(TARGETS shard_shared EXPORT shardSharedTargets
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+    INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  install(EXPORT shardSharedTargets NAMESPACE shard:: DESTINATION ${SHARD_CMAKE_DIR})
+endif()
+if(TARGET shard_static)
+  install(TARGETS shard_static EXPORT shardStaticTargets
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  install(EXPORT shardStaticTargets NAMESPACE shard:: DESTINATION ${SHARD_CMAKE_DIR})
+endif()
+install(DIRECTORY include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 configure_package_config_file(cmake/shardConfig.cmake.in
   ${PROJECT_BINARY_DIR}/shardConfig.cmake INSTALL_DESTINATION ${SHARD_CMAKE_DIR})
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/shardConfigVersion.cmake
@@ -17,11 +25,6 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/shardConfigVersion.cmake
 install(FILES ${PROJECT_BINARY_DIR}/shardConfig.cmake ${PROJECT_BINARY_DIR}/shardConfigVersion.cmake
   DESTINATION ${SHARD_CMAKE_DIR})
 
-if(BUILD_SHARED_LIBS)
-  set(SHARD_PC_CFLAGS "")
-else()
-  set(SHARD_PC_CFLAGS "-DSHARD_STATIC")
-endif()
 # Relocatable: the prefix is found from where the .pc file lies, so `cmake --install --prefix P`
 # (which cannot rewrite a configured file) still gives pkg-config the right paths.
 if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")

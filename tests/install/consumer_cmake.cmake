@@ -1,15 +1,34 @@
-# Configures, builds and runs the consumer against the installed prefix with find_package(shard).
+# Configures, builds and runs the consumer against the installed prefix with find_package(shard), as
+# MODE says: "shared" (the default a user gets; PkgConfig disabled, so the package must not need the
+# static library's dev packages) or "static" (SHARD_USE_STATIC_LIBS=ON). Then checks which library
+# the program links: it needs libshard.so exactly when MODE is shared.
 file(REMOVE_RECURSE ${WORK})
-execute_process(COMMAND ${CMAKE_COMMAND} -S ${SRC} -B ${WORK} -DCMAKE_PREFIX_PATH=${PREFIX}
+if(MODE STREQUAL "static")
+  set(_opts -DSHARD_USE_STATIC_LIBS=ON)
+else()
+  set(_opts -DCMAKE_DISABLE_FIND_PACKAGE_PkgConfig=ON)
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} -S ${SRC} -B ${WORK} -DCMAKE_PREFIX_PATH=${PREFIX} ${_opts}
                 RESULT_VARIABLE rc)
 if(rc)
-  message(FATAL_ERROR "configure of the consumer failed")
+  message(FATAL_ERROR "configure of the ${MODE} consumer failed")
 endif()
 execute_process(COMMAND ${CMAKE_COMMAND} --build ${WORK} RESULT_VARIABLE rc)
 if(rc)
-  message(FATAL_ERROR "build of the consumer failed")
+  message(FATAL_ERROR "build of the ${MODE} consumer failed")
 endif()
 execute_process(COMMAND ${WORK}/consumer RESULT_VARIABLE rc)
 if(rc)
-  message(FATAL_ERROR "the consumer failed to run")
+  message(FATAL_ERROR "the ${MODE} consumer failed to run")
 endif()
+execute_process(COMMAND readelf -d ${WORK}/consumer OUTPUT_VARIABLE dyn RESULT_VARIABLE rc)
+if(rc)
+  message(FATAL_ERROR "readelf failed on the ${MODE} consumer")
+endif()
+string(FIND "${dyn}" "libshard.so" needs_shared)
+if(MODE STREQUAL "static" AND NOT needs_shared EQUAL -1)
+  message(FATAL_ERROR "SHARD_USE_STATIC_LIBS=ON, but the consumer needs libshard.so")
+elseif(NOT MODE STREQUAL "static" AND needs_shared EQUAL -1)
+  message(FATAL_ERROR "the default consumer should link libshard.so, but does not need it")
+endif()
+message(STATUS "${MODE} consumer: built, ran, linked as asked")
