@@ -11,14 +11,16 @@
 #                        two 100,000-key ring suites, which take minutes there and ASan covers)
 #   ./build.sh kv-bench  kv_server against redis-server with redis-benchmark (bench/kv_vs_redis;
 #                        pass --quick for a short run)
+#   ./build.sh docs      the API reference (doxygen, HTML and man pages) in build-docs/docs/api;
+#                        fails on any undocumented public name
 #   ./build.sh twemproxy three kv_servers behind twemproxy, driven by redis-benchmark
 #                        (scripts/kv_twemproxy; pass --quick for a short run)
-# Build trees go to build/, build-asan/, build-tsan/ and build-clang/.
+# Build trees go to build/, build-asan/, build-tsan/, build-clang/ and build-docs/.
 set -euo pipefail
 cd "$(dirname "$0")"
 
 packages=(build-essential cmake pkg-config liburcu-dev libxxhash-dev libcriterion-dev redis-tools
-          nutcracker nettle-dev python3)
+          nutcracker nettle-dev python3 librsvg2-bin)
 
 install_missing() {
     local missing=()
@@ -103,6 +105,13 @@ valgrind)
     done
     exit $status
     ;;
+docs)
+    packages+=(doxygen)
+    install_missing
+    build build-docs -DSHARD_BUILD_DOCS=ON -DSHARD_BUILD_BENCH=OFF -DSHARD_BUILD_EXAMPLES=OFF
+    ctest --test-dir build-docs --output-on-failure -R api_docs
+    echo "API reference: build-docs/docs/api/html/index.html, man pages in build-docs/docs/api/man"
+    ;;
 kv-bench)
     packages+=(redis-server)
     install_missing
@@ -115,7 +124,7 @@ twemproxy)
     scripts/kv_twemproxy "${@:2}"
     ;;
 *)
-    echo "usage: $0 demo|test|sanitize|clang|fuzz|valgrind|kv-bench|twemproxy" >&2
+    echo "usage: $0 demo|test|sanitize|clang|docs|fuzz|valgrind|kv-bench|twemproxy" >&2
     exit 2
     ;;
 esac

@@ -1,7 +1,11 @@
-/* shard: definitions shared by every public header. SPDX-License-Identifier: LGPL-2.1-or-later */
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/** @file shard/common.h
+ * Definitions shared by every public header: version, limits, error strings. Include <shard.h>. */
 #ifndef SHARD_COMMON_H
 #define SHARD_COMMON_H
 
+/* SHARD_API marks the library's exported functions: default visibility while building the shared
+ * library; empty for callers and for the static library, whose symbols stay hidden. */
 #if defined(SHARD_STATIC)
 #define SHARD_API
 #elif defined(SHARD_BUILDING)
@@ -10,29 +14,32 @@
 #define SHARD_API
 #endif
 
+/** Major version of the headers compiled against (the soname carries it). */
 #define SHARD_VERSION_MAJOR 0
+/** Minor version of the headers compiled against. */
 #define SHARD_VERSION_MINOR 1
+/** Patch version of the headers compiled against. */
 #define SHARD_VERSION_PATCH 0
-/* The version the program was compiled against, as one number: (major << 16) | (minor << 8) | patch. */
+/** The version the program was compiled against, as one number: (major << 16) | (minor << 8) | patch. */
 #define SHARD_VERSION_HEX ((SHARD_VERSION_MAJOR << 16) | (SHARD_VERSION_MINOR << 8) | SHARD_VERSION_PATCH)
 
-/* Longest member or worker name, in bytes, not counting the terminating NUL. */
+/** Longest member or worker name, in bytes, not counting the terminating NUL. */
 #define SHARD_NAME_MAX 255
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* A static, human-readable description of a return code of this library (0 or a negative errno).
+/** A static, human-readable description of a return code of this library (0 or a negative errno).
  * Context: any thread. Return: a string that lives for the whole program; never NULL. */
 SHARD_API const char *shard_strerror(int err);
 
-/* The version of the library the program runs with (with a shared library, not necessarily the one
+/** The version of the library the program runs with (with a shared library, not necessarily the one
  * it was compiled against: compare with SHARD_VERSION_HEX), as SHARD_VERSION_HEX encodes it.
  * Context: any thread. */
 SHARD_API unsigned shard_version(void);
 
-/* The same as "major.minor.patch". Context: any thread. Return: a static string. */
+/** The same as "major.minor.patch". Context: any thread. Return: a static string. */
 SHARD_API const char *shard_version_string(void);
 
 #ifdef __cplusplus

@@ -1,4 +1,6 @@
-/* shard: workers, keyed jobs, membership changes, stats. SPDX-License-Identifier: LGPL-2.1-or-later
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/** @file shard/dispatcher.h
+ * Workers, keyed jobs, membership changes, stats.
  *
  * A dispatcher runs jobs on a pool of worker threads. Every job has a key; the ring (ring.h) says which
  * worker owns the key. Jobs of one key submitted by one thread run in submission order, one at a time,
@@ -33,48 +35,61 @@
 extern "C" {
 #endif
 
+/** A worker's queue capacity when shard_config.queue_capacity is 0. */
 #define SHARD_DEFAULT_QUEUE_CAPACITY 4096u
+/** The largest shard_config.queue_capacity accepted. */
 #define SHARD_MAX_QUEUE_CAPACITY ((1u << 20) - 1)
+/** The most workers a dispatcher has in its ring (create and shard_worker_add refuse more). */
 #define SHARD_MAX_WORKERS 4096u
 
+/** A pool of workers and the ring that places keys on them (opaque). */
 typedef struct shard_dispatcher shard_dispatcher;
-typedef struct shard_worker     shard_worker; /* the worker running the current job */
+/** One worker thread of a dispatcher (opaque); jobs and hooks are given the one running them. */
+typedef struct shard_worker shard_worker;
+/** A job: runs on the worker w that owns its key, with the arg given to shard_submit(). */
 typedef void (*shard_job_fn)(shard_worker *w, void *arg);
 
-enum shard_crash_policy { SHARD_CRASH_REROUTE, SHARD_CRASH_DROP };
-
-/* What a release hook is told: the ring before and after the change that moves keys away from the
- * worker. A key moves away when shard_ring_owner(after, key) is no longer this worker's name. Both
- * rings are valid during the hook only. */
-struct shard_handoff {
-    uint64_t          epoch;  /* the epoch of `after` */
-    const shard_ring *before;
-    const shard_ring *after;
-    /* Added in 0.2 (the library fills the struct; it can grow at the end): the worker's member index
-     * in `before`, and in `after` (-1 when it left the ring). */
-    long              before_index, after_index;
+/** What shard_worker_crash() does with the jobs left in the crashed worker's queue. */
+enum shard_crash_policy {
+    SHARD_CRASH_REROUTE, /**< move them, in order, to their keys' new owners */
+    SHARD_CRASH_DROP,    /**< give each to shard_config.on_dropped, once */
 };
 
-/* Whether key moves away from the worker running the release hook h was given to: it owns the key in
+/** What a release hook is told: the ring before and after the change that moves keys away from the
+ * worker. A key moves away when shard_ring_owner(after, key) is no longer this worker's name
+ * (shard_handoff_moves() asks that without comparing names). Both rings are valid during the hook
+ * only. The library fills the struct; it can grow at its end. */
+struct shard_handoff {
+    uint64_t          epoch;        /**< the epoch of `after` (shard_stats.epoch) */
+    const shard_ring *before;       /**< the ring before the change */
+    const shard_ring *after;        /**< the ring after the change */
+    long              before_index; /**< the worker's member index in `before` (added in 0.2) */
+    long              after_index;  /**< its member index in `after`; -1 when it left the ring (0.2) */
+};
+
+/** Whether key moves away from the worker running the release hook h was given to: it owns the key in
  * `before` and not in `after`. One hash and two lookups, no name compared. Context: that release
  * hook. Return: false also for h NULL, or key NULL with len > 0. */
 SHARD_API bool shard_handoff_moves(const struct shard_handoff *h, const void *key, size_t len);
 
+/** How shard_dispatcher_create() sets a dispatcher up. Zeroed: the defaults. It can grow at its end
+ * (README: ABI). */
 struct shard_config {
-    uint32_t workers;         /* initial workers, named "w0", "w1", ...; 0: number of online CPUs */
-    uint32_t queue_capacity;  /* jobs a worker may hold; 0: SHARD_DEFAULT_QUEUE_CAPACITY. Rounded up
+    uint32_t workers;         /**< initial workers, named "w0", "w1", ...; 0: number of online CPUs */
+    uint32_t queue_capacity;  /**< jobs a worker may hold; 0: SHARD_DEFAULT_QUEUE_CAPACITY. Rounded up
                                * to a power of two; counts jobs waiting in the queue, not the one
                                * running nor those set aside for a handoff */
-    struct shard_ring_config ring;
-    /* Jobs dropped by a DROP crash: called once each, in queue order, on the thread calling
+    struct shard_ring_config ring; /**< the ring's placement: vnodes, seed, hash hooks */
+    /** Jobs dropped by a DROP crash: called once each, in queue order, on the thread calling
      * shard_worker_crash. NULL: dropped silently (still counted in the stats). */
     void (*on_dropped)(shard_job_fn fn, void *arg, void *user);
-    void *user;
-    /* Run on each worker's own thread: when it starts (before its first job) and when it stops (after
-     * its last). A crashed worker's stop hook runs when its current job returns. */
+    void *user; /**< passed to every hook of this config */
+    /** Run on each worker's own thread when it starts, before its first job. NULL: nothing. */
     void (*on_worker_start)(shard_worker *w, void *user);
+    /** Run on each worker's own thread when it stops, after its last job. A crashed worker's stop hook
+     * runs when its current job returns (shard_worker_crashed() tells). NULL: nothing. */
     void (*on_worker_stop)(shard_worker *w, void *user);
-    /* Run on a worker's thread when a membership change moves keys away from it, after it has run
+    /** Run on a worker's thread when a membership change moves keys away from it, after it has run
      * every job of those keys that it was given before the change, and before any new owner may run
      * them: the place to hand worker-local state of moved keys to their new owners. Jobs of those
      * keys that it holds behind a job stuck on a crashed worker are not run here: they follow their
@@ -83,13 +98,13 @@ struct shard_config {
     void (*on_release)(shard_worker *w, const struct shard_handoff *h, void *user);
 };
 
-/* Creates the dispatcher and starts its workers. cfg NULL or zeroed: the defaults.
+/** Creates the dispatcher and starts its workers. cfg NULL or zeroed: the defaults.
  * Context: any thread that is not a worker. Return: 0; -EINVAL (out NULL, queue_capacity over
  * SHARD_MAX_QUEUE_CAPACITY, workers over SHARD_MAX_WORKERS); -ENOMEM; -EAGAIN (no thread could be
  * started). Pair with shard_dispatcher_destroy(). */
 SHARD_API int shard_dispatcher_create(shard_dispatcher **out, const struct shard_config *cfg);
 
-/* Stops accepting jobs, runs every job already accepted, joins the workers and frees everything. NULL
+/** Stops accepting jobs, runs every job already accepted, joins the workers and frees everything. NULL
  * is fine. Waits for a job still running on a crashed worker.
  * Submits racing destroy: a submit already inside shard when destroy is called, or entering while it
  * runs, returns 0 (its job runs before destroy returns) or -ESHUTDOWN, and never touches freed
@@ -100,7 +115,7 @@ SHARD_API int shard_dispatcher_create(shard_dispatcher **out, const struct shard
  * an RCU read-side section it would deadlock: it is ignored there (nothing is freed). */
 SHARD_API void shard_dispatcher_destroy(shard_dispatcher *d);
 
-/* Runs fn(worker, arg) on the worker that owns key. Jobs of one key submitted by one thread run in
+/** Runs fn(worker, arg) on the worker that owns key. Jobs of one key submitted by one thread run in
  * submission order, one at a time, also across worker add, remove and crash with REROUTE. key is
  * hashed once here; its bytes are not kept. arg is the caller's; shard never touches it.
  * shard_submit waits while the owner's queue is full (never inside an RCU read-side section, so a
@@ -112,23 +127,25 @@ SHARD_API void shard_dispatcher_destroy(shard_dispatcher *d);
  * len > 0); -ESHUTDOWN (destroy has begun); -EAGAIN (try_submit, queue full); -ENOMEM (a worker's
  * submit beyond capacity found no memory). A failed submit never runs the job. */
 SHARD_API int shard_submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn fn, void *arg);
+/** As shard_submit(), but never waits: a full queue returns -EAGAIN (from a worker too).
+ * Context: any thread, including a running job. Return: as shard_submit(). */
 SHARD_API int shard_try_submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn fn, void *arg);
 
-/* Adds a worker named name with weight ring weight (vnodes * weight ring points); it takes over
+/** Adds a worker named name with weight ring weight (vnodes * weight ring points); it takes over
  * about weight / total weight of the keys, from every other worker. Costs O(workers + points of the
  * ring), not O(workers^2). Context: not a worker; blocks for one RCU grace period. Return: 0; -EINVAL
  * (d or name NULL, empty name, weight 0, too many points, or SHARD_MAX_WORKERS workers already); -ENAMETOOLONG; -EEXIST (a worker of that name is in the ring); -EDEADLK (from a worker);
  * -ESHUTDOWN; -ENOMEM; -EAGAIN (no thread). On error nothing changed. */
 SHARD_API int shard_worker_add(shard_dispatcher *d, const char *name, uint32_t weight);
 
-/* Graceful removal: the worker leaves the ring, runs every job it was given, runs its release hook,
+/** Graceful removal: the worker leaves the ring, runs every job it was given, runs its release hook,
  * and exits; its keys move to their next owners (and wait for it, in order). Returns once the new
  * ring is in force, without waiting for the worker's queue to empty (shard_drain waits for that).
  * Context: not a worker. Return: 0; -EINVAL; -ENOENT (no such worker in the ring); -EBUSY (the last
  * worker); -EDEADLK; -ESHUTDOWN; -ENOMEM. */
 SHARD_API int shard_worker_remove(shard_dispatcher *d, const char *name);
 
-/* Simulates a crash: the worker takes no further job. Its running job, if any, is not waited for (a
+/** Simulates a crash: the worker takes no further job. Its running job, if any, is not waited for (a
  * crashed worker may be stuck), but that job's key stays fenced until the job returns, so it never
  * runs on two workers at once; every other key of the worker moves at once, and a stuck job holds
  * only its own key, also across later adds and removes. A crash while the worker runs its release
@@ -138,68 +155,73 @@ SHARD_API int shard_worker_remove(shard_dispatcher *d, const char *name);
  * Context: not a worker. Return: as shard_worker_remove, and -EINVAL for an unknown policy. */
 SHARD_API int shard_worker_crash(shard_dispatcher *d, const char *name, enum shard_crash_policy policy);
 
-/* Returns once every job submitted before the call has ended (run, or dropped), including those of
+/** Returns once every job submitted before the call has ended (run, or dropped), including those of
  * removed workers still emptying their queues. A job still running on a crashed worker is not waited
  * for. Context: not a worker. Return: 0; -EINVAL; -EDEADLK; -ESHUTDOWN; -ENOMEM. */
 SHARD_API int shard_drain(shard_dispatcher *d);
 
-/* The worker's name (its ring member name). Valid while the worker lives: always from its own jobs
+/** The worker's name (its ring member name). Valid while the worker lives: always from its own jobs
  * and hooks. A worker that left the ring is freed by a later membership call (add, remove, crash,
  * drain) once it is finished with: removed, when it has exited; crashed, when its last job has
  * returned and every job it rerouted has run. So a process that scales in and out, or simulates
  * crashes, does not grow. Others are freed by destroy. Copy the name to keep it longer. */
 SHARD_API const char *shard_worker_name(const shard_worker *w);
 
-/* A pointer for the user's per-worker state; NULL until set. Context: best from the worker's own
- * thread (a job or a hook); shard never touches it. */
+/** The pointer last stored by shard_worker_set_user(); NULL until set. Context: best from the worker's
+ * own thread (a job or a hook); shard never touches it. */
 SHARD_API void *shard_worker_user(const shard_worker *w);
+/** Stores a pointer for the user's per-worker state (shard never touches it). Context: best from the
+ * worker's own thread (a job or a hook): it is a plain store, not synchronised. */
 SHARD_API void  shard_worker_set_user(shard_worker *w, void *user);
 
-/* Whether w was crashed (shard_worker_crash): for on_worker_stop, which runs on a crashed worker too,
+/** Whether w was crashed (shard_worker_crash): for on_worker_stop, which runs on a crashed worker too,
  * when its last job returns. Context: any thread while w lives. */
 SHARD_API bool shard_worker_crashed(const shard_worker *w);
 
-/* The dispatcher that runs w. */
+/** The dispatcher that runs w. Context: any thread while w lives. */
 SHARD_API shard_dispatcher *shard_worker_dispatcher(const shard_worker *w);
 
-/* A copy of the ring now in use, for inspection; the caller destroys it.
+/** A copy of the ring now in use, for inspection; the caller destroys it.
  * Context: any thread. Return: 0; -EINVAL; -ENOMEM; -ESHUTDOWN. */
 SHARD_API int shard_dispatcher_ring(shard_dispatcher *d, shard_ring **out);
 
+/** Where a worker is in its life (shard_worker_stats.state). */
 enum shard_worker_state {
-    SHARD_WORKER_RUNNING,  /* in the ring */
-    SHARD_WORKER_RETIRING, /* removed, still running the jobs it was given */
-    SHARD_WORKER_CRASHED,  /* crashed; `running` says whether its last job has still not returned */
-    SHARD_WORKER_EXITED,   /* removed and done */
+    SHARD_WORKER_RUNNING,  /**< in the ring */
+    SHARD_WORKER_RETIRING, /**< removed, still running the jobs it was given */
+    SHARD_WORKER_CRASHED,  /**< crashed; `running` says whether its last job has still not returned */
+    SHARD_WORKER_EXITED,   /**< removed and done */
 };
 
+/** One worker's counters, from shard_dispatcher_worker_stats(). */
 struct shard_worker_stats {
-    char     name[SHARD_NAME_MAX + 1];
-    enum shard_worker_state state;
-    bool     running;     /* a job is running now */
-    uint64_t queued;      /* jobs waiting in its queue now; while the worker runs it may lag up to
+    char     name[SHARD_NAME_MAX + 1]; /**< its ring member name */
+    enum shard_worker_state state;     /**< in the ring, retiring, crashed or exited */
+    bool     running;     /**< a job is running now */
+    uint64_t queued;      /**< jobs waiting in its queue now; while the worker runs it may lag up to
                            * 32 jobs behind (the worker publishes its position in batches); 0 once
                            * a crash has handed its queue over */
-    uint64_t executed;    /* jobs it has run */
-    uint64_t set_aside;   /* jobs it set aside to wait for a key's previous owner */
-    uint64_t handed_over; /* jobs it received from a crashed worker's queue */
-    uint64_t parked;      /* times it went to sleep for lack of work */
-    uint64_t woken;       /* times a submitter or the control thread woke it */
+    uint64_t executed;    /**< jobs it has run */
+    uint64_t set_aside;   /**< jobs it set aside to wait for a key's previous owner */
+    uint64_t handed_over; /**< jobs it received from a crashed worker's queue */
+    uint64_t parked;      /**< times it went to sleep for lack of work */
+    uint64_t woken;       /**< times a submitter or the control thread woke it */
 };
 
+/** Dispatcher-wide counters, from shard_dispatcher_stats(). */
 struct shard_stats {
-    uint64_t epoch;            /* number of the ring in force; 1 at create, +1 a membership change */
-    uint64_t ring_checksum;    /* shard_ring_checksum of that ring */
-    uint64_t changes;          /* membership changes made */
-    double   last_moved_share; /* share of the hash space the last change moved */
-    uint64_t dropped;          /* jobs dropped by DROP crashes */
-    size_t   workers;          /* workers in the ring */
+    uint64_t epoch;            /**< number of the ring in force; 1 at create, +1 a membership change */
+    uint64_t ring_checksum;    /**< shard_ring_checksum of that ring */
+    uint64_t changes;          /**< membership changes made */
+    double   last_moved_share; /**< share of the hash space the last change moved */
+    uint64_t dropped;          /**< jobs dropped by DROP crashes */
+    size_t   workers;          /**< workers in the ring */
 };
 
-/* Dispatcher-wide stats. Context: any thread. Return: 0; -EINVAL. */
+/** Dispatcher-wide stats. Context: any thread. Return: 0; -EINVAL. */
 SHARD_API int shard_dispatcher_stats(shard_dispatcher *d, struct shard_stats *out);
 
-/* Per-worker stats of every worker not yet exited (ring members first, in name order; then removed
+/** Per-worker stats of every worker not yet exited (ring members first, in name order; then removed
  * and crashed ones, a crashed one until it is freed: see shard_worker_name), up to n of them into out
  * (out may be NULL with n 0).
  * Context: any thread. Return: how many there are (may be more than n), or -EINVAL. */

@@ -1,4 +1,6 @@
-/* shard: the consistent-hash ring. SPDX-License-Identifier: LGPL-2.1-or-later
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/** @file shard/ring.h
+ * The consistent-hash ring.
  *
  * A pure data structure, no threads. A ring is not synchronised: one thread changes it, or many
  * threads only read it (every const function is safe to call concurrently with the others).
@@ -19,122 +21,136 @@
 extern "C" {
 #endif
 
-/* Points per unit of weight when the config says 0, chosen by measurement (bench_balance): with 64
+/** Points per unit of weight when the config says 0, chosen by measurement (bench_balance): with 64
  * equal members "w0".."w63" and seed 0, the largest share is 1.064x the mean and the smallest 0.951x;
  * over seeds 0..39 the largest share stays within 1.10x the mean for 38 of 40 seeds (worst 1.109x).
  * For comparison 320 points give 1.095x at seed 0 but pass for only 3 of 40 seeds, 640 for 24 of 40.
  * Lookup cost barely grows with it (see the index), memory is 12-16 bytes a point. */
 #define SHARD_DEFAULT_VNODES 1024
 
-/* A ring holds at most this many points: vnodes * weight of one add, and the total, are capped. */
+/** A ring holds at most this many points: vnodes * weight of one add, and the total, are capped. */
 #define SHARD_RING_MAX_POINTS (1u << 30)
 
+/** A consistent-hash ring: members, their points, and the lookup index (opaque). */
 typedef struct shard_ring shard_ring;
 
-/* Hooks. point: the index-th ring point of member. hash: a key's position on the ring.
- * Both are called with the ctx of the config, from the thread calling the ring function; they must be
- * pure (same arguments, same result). point is called only from shard_ring_add (and add_many),
- * index in [0, vnodes * weight), member the name as given to add. hash is called by every function
- * taking a key. */
+/** Hook: the index-th ring point of member. Called with the ctx of the config, from the thread calling
+ * shard_ring_add (or add_many) only, with index in [0, vnodes * weight) and member the name as given
+ * to add. Must be pure (same arguments, same result). */
 typedef uint64_t (*shard_point_fn)(const char *member, uint32_t index, void *ctx);
+/** Hook: a key's position on the ring. Called with the ctx of the config, from the thread calling any
+ * ring function that takes a key. Must be pure (same arguments, same result). */
 typedef uint64_t (*shard_hash_fn)(const void *key, size_t len, void *ctx);
 
+/** How a ring places members and keys. Zeroed: the defaults. It can grow at its end (README: ABI). */
 struct shard_ring_config {
-    uint32_t       vnodes; /* points per unit of weight; 0 means SHARD_DEFAULT_VNODES */
-    uint64_t       seed;   /* seed of the default hashes */
-    shard_point_fn point;  /* NULL: XXH3_64bits_withSeed(member "#" decimal(index), seed) */
-    shard_hash_fn  hash;   /* NULL: XXH3_64bits_withSeed(key, len, seed) */
-    void          *ctx;    /* passed to both hooks */
+    uint32_t       vnodes; /**< points per unit of weight; 0 means SHARD_DEFAULT_VNODES */
+    uint64_t       seed;   /**< seed of the default hashes */
+    shard_point_fn point;  /**< NULL: XXH3_64bits_withSeed(member "#" decimal(index), seed) */
+    shard_hash_fn  hash;   /**< NULL: XXH3_64bits_withSeed(key, len, seed) */
+    void          *ctx;    /**< passed to both hooks */
 };
 
-/* Creates an empty ring. cfg NULL or zeroed: the defaults. The config is copied; ctx must outlive
+/** Creates an empty ring. cfg NULL or zeroed: the defaults. The config is copied; ctx must outlive
  * the ring (and its clones). Pair with shard_ring_destroy().
  * Context: any thread. Return: 0; -EINVAL (out NULL); -ENOMEM. */
 SHARD_API int shard_ring_create(shard_ring **out, const struct shard_ring_config *cfg);
 
-/* Frees the ring and its member names. NULL is fine. Context: the thread that owns the ring, once no
+/** Frees the ring and its member names. NULL is fine. Context: the thread that owns the ring, once no
  * other thread reads it. */
 SHARD_API void shard_ring_destroy(shard_ring *r);
 
-/* A deep, independent copy with the same config (hooks and ctx are shared, not copied).
+/** A deep, independent copy with the same config (hooks and ctx are shared, not copied).
  * Context: any thread that may read r. Return: 0; -EINVAL (r or out NULL); -ENOMEM. */
 SHARD_API int shard_ring_clone(const shard_ring *r, shard_ring **out);
 
-/* Adds member with vnodes * weight points; the name is copied. Costs one merge of the ring's points:
+/** Adds member with vnodes * weight points; the name is copied. Costs one merge of the ring's points:
  * to build a large ring at once, shard_ring_add_many is one sort instead of one merge per member.
  * Context: the ring's owner thread. Return: 0; -EINVAL (r or member NULL, empty name, weight 0,
  * vnodes * weight or the ring's total over SHARD_RING_MAX_POINTS); -EEXIST (name present);
  * -ENAMETOOLONG (over SHARD_NAME_MAX bytes); -ENOMEM. On error the ring is unchanged. */
 SHARD_API int shard_ring_add(shard_ring *r, const char *member, uint32_t weight);
 
+/** One member for shard_ring_add_many(). */
 struct shard_ring_member {
-    const char *name;
-    uint32_t    weight;
+    const char *name;   /**< the member's name, copied by the ring */
+    uint32_t    weight; /**< its weight: vnodes * weight points */
 };
 
-/* Adds n members at once, all or none, with one sort of all their points (build cost close to
+/** Adds n members at once, all or none, with one sort of all their points (build cost close to
  * sorting that many 64-bit values). Errors as shard_ring_add, checked for every member before any
  * is added; -EEXIST also when two members of the array share a name; -EINVAL when members is NULL
  * with n > 0. Context: the ring's owner thread. */
 SHARD_API int shard_ring_add_many(shard_ring *r, const struct shard_ring_member *members, size_t n);
 
-/* Removes member and its points. Strings returned for it become invalid.
+/** Removes member and its points. Strings returned for it become invalid.
  * Context: the ring's owner thread. Return: 0; -EINVAL (r or member NULL); -ENOENT (not present). */
 SHARD_API int shard_ring_remove(shard_ring *r, const char *member);
 
-/* Context: any reader. NULL r counts as empty (0). */
+/** How many members r has. Context: any reader. Return: the count; 0 for NULL r. */
 SHARD_API size_t shard_ring_member_count(const shard_ring *r);
+/** How many points r has (the sum of vnodes * weight over its members). Context: any reader.
+ * Return: the count; 0 for NULL r. */
 SHARD_API size_t shard_ring_point_count(const shard_ring *r);
 
-/* The weight member was added with; 0 when absent (or r/member NULL). */
+/** The weight member was added with; 0 when absent (or r/member NULL). Context: any reader. */
 SHARD_API uint32_t shard_ring_weight(const shard_ring *r, const char *member);
 
-/* The i-th member in name order, i < shard_ring_member_count; NULL past the end. Valid like owner. */
+/** The i-th member in name order, i < shard_ring_member_count; NULL past the end. The string is valid
+ * like shard_ring_owner()'s result. Context: any reader. */
 SHARD_API const char *shard_ring_member(const shard_ring *r, size_t i);
 
-/* The i-th point in clockwise order (ascending), i < shard_ring_point_count, and its owner (valid
+/** The i-th point in clockwise order (ascending), i < shard_ring_point_count, and its owner (valid
  * like shard_ring_owner's result). Either out pointer may be NULL.
  * Context: any reader. Return: 0; -EINVAL (r NULL); -ERANGE (i past the last point). */
 SHARD_API int shard_ring_point(const shard_ring *r, size_t i, uint64_t *point, const char **owner);
 
-/* A key's position: the hash hook, or XXH3 with the seed. key may be NULL only with len 0.
+/** A key's position: the hash hook, or XXH3 with the seed. key may be NULL only with len 0.
  * Context: any reader. Return: the hash; 0 for r NULL or key NULL with len > 0. */
 SHARD_API uint64_t shard_ring_hash(const shard_ring *r, const void *key, size_t len);
 
-/* Owner: the member of the smallest point >= hash, wrapping to the smallest point.
- * NULL when the ring is empty or key is NULL with len > 0. The string stays valid until that
- * member is removed from r or r is destroyed. Context: any reader; no allocation, no lock. */
+/** The key's owner: the member of the smallest point >= shard_ring_hash(r, key, len), wrapping to the
+ * smallest point. NULL when the ring is empty or key is NULL with len > 0. The string stays valid
+ * until that member is removed from r or r is destroyed. Context: any reader; no allocation, no
+ * lock. */
 SHARD_API const char *shard_ring_owner(const shard_ring *r, const void *key, size_t len);
+/** The owner of a position: as shard_ring_owner(), for a hash already computed (shard_ring_hash()).
+ * NULL when the ring is empty. Context: any reader; no allocation, no lock. */
 SHARD_API const char *shard_ring_owner_of_hash(const shard_ring *r, uint64_t hash);
 
-/* Up to n distinct members, clockwise from the key (the first is shard_ring_owner); returns how many
- * were written: min(n, member count), 0 for an empty ring, NULL r, NULL out or a NULL key with
- * len > 0. A member's later points are skipped. Context: any reader. */
+/** Up to n distinct members, clockwise from the key (the first is shard_ring_owner()), for replicas or
+ * fallbacks; a member's later points are skipped. Strings are valid like shard_ring_owner()'s.
+ * Context: any reader. Return: how many were written: min(n, member count); 0 for an empty ring,
+ * NULL r, NULL out or a NULL key with len > 0. */
 SHARD_API size_t shard_ring_owners(const shard_ring *r, const void *key, size_t len,
                                    const char **out, size_t n);
+/** As shard_ring_owners(), from a position (shard_ring_hash()) instead of a key. Context: any reader.
+ * Return: as shard_ring_owners(). */
 SHARD_API size_t shard_ring_owners_of_hash(const shard_ring *r, uint64_t hash,
                                            const char **out, size_t n);
 
-/* Fraction of the 2^64 hash space that member owns (0 when absent). Over all members: 1.
+/** Fraction of the 2^64 hash space that member owns (0 when absent). Over all members: 1.
  * Context: any reader; O(points). */
 SHARD_API double shard_ring_share(const shard_ring *r, const char *member);
 
-/* A 64-bit digest of the member names, the points and their owners: two rings with equal checksums
+/** A 64-bit digest of the member names, the points and their owners: two rings with equal checksums
  * route every hash identically. 0 for NULL. Context: any reader; O(points). */
 SHARD_API uint64_t shard_ring_checksum(const shard_ring *r);
 
-/* Bytes used by the lookup structures (points, their owners and the index), at most 16 a point.
- * Member names and the ring header are not counted. */
+/** Bytes used by the lookup structures (points, their owners and the index), at most 16 a point.
+ * Member names and the ring header are not counted. Context: any reader. Return: 0 for NULL r. */
 SHARD_API size_t shard_ring_memory(const shard_ring *r);
 
-/* Calls fn for every arc of the hash space whose owner differs between a and b, in clockwise order
+/** Called by shard_ring_diff() for one arc (first, last] whose owner is owner_a in one ring and
+ * owner_b in the other; the strings are valid during the call. */
+typedef void (*shard_diff_fn)(uint64_t first, uint64_t last,
+                              const char *owner_a, const char *owner_b, void *ctx);
+/** Calls fn for every arc of the hash space whose owner differs between a and b, in clockwise order
  * starting with the arc that holds hash 0. An arc is (first, last] in hash space: keys with
  * first < hash <= last, wrapping past 2^64-1; first == last means the whole space. Adjacent arcs
  * with the same pair of owners are reported as one. An owner is NULL where its ring is empty. The
  * strings are valid during the call. Both rings must use the same hash function for the arcs to
  * mean the same keys. Context: any reader of both. Return: 0; -EINVAL (a, b or fn NULL); -ENOMEM. */
-typedef void (*shard_diff_fn)(uint64_t first, uint64_t last,
-                              const char *owner_a, const char *owner_b, void *ctx);
 SHARD_API int shard_ring_diff(const shard_ring *a, const shard_ring *b, shard_diff_fn fn, void *ctx);
 
 #ifdef __cplusplus
