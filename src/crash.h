@@ -25,8 +25,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "job.h"
 #include "keymap.h"
-#include "queue.h"
 
 #define CRASH_FILTER_BUCKETS 4096u
 

@@ -20,6 +20,7 @@
 
 #include "crash.h"
 #include "held.h"
+#include "park.h"
 #include "queue.h"
 #include "ring_internal.h"
 #include "shard/dispatcher.h"

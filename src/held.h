@@ -12,8 +12,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "job.h"
 #include "keymap.h"
-#include "queue.h"
 
 struct held {
     struct job   *head, *tail;

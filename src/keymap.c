@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-#include "queue.h"
+#include "job.h"
 
 static struct keylink *L(const struct keymap *m, const struct job *j)
 {

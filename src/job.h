@@ -1,0 +1,94 @@
+/* Internal: the job record, for everything that is not a slot of a worker's ring.
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * A record is one of: a user's job set aside, rerouted or submitted by a worker beyond a full queue;
+ * or a control item (fence, drain mark, stop). It is on at most one list at a time through held_next
+ * (a queue's side list, a worker's inbox, its held order, a crash's leftovers) and, while held or
+ * owed, in keymaps by key (links[]). Who allocates and frees records: worker.c's record pool (jobs a
+ * worker sets aside), the crash hand-over (blocks), submit (a worker's overflow), membership.c
+ * (fences, drain marks); every record is freed through shard__free_record (record.c). */
+#ifndef SHARD_SRC_JOB_H
+#define SHARD_SRC_JOB_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "keymap.h"
+#include "shard/dispatcher.h"
+
+enum job_kind {
+    JOB_RUN,   /* a user's job */
+    JOB_FENCE, /* control: everything routed here under older epochs is done */
+    JOB_MARK,  /* control: shard_drain's marker */
+    JOB_STOP,  /* control: the worker exits once everything before it is done */
+};
+
+struct snap;
+struct job_block;
+struct crash_record;
+
+/* A job outside the ring: set aside, rerouted, a control item, or a worker's overflow submit. */
+struct job {
+    shard_job_fn fn;
+    void        *arg;
+    uint64_t     hash;
+    uint64_t     epoch;          /* epoch of the ring snapshot the job was routed with */
+    struct shard_worker *routed; /* the worker it was routed to: whose place in line it holds */
+    uint64_t     pos;            /* side list: the ring position it goes before */
+    uint8_t      kind;
+    bool         release;        /* JOB_FENCE: this worker loses keys, run the release hook */
+    bool         in_prio;        /* held: in the rerouted (front) segment */
+    bool         embedded;       /* part of a larger object (a worker's stop item): never freed */
+    struct job  *held_next, *held_prev; /* held order list (held.c); also side list and inbox */
+    struct keylink links[KEYMAP_USES];  /* keymap.c: held by key, crash record by key */
+    const struct snap *fence_before, *fence_after; /* JOB_FENCE with release */
+    struct job_block  *block;    /* records made in bulk by a crash: freed with the last of them */
+    struct crash_record *owed_to; /* a crash owes this job (crash.h): rerouted from its crashed
+                                   * worker, or deferred behind a crash; NULL otherwise */
+    /* handoff.c: the older owner this held job was last found waiting for, so that a check while it
+     * still waits costs one load, not a walk over the snapshots. NULL: none known. */
+    uint64_t     moved_epoch;    /* moved to another worker at a fence of this epoch (worker.c's
+                                  * move_to), 0 if not: it waits for that epoch's owners too */
+    const struct snap *wait_snap; /* of epoch wait_epoch: its owner at wait_member must pass fence
+                                   * wait_epoch + 1 (wait_snap is read only while still kept) */
+    uint64_t     wait_epoch;
+    uint32_t     wait_member;
+};
+
+/* A list of jobs linked through held_next, appended at its tail: a worker's inbox, a crashed worker's
+ * leftovers, its jobs for one new owner. */
+struct job_list {
+    struct job *head, *tail;
+};
+
+static inline void shard__job_list_append(struct job_list *l, struct job *j)
+{
+    j->held_next = NULL;
+    if (l->tail)
+        l->tail->held_next = j;
+    else
+        l->head = j;
+    l->tail = j;
+}
+
+/* Appends the whole of from (not empty) to l. */
+static inline void shard__job_list_splice(struct job_list *l, const struct job_list *from)
+{
+    if (l->tail)
+        l->tail->held_next = from->head;
+    else
+        l->head = from->head;
+    l->tail = from->tail;
+}
+
+/* Records for a crashed worker's ring, allocated before the crash's point of no return as one block:
+ * its pages are touched only for the records used, and it is freed when the last one is. */
+struct job_block {
+    _Atomic long refs;
+    size_t       used, size;
+    struct job   recs[];
+};
+
+#endif

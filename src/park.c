@@ -1,0 +1,45 @@
+/* A worker's parking spot (park.h): futex wait and wake. SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "park.h"
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static long futex(_Atomic uint32_t *addr, int op, uint32_t val)
+{
+    return syscall(SYS_futex, (uint32_t *)addr, op, val, NULL, NULL, 0);
+}
+
+uint32_t shard__park_prepare(struct parking *pk)
+{
+    uint32_t seq = atomic_load_explicit(&pk->seq, memory_order_acquire);
+    /* seq_cst: ordered before the caller's has_work check, against the waker's seq_cst change and
+     * flag read. */
+    atomic_store_explicit(&pk->sleeping, 1, memory_order_seq_cst);
+    return seq;
+}
+
+void shard__park_cancel(struct parking *pk)
+{
+    atomic_store_explicit(&pk->sleeping, 0, memory_order_relaxed);
+}
+
+void shard__park_wait(struct parking *pk, uint32_t seq)
+{
+    /* Returns at once if a waker bumped seq since shard__park_prepare; spurious returns are fine. */
+    futex(&pk->seq, FUTEX_WAIT_PRIVATE, seq);
+    atomic_store_explicit(&pk->sleeping, 0, memory_order_relaxed);
+}
+
+bool shard__park_wake(struct parking *pk)
+{
+    if (!atomic_load_explicit(&pk->sleeping, memory_order_seq_cst))
+        return false;
+    /* Only one waker pays for the syscall. */
+    if (!atomic_exchange_explicit(&pk->sleeping, 0, memory_order_seq_cst))
+        return false;
+    /* release: pairs with the acquire in shard__park_prepare of the next round. */
+    atomic_fetch_add_explicit(&pk->seq, 1, memory_order_release);
+    futex(&pk->seq, FUTEX_WAKE_PRIVATE, 1);
+    return true;
+}

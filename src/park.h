@@ -1,0 +1,28 @@
+/* Internal: a worker's parking spot, a futex. SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * The worker announces it will sleep (prepare), checks for work once more, and sleeps on seq unless a
+ * waker bumped it in between; a waker that sees sleeping set clears it and wakes the futex. The
+ * check-after-announce and the producer's push-then-check form a Dekker pair (both seq_cst), so a
+ * wake-up is never lost. */
+#ifndef SHARD_SRC_PARK_H
+#define SHARD_SRC_PARK_H
+
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cacheline.h"
+
+/* Parking: the worker sleeps on seq while sleeping is set; a waker clears sleeping and bumps seq. */
+struct parking {
+    alignas(SHARD_CACHELINE) _Atomic uint32_t seq;
+    _Atomic uint32_t sleeping;
+};
+
+uint32_t shard__park_prepare(struct parking *pk);
+void     shard__park_cancel(struct parking *pk);
+void     shard__park_wait(struct parking *pk, uint32_t seq);
+bool     shard__park_wake(struct parking *pk);
+
+#endif
