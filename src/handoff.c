@@ -35,6 +35,7 @@
 #include <stdlib.h>
 
 #include "dispatcher_internal.h"
+#include "handoff.h"
 #include "rcu.h"
 
 static bool released(struct shard_worker *x, uint64_t fence)
@@ -106,7 +107,7 @@ static bool owner_done(struct shard_worker *h, struct shard_worker *x, uint64_t 
  * epoch, whether every owner since its own epoch other than h has passed its fence too (it handed
  * the key's state on by then). Remembers the first wait it finds.
  * Context: a read-side section begun before settled was loaded, so that the snapshots from settled
- * on, and the workers they name, outlive it (reap_snapshots and reap_workers wait a grace period). */
+ * on, and the workers they name, outlive it (shard__snap_reap and shard__registry_reap wait a grace period). */
 static bool older_owners_done(shard_dispatcher *d, struct shard_worker *h, struct job *j, uint64_t settled)
 {
     /* The wait found last time, if its snapshot is still at or above settled (so it is kept): while

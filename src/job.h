@@ -4,7 +4,7 @@
  * A record is one of: a user's job set aside, rerouted or submitted by a worker beyond a full queue;
  * or a control item (fence, drain mark, stop). It is on at most one list at a time through held_next
  * (a queue's side list, a worker's inbox, its held order, a crash's leftovers) and, while held or
- * owed, in keymaps by key (links[]). Who allocates and frees records: worker.c's record pool (jobs a
+ * owed, in keymaps by key (links[]). Who allocates and frees records: record.c's pool (jobs a
  * worker sets aside), the crash hand-over (blocks), submit (a worker's overflow), membership.c
  * (fences, drain marks); every record is freed through shard__free_record (record.c). */
 #ifndef SHARD_SRC_JOB_H

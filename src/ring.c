@@ -192,13 +192,19 @@ static int reserve_members(shard_ring *r, size_t n)
     return 0;
 }
 
+int shard__ring_check_name(const char *name)
+{
+    if (!name || !name[0])
+        return -EINVAL;
+    return strnlen(name, SHARD_NAME_MAX + 1) > SHARD_NAME_MAX ? -ENAMETOOLONG : 0;
+}
+
 static int check_member(const shard_ring *r, const char *name, uint32_t weight, size_t *len)
 {
-    if (!name || !name[0] || weight == 0)
-        return -EINVAL;
-    *len = strnlen(name, SHARD_NAME_MAX + 1);
-    if (*len > SHARD_NAME_MAX)
-        return -ENAMETOOLONG;
+    int err = shard__ring_check_name(name);
+    if (err || weight == 0)
+        return err ? err : -EINVAL;
+    *len = strlen(name);
     if ((uint64_t)r->cfg.vnodes * weight > SHARD_RING_MAX_POINTS)
         return -EINVAL;
     if (shard__ring_member_index(r, name) >= 0)
@@ -498,7 +504,7 @@ static double arc_length(const shard_ring *r, size_t i)
     if (i > 0)
         return (double)(r->points[i] - r->points[i - 1]);
     /* 2^64 - (max - min): the wrapping arc, the whole space when every point is equal. */
-    return 18446744073709551616.0 - (double)(r->points[r->npoints - 1] - r->points[0]);
+    return SHARD_HASH_SPACE - (double)(r->points[r->npoints - 1] - r->points[0]);
 }
 
 SHARD_API double shard_ring_share(const shard_ring *r, const char *member)
@@ -512,7 +518,7 @@ SHARD_API double shard_ring_share(const shard_ring *r, const char *member)
     for (size_t i = 0; i < r->npoints; i++)
         if (r->owners[i] == (uint32_t)idx)
             sum += arc_length(r, i);
-    return sum / 18446744073709551616.0;
+    return sum / SHARD_HASH_SPACE;
 }
 
 SHARD_API uint64_t shard_ring_checksum(const shard_ring *r)

@@ -61,5 +61,11 @@ static inline uint32_t shard__ring_owner_index(const struct shard_ring *r, uint6
 
 /* Index of member by name, or -1. */
 long shard__ring_member_index(const struct shard_ring *r, const char *name);
+/* Whether name may name a member: not NULL, not empty, at most SHARD_NAME_MAX bytes.
+ * Return: 0; -EINVAL; -ENAMETOOLONG. */
+int shard__ring_check_name(const char *name);
+
+/* The size of the hash space, 2^64, as a double: for shares of it. */
+#define SHARD_HASH_SPACE 18446744073709551616.0
 
 #endif

@@ -16,7 +16,6 @@ SHARD_API const char *shard_strerror(int err)
     case -EBUSY: return "cannot remove the last worker";
     case -ESHUTDOWN: return "dispatcher is shutting down";
     case -EDEADLK: return "would deadlock: not allowed from a worker, a control-thread hook or an RCU read-side section";
-    case -EPERM: return "not allowed from this thread";
     case -ERANGE: return "index out of range";
     default: return err < 0 ? "unknown error" : "not an error code (expected 0 or a negative errno)";
     }

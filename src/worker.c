@@ -1,15 +1,88 @@
 /* The worker thread: take jobs in order, set aside what must wait, run the rest, park when idle.
  * SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "dispatcher_internal.h"
+#include "handoff.h"
 #include "rcu.h"
+#include "space.h"
 
 #define SPIN_BEFORE_PARK 256
 
 _Thread_local struct shard_worker *shard__current_worker;
+
+struct shard_worker *shard__worker_new(shard_dispatcher *d, const char *name, uint32_t weight, uint64_t epoch)
+{
+    struct shard_worker *w = aligned_alloc(SHARD_CACHELINE, (sizeof *w + SHARD_CACHELINE - 1) / SHARD_CACHELINE * SHARD_CACHELINE);
+    if (!w)
+        return NULL;
+    memset(w, 0, sizeof *w);
+    if (shard__queue_init(&w->q, d->capacity) != 0) {
+        free(w);
+        return NULL;
+    }
+    pthread_mutex_init(&w->lock, NULL);
+    pthread_mutex_init(&w->inbox_lock, NULL);
+    shard__held_init(&w->held);
+    shard__crash_record_init(&w->crash);
+    atomic_init(&w->passed, epoch);
+    w->fenced_upto = epoch;
+    atomic_init(&w->state, SHARD_WORKER_RUNNING);
+    w->d = d;
+    snprintf(w->name, sizeof w->name, "%s", name);
+    w->weight = weight;
+    w->id = d->next_id++;
+    w->stop_item.kind = JOB_STOP;
+    w->stop_item.embedded = true;
+    return w;
+}
+
+int shard__worker_start(struct shard_worker *w)
+{
+    if (pthread_create(&w->thread, NULL, shard__worker_main, w) != 0)
+        return -EAGAIN;
+    w->started = true;
+    return 0;
+}
+
+void shard__worker_free(struct shard_worker *w)
+{
+    shard__worker_drop_spares(w);
+    shard__queue_destroy(&w->q);
+    pthread_mutex_destroy(&w->lock);
+    pthread_mutex_destroy(&w->inbox_lock);
+    free(w);
+}
+
+SHARD_API const char *shard_worker_name(const shard_worker *w)
+{
+    return w ? w->name : NULL;
+}
+
+SHARD_API void *shard_worker_user(const shard_worker *w)
+{
+    return w ? w->user : NULL;
+}
+
+SHARD_API void shard_worker_set_user(shard_worker *w, void *user)
+{
+    if (w)
+        w->user = user;
+}
+
+SHARD_API bool shard_worker_crashed(const shard_worker *w)
+{
+    return w && atomic_load_explicit(&w->state, memory_order_relaxed) == SHARD_WORKER_CRASHED;
+}
+
+SHARD_API shard_dispatcher *shard_worker_dispatcher(const shard_worker *w)
+{
+    return w ? w->d : NULL;
+}
 
 /* Counters written by the worker alone: a plain increment, read relaxed by stats. */
 static void bump(_Atomic uint64_t *c)
@@ -30,7 +103,7 @@ static bool crashed(const struct shard_worker *w)
 
 static bool inbox_pending(struct shard_worker *w)
 {
-    /* acquire: pairs with the crash hand-over's store; see take() for why it is read after deps. */
+    /* acquire: pairs with the crash hand-over's store; take() reads it after the check of what the job waits for, and says why. */
     return atomic_load_explicit(&w->inbox_flag, memory_order_acquire);
 }
 
@@ -94,52 +167,6 @@ static void yield_to_crash(struct shard_worker *w)
     pthread_mutex_lock(&w->lock);
 }
 
-#define SPARE_RECORDS 1024
-
-/* Records for jobs set aside: spare ones are kept per worker, so steady handoffs do not allocate. */
-static struct job *alloc_record(struct shard_worker *w)
-{
-    struct job *j = w->spare;
-    if (j) {
-        w->spare = j->held_next;
-        w->nspare--;
-        memset(j, 0, sizeof *j);
-        return j;
-    }
-    return calloc(1, sizeof *j);
-}
-
-void shard__free_record(struct shard_worker *w, struct job *j)
-{
-    if (j->embedded)
-        return;
-    if (j->block) {
-        /* acq_rel: every user's writes to its records happen before the block is freed. */
-        if (atomic_fetch_sub_explicit(&j->block->refs, 1, memory_order_acq_rel) == 1)
-            free(j->block);
-        return;
-    }
-    if (w && w->nspare < SPARE_RECORDS) {
-        j->held_next = w->spare;
-        w->spare = j;
-        w->nspare++;
-        return;
-    }
-    free(j);
-}
-
-void shard__worker_drop_spares(struct shard_worker *w)
-{
-    free(w->spare_ready);
-    w->spare_ready = NULL;
-    while (w->spare) {
-        struct job *next = w->spare->held_next;
-        free(w->spare);
-        w->spare = next;
-    }
-    w->nspare = 0;
-}
-
 /* A job taken from the ring lives in w->scratch until it runs; one that must wait gets a record. */
 static struct job *to_record(struct shard_worker *w, struct job *j)
 {
@@ -156,7 +183,7 @@ static struct job *to_record(struct shard_worker *w, struct job *j)
 static bool record_ready(struct shard_worker *w)
 {
     if (!w->spare_ready)
-        w->spare_ready = alloc_record(w);
+        w->spare_ready = shard__record_alloc(w);
     return w->spare_ready != NULL;
 }
 
@@ -232,7 +259,7 @@ static bool mark_for_move(struct shard_worker *w, struct job **mark)
     *mark = NULL;
     pthread_mutex_lock(&d->lock);
     bool draining = d->marks_pending > 0;
-    if (draining && (*mark = alloc_record(w)) != NULL) {
+    if (draining && (*mark = shard__record_alloc(w)) != NULL) {
         (*mark)->kind = JOB_MARK;
         d->marks_pending++;
     }

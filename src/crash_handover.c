@@ -1,0 +1,152 @@
+/* A crash of one worker: stop it taking jobs, then hand what it held over to its keys' new owners
+ * (REROUTE) or to on_dropped (DROP). What crashes owe afterwards is the crash table's (crash.c).
+ * SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdlib.h>
+
+#include "crash_handover.h"
+#include "dispatcher_internal.h"
+#include "handoff.h"
+#include "worker.h"
+
+/* Records for the jobs in a worker's ring, allocated before a crash reaches its point of no return. */
+static struct job_block *block_new(size_t n)
+{
+    struct job_block *b = calloc(1, sizeof *b + n * sizeof *b->recs);
+    if (b) {
+        atomic_init(&b->refs, 1); /* the crash's own, dropped when it is done with the block */
+        b->size = n;
+    }
+    return b;
+}
+
+static void block_release(struct job_block *b)
+{
+    if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) == 1)
+        free(b);
+}
+
+/* Everything x still holds, in order: held items, then its inbox, then its queue (ring slots copied into
+ * records of block). Context: x->lock held, after the grace period that ended pushes to x. */
+static struct job *take_leftovers(struct shard_worker *x, struct job_block *block)
+{
+    struct job_list all = { 0 };
+    struct job *held = shard__held_take_all(&x->held);
+    shard__worker_sync_holding(x);
+    for (struct job *j = held, *next; j; j = next) {
+        next = j->held_next;
+        shard__job_list_append(&all, j);
+    }
+    for (struct job *j = shard__inbox_take(x, true), *next; j; j = next) {
+        next = j->held_next;
+        shard__job_list_append(&all, j);
+    }
+    struct job scratch = { 0 }, *j;
+    while ((j = shard__queue_pop_sc(&x->q, &scratch))) {
+        if (j == &scratch) {
+            struct job *r = &block->recs[block->used++]; /* as many as the ring has slots */
+            *r = scratch;
+            r->routed = x;
+            r->block = block;
+            atomic_fetch_add_explicit(&block->refs, 1, memory_order_relaxed);
+            j = r;
+        }
+        shard__job_list_append(&all, j);
+    }
+    return all.head;
+}
+
+/* Jobs for one new owner, gathered so that each inbox is locked and woken once. */
+static void deliver(struct shard_worker *dest, struct job_list *list)
+{
+    if (!list->head)
+        return;
+    pthread_mutex_lock(&dest->inbox_lock);
+    shard__job_list_splice(&dest->inbox, list);
+    atomic_store_explicit(&dest->inbox_flag, true, memory_order_release);
+    pthread_mutex_unlock(&dest->inbox_lock);
+    shard__worker_wake(dest);
+}
+
+/* Reroutes x's leftovers to their keys' owners in the ring now in force, or drops them. */
+static void hand_over(shard_dispatcher *d, struct shard_worker *x, struct job *left, enum shard_crash_policy policy,
+                      struct job_list *lists)
+{
+    struct snap *now = atomic_load_explicit(&d->snap, memory_order_relaxed);
+    /* x now owes each of its own jobs: other workers' jobs of those keys wait until it has run.
+     * Jobs some other crash owes already stay owed to it. */
+    if (policy == SHARD_CRASH_REROUTE)
+        shard__crash_owe_list(&d->crash, &x->crash, left);
+    for (struct job *j = left, *next; j; j = next) {
+        next = j->held_next;
+        if (j->kind != JOB_RUN) {
+            shard__free_record(NULL, j); /* x's fences: it will never pass them */
+            continue;
+        }
+        if (policy == SHARD_CRASH_REROUTE) {
+            shard__job_list_append(&lists[shard__ring_owner_index(now->ring, j->hash)], j);
+            continue;
+        }
+        if (d->cfg.on_dropped)
+            d->cfg.on_dropped(j->fn, j->arg, d->cfg.user);
+        atomic_fetch_add_explicit(&d->dropped, 1, memory_order_relaxed);
+        if (j->owed_to)
+            shard__owed_done(d, j);
+        shard__free_record(NULL, j);
+    }
+    for (size_t i = 0; i < shard_ring_member_count(now->ring); i++)
+        deliver(now->by_member[i], &lists[i]);
+    pthread_mutex_lock(&d->lock);
+    x->queue_handed = true;
+    shard__handed_if_done(d, x);
+    pthread_mutex_unlock(&d->lock);
+}
+
+int shard__crash_handover_prepare(struct crash_handover *ho, struct shard_worker *x, size_t members)
+{
+    ho->block = block_new(shard__queue_capacity(&x->q));
+    ho->lists = calloc(members ? members : 1, sizeof *ho->lists);
+    if (!ho->block || !ho->lists) {
+        shard__crash_handover_discard(ho);
+        return -1;
+    }
+    return 0;
+}
+
+void shard__crash_handover_discard(struct crash_handover *ho)
+{
+    free(ho->block);
+    free(ho->lists);
+    ho->block = NULL;
+    ho->lists = NULL;
+}
+
+void shard__crash_stop(shard_dispatcher *d, struct shard_worker *x)
+{
+    atomic_store_explicit(&x->crash_pending, true, memory_order_relaxed);
+    pthread_mutex_lock(&x->lock);
+    atomic_store_explicit(&x->crash_pending, false, memory_order_release);
+    shard__worker_set_state(x, SHARD_WORKER_CRASHED);
+    if (x->in_fn && x->running_job) {
+        /* Before the publication of the next ring: a job routed with it sees the entry. */
+        shard__crash_stick(&d->crash, &x->crash, x->running_hash);
+        x->crash_stuck = true;
+    }
+    pthread_mutex_lock(&d->lock);
+    x->hook_at_crash = x->in_fn && !x->running_job; /* its release hook: the keys it moves wait */
+    pthread_mutex_unlock(&d->lock);
+    pthread_mutex_unlock(&x->lock);
+    shard__worker_wake(x);
+}
+
+void shard__crash_handover(shard_dispatcher *d, struct shard_worker *x, enum shard_crash_policy policy,
+                           struct crash_handover *ho)
+{
+    pthread_mutex_lock(&x->lock);
+    struct job *left = take_leftovers(x, ho->block);
+    pthread_mutex_unlock(&x->lock);
+    block_release(ho->block);
+    hand_over(d, x, left, policy, ho->lists);
+    free(ho->lists);
+    ho->block = NULL;
+    ho->lists = NULL;
+}

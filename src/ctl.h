@@ -1,0 +1,16 @@
+/* Internal: the control lock and who may take it (ctl.c). SPDX-License-Identifier: LGPL-2.1-or-later */
+#ifndef SHARD_SRC_CTL_H
+#define SHARD_SRC_CTL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dispatcher_internal.h"
+
+/* Whether this thread may not take d's ctl: a worker, a hook of d's control thread, or inside an RCU
+ * read-side section. */
+bool shard__ctl_forbidden(shard_dispatcher *d);
+void shard__ctl_lock(shard_dispatcher *d);
+void shard__ctl_unlock(shard_dispatcher *d);
+
+#endif

@@ -1,0 +1,28 @@
+/* Internal: what a held job waits for, fences and the settled epoch (handoff.c). SPDX-License-Identifier: LGPL-2.1-or-later */
+#ifndef SHARD_SRC_HANDOFF_H
+#define SHARD_SRC_HANDOFF_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dispatcher_internal.h"
+
+/* Whether j may run now. If not, j notes what it waits for and w (its holder) is registered to be
+ * kicked when that happens. Context: w's thread or w->lock held. */
+bool  shard__job_may_run(shard_dispatcher *d, struct shard_worker *w, struct job *j);
+/* w, holding jobs, is to be kicked by changes of the crash table too. Context: as above. */
+void  shard__wait_on_crashes(struct shard_worker *w);
+/* Advances d->settled over the snapshots whose fences have all been passed. Context: d->lock. */
+void  shard__settle(shard_dispatcher *d);
+/* w passed its fence of snapshot s. Context: d->lock. */
+void  shard__fence_passed(shard_dispatcher *d, struct shard_worker *w, struct snap *s);
+/* Kicks the workers whose held jobs wait for w (its fences, its hand-over, its exit). Context:
+ * d->lock. */
+void  shard__wake_waiters_of(shard_dispatcher *d, struct shard_worker *w);
+/* x stops counting by epochs once its queue is handed over and no release hook of it runs.
+ * Context: d->lock. */
+void  shard__handed_if_done(shard_dispatcher *d, struct shard_worker *x);
+/* j, owed by a crash, has run or was dropped; or x's stuck job returned. Context: no lock. */
+void  shard__owed_done(shard_dispatcher *d, struct job *j);
+
+#endif

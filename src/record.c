@@ -1,0 +1,52 @@
+/* Job records: spare ones kept per worker, so that steady handoffs do not allocate; blocks of them
+ * made by a crash, freed with the last. SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdlib.h>
+#include <string.h>
+
+#include "worker.h"
+
+#define SPARE_RECORDS 1024
+
+/* Records for jobs set aside: spare ones are kept per worker, so steady handoffs do not allocate. */
+struct job *shard__record_alloc(struct shard_worker *w)
+{
+    struct job *j = w->spare;
+    if (j) {
+        w->spare = j->held_next;
+        w->nspare--;
+        memset(j, 0, sizeof *j);
+        return j;
+    }
+    return calloc(1, sizeof *j);
+}
+
+void shard__free_record(struct shard_worker *w, struct job *j)
+{
+    if (j->embedded)
+        return;
+    if (j->block) {
+        /* acq_rel: every user's writes to its records happen before the block is freed. */
+        if (atomic_fetch_sub_explicit(&j->block->refs, 1, memory_order_acq_rel) == 1)
+            free(j->block);
+        return;
+    }
+    if (w && w->nspare < SPARE_RECORDS) {
+        j->held_next = w->spare;
+        w->spare = j;
+        w->nspare++;
+        return;
+    }
+    free(j);
+}
+
+void shard__worker_drop_spares(struct shard_worker *w)
+{
+    free(w->spare_ready);
+    w->spare_ready = NULL;
+    while (w->spare) {
+        struct job *next = w->spare->held_next;
+        free(w->spare);
+        w->spare = next;
+    }
+    w->nspare = 0;
+}

@@ -1,0 +1,21 @@
+/* Internal: the worker registry and reaping (registry.c). SPDX-License-Identifier: LGPL-2.1-or-later */
+#ifndef SHARD_SRC_REGISTRY_H
+#define SHARD_SRC_REGISTRY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dispatcher_internal.h"
+
+/* The ring member named name, among workers in the ring; NULL if none. Context: ctl held. */
+struct shard_worker *shard__registry_member(shard_dispatcher *d, const char *name);
+/* Return: 0 or -ENOMEM. Context: ctl held. */
+int  shard__registry_add(shard_dispatcher *d, struct shard_worker *w);
+/* Undoes the last shard__registry_add (its worker did not start). Context: ctl held. */
+void shard__registry_drop_last(shard_dispatcher *d);
+/* Frees the workers that left the ring and can no longer be reached. Context: ctl held. */
+void shard__registry_reap(shard_dispatcher *d);
+/* Frees every worker (destroy, all joined). */
+void shard__registry_free_all(shard_dispatcher *d);
+
+#endif

@@ -1,0 +1,99 @@
+/* Back-pressure: submitters waiting for room in a full queue, and waking them. A waiter holds its
+ * worker outside any RCU read-side section (space_refs), so the registry does not free the worker
+ * under it. SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <pthread.h>
+
+#include "dispatcher_internal.h"
+#include "rcu.h"
+#include "space.h"
+
+struct space_wait {
+    shard_dispatcher    *d;
+    struct shard_worker *w;
+};
+
+void shard__space_notify(shard_dispatcher *d)
+{
+    /* Racy read by design: a worker checks after each job and again after a seq_cst store before it
+     * parks, while a waiter registers with a seq_cst increment before it checks for room; so a waiter
+     * is at worst woken one job late, never forgotten. */
+    if (atomic_load_explicit(&d->space_waiters, memory_order_seq_cst)) {
+        pthread_mutex_lock(&d->space_lock);
+        pthread_cond_broadcast(&d->space_cond);
+        pthread_mutex_unlock(&d->space_lock);
+    }
+}
+
+/* Leaves the waiters: on return, and when the thread is cancelled inside pthread_cond_wait (which
+ * takes space_lock again before the handler runs). */
+static void space_leave(void *arg)
+{
+    struct space_wait *sw = arg;
+    shard_dispatcher *d = sw->d;
+    /* release: our reads of w's queue come before the reaper sees us gone and frees w. */
+    atomic_fetch_sub_explicit(&sw->w->space_refs, 1, memory_order_release);
+    bool shutdown = atomic_load_explicit(&d->shutdown, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&d->space_waiters, 1, memory_order_release);
+    if (shutdown)
+        pthread_cond_broadcast(&d->space_cond); /* destroy waits for the last waiter to leave */
+    pthread_mutex_unlock(&d->space_lock);
+}
+
+/* Waits until w's ring has a free slot, the ring of workers changes (space_epoch moves from epoch, or
+ * the ring in force is no longer the one of ring_epoch, with which w was found), or destroy begins. The caller registered as a waiter (space_waiters, w->space_refs) inside the
+ * read-side section that found w, and left it. A cancellation point: a cancelled waiter leaves.
+ * Return: true if destroy began; the caller must then not touch d again, since destroy frees it as
+ * soon as the last waiter has left. false: the caller is inside a read-side section again. */
+bool shard__space_wait(shard_dispatcher *d, struct shard_worker *w, uint64_t epoch, uint64_t ring_epoch)
+{
+    struct space_wait sw = { d, w };
+    bool shutdown;
+    pthread_mutex_lock(&d->space_lock);
+    pthread_cleanup_push(space_leave, &sw);
+    /* d->epoch too: a change stores it before it takes space_lock to send waiters back, so a waiter
+     * that found w in the old ring but registered after that (and read its new space_epoch) still
+     * sees the change, and is not left waiting on a crashed worker while the change's grace period
+     * waits for it (when it waits inside the application's read-side section). */
+    while (!shard__queue_has_room(&w->q) && !atomic_load_explicit(&d->shutdown, memory_order_relaxed) &&
+           atomic_load_explicit(&d->space_epoch, memory_order_relaxed) == epoch &&
+           atomic_load_explicit(&d->epoch, memory_order_relaxed) == ring_epoch)
+        pthread_cond_wait(&d->space_cond, &d->space_lock);
+    shutdown = atomic_load_explicit(&d->shutdown, memory_order_relaxed);
+    /* Back inside a read-side section before leaving the waiters: destroy frees d after the last
+     * waiter has left and a grace period, so d stays valid for the retry. */
+    if (!shutdown)
+        shard_rcu_read_lock();
+    pthread_cleanup_pop(1);
+    return shutdown;
+}
+
+/* Context: inside the read-side section that found w full. Return: the space epoch to wait on. */
+uint64_t shard__space_register(shard_dispatcher *d, struct shard_worker *w)
+{
+    /* A worker is freed only after a grace period that follows its last appearance in a snapshot,
+     * so the reaper sees this count. */
+    atomic_fetch_add_explicit(&w->space_refs, 1, memory_order_relaxed);
+    /* seq_cst, then seq_cst reads of the ring: the other half of shard__space_notify's pair. Inside
+     * the section: destroy's grace period after setting shutdown sees every waiter counted. */
+    atomic_fetch_add_explicit(&d->space_waiters, 1, memory_order_seq_cst);
+    /* Read before leaving the section: a change that published a new ring bumps space_epoch again
+     * after its grace period, so a change this submit has not seen is seen as a new epoch. */
+    return atomic_load_explicit(&d->space_epoch, memory_order_acquire);
+}
+
+void shard__space_send_back(shard_dispatcher *d)
+{
+    pthread_mutex_lock(&d->space_lock);
+    atomic_fetch_add_explicit(&d->space_epoch, 1, memory_order_relaxed);
+    pthread_cond_broadcast(&d->space_cond);
+    pthread_mutex_unlock(&d->space_lock);
+}
+
+void shard__space_wait_empty(shard_dispatcher *d)
+{
+    pthread_mutex_lock(&d->space_lock);
+    /* acquire: pairs with space_leave's release; the waiters' reads of d come first. */
+    while (atomic_load_explicit(&d->space_waiters, memory_order_acquire))
+        pthread_cond_wait(&d->space_cond, &d->space_lock);
+    pthread_mutex_unlock(&d->space_lock);
+}

@@ -1,0 +1,23 @@
+/* Internal: back-pressure: submitters waiting for room (space.c). SPDX-License-Identifier: LGPL-2.1-or-later */
+#ifndef SHARD_SRC_SPACE_H
+#define SHARD_SRC_SPACE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dispatcher_internal.h"
+
+/* Wakes submitters waiting for room, if any (after a worker freed slots). Context: any thread. */
+void     shard__space_notify(shard_dispatcher *d);
+/* Registers as a waiter for w, found full. Context: inside the read-side section that found w.
+ * Return: the space epoch to wait on. */
+uint64_t shard__space_register(shard_dispatcher *d, struct shard_worker *w);
+/* Waits for room in w, a change of ring, or destroy; leaves the waiters. Return: true if destroy
+ * began (d must not be touched again); false: the caller is inside a read-side section again. */
+bool     shard__space_wait(shard_dispatcher *d, struct shard_worker *w, uint64_t epoch, uint64_t ring_epoch);
+/* Sends every waiter back to look its key up again (a new ring, or destroy). Context: no lock. */
+void     shard__space_send_back(shard_dispatcher *d);
+/* Returns once no submitter waits (destroy, after shutdown was set and waiters were sent back). */
+void     shard__space_wait_empty(shard_dispatcher *d);
+
+#endif

@@ -1,0 +1,83 @@
+/* Inspection: the ring in force, dispatcher-wide and per-worker stats. SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "dispatcher_internal.h"
+#include "rcu.h"
+
+SHARD_API int shard_dispatcher_ring(shard_dispatcher *d, shard_ring **out)
+{
+    if (!d || !out)
+        return -EINVAL;
+    shard_rcu_read_lock();
+    if (atomic_load_explicit(&d->shutdown, memory_order_relaxed)) {
+        shard_rcu_read_unlock();
+        return -ESHUTDOWN;
+    }
+    int err = shard_ring_clone(atomic_load_explicit(&d->snap, memory_order_acquire)->ring, out);
+    shard_rcu_read_unlock();
+    return err;
+}
+
+SHARD_API int shard_dispatcher_stats(shard_dispatcher *d, struct shard_stats *out)
+{
+    if (!d || !out)
+        return -EINVAL;
+    memset(out, 0, sizeof *out);
+    shard_rcu_read_lock();
+    struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire);
+    out->epoch = s->epoch;
+    out->ring_checksum = shard_ring_checksum(s->ring);
+    out->workers = shard_ring_member_count(s->ring);
+    shard_rcu_read_unlock();
+    pthread_mutex_lock(&d->lock);
+    out->changes = d->changes;
+    out->last_moved_share = d->last_moved;
+    pthread_mutex_unlock(&d->lock);
+    out->dropped = atomic_load_explicit(&d->dropped, memory_order_relaxed);
+    return 0;
+}
+
+static void fill_stats(const struct shard_worker *w, struct shard_worker_stats *o)
+{
+    memset(o, 0, sizeof *o);
+    snprintf(o->name, sizeof o->name, "%s", w->name);
+    o->state = (enum shard_worker_state)shard__worker_state(w); /* read once */
+    o->running = atomic_load_explicit(&w->busy, memory_order_relaxed);
+    /* A crashed worker's queue was handed over: its positions are no longer advanced. */
+    o->queued = atomic_load_explicit(&w->handed, memory_order_acquire) ? 0 : shard__queue_length(&w->q);
+    o->executed = atomic_load_explicit(&w->executed, memory_order_relaxed);
+    o->set_aside = atomic_load_explicit(&w->set_aside, memory_order_relaxed);
+    o->handed_over = atomic_load_explicit(&w->handed_over, memory_order_relaxed);
+    o->parked = atomic_load_explicit(&w->parked, memory_order_relaxed);
+    o->woken = atomic_load_explicit(&w->woken, memory_order_relaxed);
+}
+
+SHARD_API long shard_dispatcher_worker_stats(shard_dispatcher *d, struct shard_worker_stats *out, size_t n)
+{
+    if (!d || (!out && n > 0))
+        return -EINVAL;
+    size_t k = 0;
+    /* Ring members from the snapshot, whose members are in name order; then the registry's others.
+     * d->lock inside the read-side section: no holder of d->lock waits for a grace period. */
+    shard_rcu_read_lock();
+    pthread_mutex_lock(&d->lock);
+    const struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire);
+    size_t members = shard_ring_member_count(s->ring);
+    for (size_t i = 0; i < members; i++, k++)
+        if (k < n)
+            fill_stats(s->by_member[i], &out[k]);
+    for (size_t i = 0; i < d->nworkers; i++) {
+        const struct shard_worker *w = d->workers[i];
+        long idx = shard__ring_member_index(s->ring, w->name);
+        if (shard__worker_state(w) == SHARD_WORKER_EXITED || (idx >= 0 && s->by_member[idx] == w))
+            continue;
+        if (k < n)
+            fill_stats(w, &out[k]);
+        k++;
+    }
+    pthread_mutex_unlock(&d->lock);
+    shard_rcu_read_unlock();
+    return (long)k;
+}

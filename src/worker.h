@@ -1,0 +1,123 @@
+/* Internal: a worker, from birth to free (worker.c), and its spare job records (record.c).
+ * SPDX-License-Identifier: LGPL-2.1-or-later */
+#ifndef SHARD_SRC_WORKER_H
+#define SHARD_SRC_WORKER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "crash.h"
+#include "held.h"
+#include "job.h"
+#include "park.h"
+#include "queue.h"
+#include "shard/dispatcher.h"
+
+/* Fields: I set before the worker is published and then read-only; C under d->ctl; L under d->lock;
+ * W the worker's thread, or the control thread holding w->lock; A atomic (ordering at the access).
+ *
+ * Lifecycle (state, with the flags that qualify it):
+ *
+ *   RUNNING --remove--> RETIRING --passes its last fence, runs STOP--> EXITED (finished) --> freed
+ *      |
+ *      +--crash--> CRASHED --queue handed over, release hook (if one ran) returned--> handed
+ *                     --last job returned--> finished --crash record owes nothing--> freed
+ *
+ * A worker is freed (registry.c's reap) once it is finished with and no snapshot or waiting
+ * submitter can reach it. */
+struct shard_worker {
+    struct queue     q;
+    struct parking   park;
+
+    pthread_mutex_t  lock;
+    struct held      held;          /* W */
+    bool             in_fn;         /* W: running a job or hook */
+    uint64_t         running_hash;  /* W */
+    bool             running_job;   /* W: in_fn for a job, not a hook */
+    bool             stopped;       /* W: processed its STOP */
+    bool             held_dirty;    /* W */
+    bool             holding_now;   /* W: what `holding` says */
+    uint64_t         seen_kick;     /* W: kick when its held jobs were last walked */
+    struct job       scratch;       /* W: the job just taken from the ring */
+    struct job      *spare_ready;   /* W: a record at hand in case that job must wait */
+    struct job      *spare;         /* W: spare records (record.c) */
+    uint32_t         nspare;        /* W */
+    bool             crash_stuck;   /* W: set by the crash: the running job holds a stuck entry */
+
+    pthread_mutex_t  inbox_lock;
+    struct job_list  inbox;         /* inbox_lock */
+    bool             inbox_closed;  /* inbox_lock: crashed, its inbox handed over: deliver elsewhere */
+    _Atomic bool     inbox_flag;
+
+    _Atomic uint64_t passed;        /* A: every job of an epoch below this is done */
+    _Atomic int      state;         /* A: enum shard_worker_state, changed under w->lock or ctl */
+    _Atomic bool     handed;        /* A, set under L: crashed, queue handed over, no release hook
+                                     * running: counts by epochs no more */
+    _Atomic bool     crash_pending; /* A: a crash waits for lock: the worker lets go of it */
+    _Atomic bool     holding;       /* A: holds set-aside jobs (counted in d->nholding) */
+    _Atomic uint64_t waits_on;      /* A: what its held jobs wait for: wait_bit() of workers, and
+                                     * WAIT_CRASH (handoff.c); rebuilt on every walk */
+    _Atomic uint64_t kick;          /* A: bumped by a waker whose event it waits for */
+    uint32_t         id;            /* I: which bit of waits_on stands for it */
+    bool             queue_handed;  /* L: the crash has handed its queue over */
+    bool             hook_at_crash; /* L: crashed while running its release hook, not returned */
+    struct crash_record crash;      /* the crash table's lock */
+    uint64_t         fenced_upto;   /* C: epoch of the last fence pushed to it */
+    uint32_t         snap_refs;     /* C: snapshots that name it */
+
+    shard_dispatcher *d;            /* I */
+    char             name[SHARD_NAME_MAX + 1]; /* I */
+    uint32_t         weight;        /* I */
+    pthread_t        thread;        /* C */
+    bool             started, joined; /* C */
+    bool             finished;      /* L: its thread is returning and touches it no more */
+    void            *user;
+    struct job       stop_item;
+
+    /* Submitters waiting for room in its queue: they hold this worker outside any RCU section, so
+     * a removed worker is not freed while this is non-zero (shard__registry_reap). */
+    _Atomic uint32_t space_refs;
+
+    _Atomic bool     busy;          /* for stats: a job is running */
+    _Atomic uint64_t executed, set_aside, handed_over, parked, woken;
+};
+
+extern _Thread_local struct shard_worker *shard__current_worker;
+
+static inline int shard__worker_state(const struct shard_worker *w)
+{
+    return atomic_load_explicit(&w->state, memory_order_relaxed);
+}
+
+/* release: what was done to w before (under its lock or ctl) is seen by a reader of the state. */
+static inline void shard__worker_set_state(struct shard_worker *w, int st)
+{
+    atomic_store_explicit(&w->state, st, memory_order_release);
+}
+
+/* worker.c. A worker that is not started yet is freed with shard__worker_free; one started is
+ * stopped (its STOP item, or a crash) and joined first. */
+struct shard_worker *shard__worker_new(shard_dispatcher *d, const char *name, uint32_t weight, uint64_t epoch);
+/* Return: 0, or -EAGAIN when no thread could be started. */
+int   shard__worker_start(struct shard_worker *w);
+void  shard__worker_free(struct shard_worker *w);
+void *shard__worker_main(void *arg);
+/* Wakes w if it is parked. Context: any thread. */
+void  shard__worker_wake(struct shard_worker *w);
+/* Keeps `holding` equal to "has held items", so that kicks reach only such workers.
+ * Context: w's thread or w->lock held. */
+void  shard__worker_sync_holding(struct shard_worker *w);
+/* Detaches the jobs rerouted to w (a list through held_next); close: for good (w crashed), later
+ * deliveries go to the key's current owner. Context: w's thread or w->lock held. */
+struct job *shard__inbox_take(struct shard_worker *w, bool close);
+
+/* record.c. Frees w's spare records. Context: w's thread or lock, or w no longer running. */
+void  shard__worker_drop_spares(struct shard_worker *w);
+/* Frees a record, or keeps it as a spare of w (w may be NULL). Context: w's thread or lock. */
+void  shard__free_record(struct shard_worker *w, struct job *j);
+/* A cleared record, a spare of w if it has one. Return: NULL when out of memory. Context: as above. */
+struct job *shard__record_alloc(struct shard_worker *w);
+
+#endif
