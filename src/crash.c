@@ -46,8 +46,11 @@ static bool remove_entry(struct crash_table *t, struct job *j)
     bool first = shard__keymap_first(&t->owed, j->hash) == j;
     shard__keymap_remove(&t->owed, j);
     j->owed_to->owed--;
-    atomic_fetch_sub_explicit(bucket(t, j->hash), 1, memory_order_relaxed);
-    atomic_fetch_sub_explicit(&t->entries, 1, memory_order_relaxed);
+    /* release: whatever the job did (a stuck job's writes to its key's state) happens before a worker
+     * that reads the lowered count with acquire (shard__crash_blocks) and runs the key's next job
+     * without taking the lock. */
+    atomic_fetch_sub_explicit(bucket(t, j->hash), 1, memory_order_release);
+    atomic_fetch_sub_explicit(&t->entries, 1, memory_order_release);
     return first;
 }
 
