@@ -1,0 +1,84 @@
+/* Jobs a crash owes follow their key: when a worker's release hook hands a key's state away, the
+ * held jobs of that key that a crash owes (rerouted to it, or deferred behind a stuck job) move to
+ * the key's current owner, still owed, instead of running where the state has gone.
+ * SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "dispatcher_internal.h"
+#include "follow.h"
+#include "rcu.h"
+
+/* A drain under way may have taken dest's mark already, and w's mark passes once j has left: a mark
+ * of its own behind j keeps that drain waiting for j (or for nothing, if j waits behind a stuck job,
+ * as marks do). Return: the mark to send with j, NULL if no drain is under way; false if one is and
+ * no record could be had (then j stays). */
+static bool mark_for_move(struct shard_worker *w, struct job **mark)
+{
+    shard_dispatcher *d = w->d;
+    *mark = NULL;
+    pthread_mutex_lock(&d->lock);
+    bool draining = d->marks_pending > 0;
+    if (draining && (*mark = shard__record_alloc(w)) != NULL) {
+        (*mark)->kind = JOB_MARK;
+        d->marks_pending++;
+    }
+    pthread_mutex_unlock(&d->lock);
+    return !draining || *mark;
+}
+
+/* Moves j, held by w, to its key's owner in the current ring, into its inbox, ahead of what that
+ * worker holds of the key. j then waits there also for every owner its key has had since j's own
+ * epoch (handoff.c: moved_epoch), each of which hands the key's state on at its fence: so it runs
+ * where the state is. Return: false if the owner is w itself, or closed its inbox (destroy is
+ * stopping every worker): j stays with w. */
+static bool move_to_owner(struct shard_worker *w, struct job *j)
+{
+    bool moved = false;
+    struct job *mark;
+    if (!mark_for_move(w, &mark))
+        return false;
+    shard_rcu_read_lock(); /* the owner found below lives through it */
+    const struct snap *s = atomic_load_explicit(&w->d->snap, memory_order_acquire);
+    struct shard_worker *dest = snap_worker(s, shard__ring_owner_index(s->ring, j->hash));
+    if (dest != w) {
+        pthread_mutex_lock(&dest->inbox_lock);
+        /* Closed: only at destroy, as a crash publishes the ring without its worker before it closes
+         * the inbox, and a removed worker leaves the ring before it exits. */
+        if (!dest->inbox_closed) {
+            shard__held_remove(&w->held, j);
+            j->moved_epoch = s->epoch;
+            j->wait_snap = NULL; /* what it waited for as w's job */
+            shard__job_list_append(&dest->inbox, j);
+            if (mark)
+                shard__job_list_append(&dest->inbox, mark);
+            /* release: pairs with inbox_pending's acquire. */
+            atomic_store_explicit(&dest->inbox_flag, true, memory_order_release);
+            moved = true;
+        }
+        pthread_mutex_unlock(&dest->inbox_lock);
+        if (moved)
+            shard__worker_wake(dest);
+    }
+    shard_rcu_read_unlock();
+    if (!moved && mark) {
+        pthread_mutex_lock(&w->d->lock);
+        if (--w->d->marks_pending == 0)
+            pthread_cond_broadcast(&w->d->cond);
+        pthread_mutex_unlock(&w->d->lock);
+        shard__free_record(w, mark);
+    }
+    return moved;
+}
+
+/* At a fence of epoch where w loses keys, after its release hook handed their state over: held jobs
+ * of those keys given to it before the change that a crash owes (rerouted here, or deferred behind a
+ * stuck job) must not run here any more, where the state has gone. They follow their key, still
+ * owed (so the key's later jobs wait for them), and run first where it is now. Later jobs stay:
+ * their key's owner at their own epoch is a later ring's business. */
+void shard__follow_key(struct shard_worker *w, uint64_t epoch)
+{
+    for (struct job *j = w->held.head, *next; j; j = next) {
+        next = j->held_next;
+        if (j->kind == JOB_RUN && j->owed_to && j->epoch < epoch && move_to_owner(w, j))
+            w->held_dirty = true;
+    }
+}
+
