@@ -28,28 +28,28 @@
  * A worker is freed (registry.c's reap) once it is finished with and no snapshot or waiting
  * submitter can reach it. */
 struct shard_worker {
-    struct queue     q;
-    struct parking   park;
+    struct queue     q;             /* its own discipline: producers any thread, consumer W (queue.h) */
+    struct parking   park;          /* A: parked by W, woken by anyone (park.h) */
 
-    pthread_mutex_t  lock;
+    pthread_mutex_t  lock;          /* held by W except while it runs a job or hook or is parked */
     struct held      held;          /* W */
     bool             in_fn;         /* W: running a job or hook */
-    uint64_t         running_hash;  /* W */
+    uint64_t         running_hash;  /* W: key hash of the job in_fn runs */
     bool             running_job;   /* W: in_fn for a job, not a hook */
     bool             stopped;       /* W: processed its STOP */
-    bool             held_dirty;    /* W */
+    bool             held_dirty;    /* W: held items may be able to go: walk them */
     bool             holding_now;   /* W: what `holding` says */
     uint64_t         seen_kick;     /* W: kick when its held jobs were last walked */
     struct job       scratch;       /* W: the job just taken from the ring */
     struct job      *spare_ready;   /* W: a record at hand in case that job must wait */
     struct job      *spare;         /* W: spare records (record.c) */
-    uint32_t         nspare;        /* W */
+    uint32_t         nspare;        /* W: length of spare */
     bool             crash_stuck;   /* W: set by the crash: the running job holds a stuck entry */
 
     pthread_mutex_t  inbox_lock;
     struct job_list  inbox;         /* inbox_lock */
     bool             inbox_closed;  /* inbox_lock: crashed, its inbox handed over: deliver elsewhere */
-    _Atomic bool     inbox_flag;
+    _Atomic bool     inbox_flag;    /* A: inbox not empty; set under inbox_lock with release */
 
     _Atomic uint64_t passed;        /* A: every job of an epoch below this is done */
     _Atomic int      state;         /* A: enum shard_worker_state, changed under w->lock or ctl */
@@ -73,15 +73,17 @@ struct shard_worker {
     pthread_t        thread;        /* C */
     bool             started, joined; /* C */
     bool             finished;      /* L: its thread is returning and touches it no more */
-    void            *user;
-    struct job       stop_item;
+    void            *user;          /* the user's (shard_worker_set_user); shard never reads it */
+    struct job       stop_item;     /* I: its STOP control item, embedded; pushed once (ctl) */
 
     /* Submitters waiting for room in its queue: they hold this worker outside any RCU section, so
      * a removed worker is not freed while this is non-zero (shard__registry_reap). */
     _Atomic uint32_t space_refs;
 
-    _Atomic bool     busy;          /* for stats: a job is running */
-    _Atomic uint64_t executed, set_aside, handed_over, parked, woken;
+    _Atomic bool     busy;          /* A, written by W: a job is running (stats) */
+    _Atomic uint64_t executed, set_aside, handed_over, parked; /* A, written by W alone: relaxed */
+    _Atomic uint64_t woken;         /* A, bumped by wakers with a relaxed load and store: stats may
+                                     * miss a wake-up that raced another */
 };
 
 extern _Thread_local struct shard_worker *shard__current_worker;
