@@ -11,10 +11,11 @@
  *     owner through transit[k], a plain pointer slot (no lock: shard's ordering is the only edge),
  *     stamping it on the way; after a crash the state is lost and rebuilt from store[k].
  * After the churn the main thread reads every store[k] once shard_drain has returned.
- * Meanwhile a control thread changes membership every millisecond or so, in a cycle of six: add v,
+ * Meanwhile a control thread changes membership every millisecond or so, in a cycle of eight: add v,
  * add a while v's release hook is held and crash v inside it (REROUTE: the hook finishes, the keys it
- * releases wait for it), add u, remove a, crash u while it runs a job (REROUTE; the held job is of a
- * key without state).
+ * releases wait for it), add u, remove a, crash u while it runs a job of a gate key g (REROUTE; g's
+ * queued jobs wait behind it on g's next owner L), add z taking g from L (those jobs follow g to z),
+ * let the stuck job write g's state, remove z. The gate keys are fed by the control thread.
  *
  *   stress_visibility [SECONDS]   the churn above (default 3 s)
  *   stress_visibility stuck       a job of a stateful key still running when its worker is crashed
@@ -23,6 +24,7 @@
  *                                 its own with the stuck job, and let through by the crash table's
  *                                 lock-free check (TSan saw a race there until crash.c lowered the
  *                                 table's counts with release). */
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
@@ -31,7 +33,9 @@
 
 #include "stress_common.h"
 
-#define KEYS 512
+#define KEYS 512         /* fed by the producers */
+#define GATE_KEYS 256    /* fed by the control thread: the keys whose job is running at a crash */
+#define ALL_KEYS (KEYS + GATE_KEYS)
 #define WORDS 6
 #define PRODUCERS 2
 
@@ -55,10 +59,11 @@ static size_t key_of(char *buf, int k)
 struct kstate;
 struct wlocal {
     char            name[SHARD_NAME_MAX + 1];
-    struct kstate  *state[KEYS]; /* its worker only */
+    struct kstate  *state[ALL_KEYS]; /* its worker only */
     long            handed_in, rebuilt;
     atomic_bool     crashed;     /* set by the control thread before it crashes the worker */
     atomic_bool     hold_hook, hook_held; /* park the next release hook (control thread) */
+    atomic_ulong    hook_epoch;  /* epoch of its last release hook, for the control thread */
     struct wlocal  *next;
 };
 
@@ -75,9 +80,9 @@ static struct {
     uint64_t       seq;
     uint64_t       word[WORDS];
     struct wlocal *writer;       /* the worker of the last job */
-} store[KEYS];
+} store[ALL_KEYS];
 
-static struct kstate *transit[KEYS]; /* plain: hook of the old owner -> a job on the new owner */
+static struct kstate *transit[ALL_KEYS]; /* plain: hook of the old owner -> a job on the new owner */
 
 static pthread_mutex_t locals_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct wlocal *locals;
@@ -111,7 +116,7 @@ static void on_stop(shard_worker *w, void *user)
     (void)user;
     struct wlocal *l = shard_worker_user(w);
     long held = 0;
-    for (int k = 0; k < KEYS; k++) {
+    for (int k = 0; k < ALL_KEYS; k++) {
         held += l->state[k] != NULL;
         free(l->state[k]); /* a crashed worker's states are lost with it */
         l->state[k] = NULL;
@@ -139,7 +144,7 @@ static void on_release(shard_worker *w, const struct shard_handoff *h, void *use
             sched_yield();
     }
     char key[24];
-    for (int k = 0; k < KEYS; k++) {
+    for (int k = 0; k < ALL_KEYS; k++) {
         struct kstate *s = l->state[k];
         if (!s || !shard_handoff_moves(h, key, key_of(key, k)))
             continue;
@@ -152,6 +157,7 @@ static void on_release(shard_worker *w, const struct shard_handoff *h, void *use
         l->state[k] = NULL;
         atomic_fetch_add_explicit(&handoffs, 1, memory_order_relaxed);
     }
+    atomic_store(&l->hook_epoch, h->epoch);
 }
 
 static void job(shard_worker *w, void *arg)
@@ -203,7 +209,7 @@ static void job(shard_worker *w, void *arg)
 
 static atomic_bool stop;
 static atomic_int changes_made;
-static uint64_t submitted[KEYS]; /* per key, by its producer; read by main after the join */
+static uint64_t submitted[ALL_KEYS]; /* per key, by its one producer; read by main after the join */
 
 static void *producer(void *arg)
 {
@@ -224,30 +230,64 @@ static void *producer(void *arg)
     return NULL;
 }
 
-/* A job of a key without state, parking its worker until the control thread has crashed it. */
+/* A job of a gate key that parks its worker until the control thread has crashed it, and then does
+ * what every job does: its writes to the key's state come after the crash, from the crashed worker. */
 static atomic_bool gate_entered, gate_open;
 
 static void gate_job(shard_worker *w, void *arg)
 {
-    (void)w, (void)arg;
     atomic_store(&gate_entered, true);
     while (!atomic_load(&gate_open))
         sched_yield();
+    job(w, arg);
 }
 
-/* A key named g<i> whose owner is name now. Context: the control thread (no change under way). */
-static size_t gate_key(char *buf, const char *name)
+/* The member that owns key k in ring r. */
+static const char *owner_of(const shard_ring *r, int k)
+{
+    char key[24];
+    return shard_ring_owner(r, key, key_of(key, k));
+}
+
+/* A gate key whose owner is name now. Context: the control thread (no change under way). */
+static int gate_key(const char *name)
 {
     shard_ring *r;
     CHECK(shard_dispatcher_ring(disp, &r) == 0, "ring");
-    size_t n = 0;
-    for (unsigned i = 0;; i++) {
-        n = (size_t)snprintf(buf, 24, "g%u", i);
-        if (strcmp(shard_ring_owner(r, buf, n), name) == 0)
+    int k = KEYS;
+    while (k < ALL_KEYS - 1 && strcmp(owner_of(r, k), name) != 0)
+        k++;
+    shard_ring_destroy(r);
+    return k;
+}
+
+/* Submits the next job of gate key k (the control thread is its one producer); with wait false,
+ * only if its owner's queue has room. Return: whether it was accepted. */
+static bool submit_gate(int k, shard_job_fn fn, bool wait)
+{
+    char key[24];
+    uintptr_t v = (uintptr_t)(submitted[k] << 16 | (uint64_t)k);
+    int err = (wait ? shard_submit : shard_try_submit)(disp, key, key_of(key, k), fn, (void *)v);
+    CHECK(err == 0 || (!wait && err == -EAGAIN), "submit to gate key: %s", shard_strerror(err));
+    submitted[k] += err == 0;
+    return err == 0;
+}
+
+/* A name that, added with weight 1, takes gate key k from its owner; *from is that owner. */
+static void taker_of(int k, unsigned i, char *name, char *from)
+{
+    shard_ring *r;
+    CHECK(shard_dispatcher_ring(disp, &r) == 0, "ring");
+    snprintf(from, SHARD_NAME_MAX + 1, "%s", owner_of(r, k));
+    for (unsigned c = 0;; c++) {
+        snprintf(name, 24, "z%u.%u", i, c);
+        CHECK(shard_ring_add(r, name, 1) == 0, "ring add");
+        bool takes = strcmp(owner_of(r, k), name) == 0;
+        shard_ring_remove(r, name);
+        if (takes)
             break;
     }
     shard_ring_destroy(r);
-    return n;
 }
 
 static void wait_for(atomic_bool *flag)
@@ -267,7 +307,7 @@ static void *control(void *arg)
 {
     (void)arg;
     for (unsigned i = 0; !atomic_load(&stop); i++) {
-        char v[16], a[16], u[16], key[24];
+        char v[16], a[16], u[16];
         snprintf(v, sizeof v, "v%u", i);
         snprintf(a, sizeof a, "a%u", i);
         snprintf(u, sizeof u, "u%u", i);
@@ -287,15 +327,35 @@ static void *control(void *arg)
 
         change(shard_worker_add(disp, u, 1), "add", u);
         change(shard_worker_remove(disp, a), "remove", a);
-        /* u is crashed while it runs a job (of a key without state); its queue is rerouted. */
-        size_t n = gate_key(key, u);
+        /* u is crashed while it runs a job of gate key g. The next job of g, queued behind it on u
+         * if there is room (u is parked: waiting for room would wait for ever), is rerouted to g's
+         * next owner L; the one after it is submitted to L after the crash. L holds both behind the
+         * stuck job. Then z is added, taking g from L: at its fence L makes them crash entries, runs
+         * its release hook, and they follow g to z (follow.c). Only then does the stuck job go on,
+         * writing g's state: the jobs on z must see it. */
+        int g = gate_key(u);
         atomic_store(&gate_entered, false);
         atomic_store(&gate_open, false);
-        CHECK(shard_submit(disp, key, n, gate_job, NULL) == 0, "submit gate");
+        submit_gate(g, gate_job, true);
         wait_for(&gate_entered);
+        bool queued = submit_gate(g, job, false);
         atomic_store(&local_named(u)->crashed, true);
         change(shard_worker_crash(disp, u, SHARD_CRASH_REROUTE), "crash in a job", u);
+        submit_gate(g, job, true);
+        if (!queued)
+            submit_gate(g, job, true);
+        char z[24], from[SHARD_NAME_MAX + 1];
+        taker_of(g, i, z, from);
+        struct wlocal *lfrom;
+        while (!(lfrom = local_named(from)))
+            sched_yield();
+        change(shard_worker_add(disp, z, 1), "add", z);
+        struct shard_stats st;
+        CHECK(shard_dispatcher_stats(disp, &st) == 0, "stats");
+        while (atomic_load(&lfrom->hook_epoch) < st.epoch) /* L reached the fence of z's add */
+            sched_yield();
         atomic_store(&gate_open, true);
+        change(shard_worker_remove(disp, z), "remove", z);
         atomic_fetch_add(&job_crashes, 1);
     }
     return NULL;
@@ -303,7 +363,7 @@ static void *control(void *arg)
 
 static void free_all(void)
 {
-    for (int k = 0; k < KEYS; k++) {
+    for (int k = 0; k < ALL_KEYS; k++) {
         free(transit[k]);
         transit[k] = NULL;
     }
@@ -316,7 +376,7 @@ static void free_all(void)
 
 static void churn(int seconds)
 {
-    for (int k = 0; k < KEYS; k++) {
+    for (int k = 0; k < ALL_KEYS; k++) {
         store[k].seq = 0;
         for (int i = 0; i < WORDS; i++)
             store[k].word[i] = fill(k, 0, i);
@@ -336,23 +396,28 @@ static void churn(int seconds)
     pthread_join(ctl, NULL);
     CHECK(shard_drain(disp) == 0, "drain");
     /* Every job submitted before the drain has run, and happens before its return: read their
-     * writes here, plainly, while the workers still live (TSan checks drain's edges too). */
-    long total = 0;
+     * writes here, plainly, while the workers still live (TSan checks drain's edges too). Not the
+     * gate keys': drain does not wait for a job still running on a crashed worker. */
     for (int k = 0; k < KEYS; k++) {
         CHECK(store[k].seq == submitted[k], "key %d: %llu of %llu jobs ran", k, (unsigned long long)store[k].seq,
               (unsigned long long)submitted[k]);
         check_words("store after drain", k, store[k].seq, store[k].word);
-        total += (long)submitted[k];
     }
     atomic_store(&destroying, true);
     shard_dispatcher_destroy(disp); /* joins the workers: what they did happens before what follows */
+    long total = 0;
+    for (int k = 0; k < ALL_KEYS; k++) {
+        CHECK(store[k].seq == submitted[k], "key %d: %llu of %llu jobs ran", k, (unsigned long long)store[k].seq,
+              (unsigned long long)submitted[k]);
+        total += (long)submitted[k];
+    }
     CHECK(atomic_load(&jobs_run) == total, "%ld jobs ran, %ld submitted", atomic_load(&jobs_run), total);
     CHECK(atomic_load(&handoffs) > 0 && atomic_load(&hook_crashes) > 0 && atomic_load(&job_crashes) > 0,
           "nothing moved (%ld handoffs, %ld crashes in a hook, %ld in a job)", atomic_load(&handoffs),
           atomic_load(&hook_crashes), atomic_load(&job_crashes));
-    printf("churn: %ld jobs over %d keys, %d membership changes (%ld crashes in a release hook, %ld in a job), "
+    printf("churn: %ld jobs over %d keys (%d of them gate keys), %d membership changes (%ld crashes in a release hook, %ld in a job), "
            "%ld states handed over by release hooks, %ld rebuilt after crashes\n",
-           total, KEYS, atomic_load(&changes_made), atomic_load(&hook_crashes), atomic_load(&job_crashes),
+           total, ALL_KEYS, GATE_KEYS, atomic_load(&changes_made), atomic_load(&hook_crashes), atomic_load(&job_crashes),
            atomic_load(&handoffs), atomic_load(&rebuilds));
     free_all();
 }
