@@ -6,6 +6,7 @@
 #include "crash_handover.h"
 #include "dispatcher_internal.h"
 #include "handoff.h"
+#include "run.h"
 #include "worker.h"
 
 /* Records for the jobs in a worker's ring, allocated before a crash reaches its point of no return. */

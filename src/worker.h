@@ -1,4 +1,5 @@
-/* Internal: a worker, from birth to free (worker.c), and its spare job records (record.c).
+/* Internal: a worker, from birth to free (worker.c), its inbox (inbox.c) and spare job records
+ * (record.c).
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #ifndef SHARD_SRC_WORKER_H
 #define SHARD_SRC_WORKER_H
@@ -99,6 +100,25 @@ static inline void shard__worker_set_state(struct shard_worker *w, int st)
     atomic_store_explicit(&w->state, st, memory_order_release);
 }
 
+/* Counters written by one thread (the worker, or a waker for woken): a plain increment, read relaxed
+ * by stats. */
+static inline void shard__count(_Atomic uint64_t *c)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1, memory_order_relaxed);
+}
+
+static inline bool shard__worker_is_crashed(const struct shard_worker *w)
+{
+    return shard__worker_state(w) == SHARD_WORKER_CRASHED;
+}
+
+/* Whether a crash delivered jobs to w's inbox. acquire: pairs with the hand-over's release store, so
+ * the jobs are seen. run.c's take reads it after the check of what a job waits for, and says why. */
+static inline bool shard__inbox_pending(struct shard_worker *w)
+{
+    return atomic_load_explicit(&w->inbox_flag, memory_order_acquire);
+}
+
 /* worker.c. A worker that is not started yet is freed with shard__worker_free; one started is
  * stopped (its STOP item, or a crash) and joined first. */
 struct shard_worker *shard__worker_new(shard_dispatcher *d, const char *name, uint32_t weight, uint64_t epoch);
@@ -108,12 +128,11 @@ void  shard__worker_free(struct shard_worker *w);
 void *shard__worker_main(void *arg);
 /* Wakes w if it is parked. Context: any thread. */
 void  shard__worker_wake(struct shard_worker *w);
-/* Keeps `holding` equal to "has held items", so that kicks reach only such workers.
- * Context: w's thread or w->lock held. */
-void  shard__worker_sync_holding(struct shard_worker *w);
 /* Detaches the jobs rerouted to w (a list through held_next); close: for good (w crashed), later
  * deliveries go to the key's current owner. Context: w's thread or w->lock held. */
 struct job *shard__inbox_take(struct shard_worker *w, bool close);
+/* inbox.c. Moves the jobs rerouted to w into the front of its held jobs. Context: w's thread. */
+void shard__inbox_pull(struct shard_worker *w);
 
 /* record.c. Frees w's spare records. Context: w's thread or lock, or w no longer running. */
 void  shard__worker_drop_spares(struct shard_worker *w);

@@ -1,0 +1,28 @@
+/* A worker's inbox: jobs a crash rerouted to it, taken in at the front of its held jobs.
+ * SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "worker.h"
+
+struct job *shard__inbox_take(struct shard_worker *w, bool close)
+{
+    pthread_mutex_lock(&w->inbox_lock);
+    struct job *j = w->inbox.head;
+    w->inbox = (struct job_list){ 0 };
+    w->inbox_closed |= close;
+    atomic_store_explicit(&w->inbox_flag, false, memory_order_relaxed);
+    pthread_mutex_unlock(&w->inbox_lock);
+    return j;
+}
+
+/* Moves jobs rerouted to this worker into the front of its held list. */
+void shard__inbox_pull(struct shard_worker *w)
+{
+    struct job *j = shard__inbox_take(w, false);
+    while (j) {
+        struct job *next = j->held_next;
+        shard__held_push_prio(&w->held, j);
+        if (j->kind == JOB_RUN)
+            shard__count(&w->handed_over);
+        j = next;
+    }
+    w->held_dirty = true;
+}

@@ -1,0 +1,106 @@
+/* A walk over a worker's set-aside jobs, in order, running or acting on whatever may go now.
+ * SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "dispatcher_internal.h"
+#include "handoff.h"
+#include "run.h"
+
+/* The oldest epoch among held jobs that no crash owes. Owed ones do not count: what a fence promises
+ * is about the jobs routed here, and the keys of owed jobs stay blocked by their crash's entries
+ * until they have run (so a fence never waits for a job stuck behind a crash). */
+static uint64_t held_min_epoch(const struct held *h)
+{
+    uint64_t min = UINT64_MAX;
+    for (const struct job *j = h->head; j; j = j->held_next)
+        if (j->kind == JOB_RUN && !j->owed_to && j->epoch < min)
+            min = j->epoch;
+    return min;
+}
+
+/* A fence of epoch is held up by jobs of older epochs: those that wait behind a crash's entry become
+ * entries of the crash table themselves (shard__crash_defer), which then holds their key instead of
+ * this worker's fence. Return: the oldest epoch left. Only called while some crash owes something. */
+static uint64_t defer_crash_blocked(struct shard_worker *w, uint64_t epoch)
+{
+    for (struct job *j = w->held.head; j; j = j->held_next)
+        if (j->kind == JOB_RUN && !j->owed_to && j->epoch < epoch)
+            (void)shard__crash_defer(&w->d->crash, &w->crash, j);
+    return held_min_epoch(&w->held);
+}
+
+/* One walk over the held items in order, running or acting on whatever may go now. A job may go when
+ * it is its key's first held job and what it waits for is done; a fence when no held job is of an
+ * older epoch and no older fence is ahead of it (a fence must not wait for a mark: a mark waits for
+ * the jobs ahead of it, and those may wait for this fence); a stop when nothing is ahead; a drain mark
+ * when nothing is ahead but jobs of keys whose job is still running on a crashed worker (drain does
+ * not wait for a stuck job, so not for what must follow it either). */
+void shard__pass_held(struct shard_worker *w)
+{
+    shard_dispatcher *d = w->d;
+    w->held_dirty = false;
+    w->seen_kick = atomic_load_explicit(&w->kick, memory_order_acquire);
+    /* Rebuilt by this walk: each blocked job marks what it waits for. Fences and marks may wait on
+     * crash entries (deferral, stuck keys). */
+    atomic_store_explicit(&w->waits_on, 0, memory_order_relaxed);
+    if (atomic_load_explicit(&d->crash.entries, memory_order_acquire))
+        shard__wait_on_crashes(w);
+    uint64_t min_epoch = held_min_epoch(&w->held);
+    bool blocked_before = false, unstuck_before = false, fence_before = false, progress = false;
+    for (struct job *j = w->held.head, *next; j; j = next) {
+        next = j->held_next;
+        bool go;
+        if (j->kind == JOB_RUN)
+            go = shard__held_first_of_key(&w->held, j) && shard__job_may_run(d, w, j);
+        else if (j->kind == JOB_FENCE) {
+            if (!fence_before && min_epoch < j->epoch &&
+                atomic_load_explicit(&d->crash.entries, memory_order_acquire))
+                min_epoch = defer_crash_blocked(w, j->epoch);
+            go = !fence_before && min_epoch >= j->epoch;
+        }
+        else if (j->kind == JOB_MARK)
+            go = !unstuck_before;
+        else
+            go = !blocked_before;
+        if (!go) {
+            blocked_before = true;
+            unstuck_before |= j->kind != JOB_RUN || !shard__crash_stuck_key(&d->crash, j->hash);
+            fence_before |= j->kind == JOB_FENCE;
+            continue;
+        }
+        if (j->kind == JOB_RUN && shard__inbox_pending(w)) {
+            shard__inbox_pull(w);
+            return;
+        }
+        shard__held_remove(&w->held, j);
+        progress = true;
+        if (j->kind == JOB_RUN)
+            shard__run_job(w, j);
+        else
+            shard__run_control(w, j);
+        if (shard__worker_is_crashed(w) || w->stopped)
+            return;
+    }
+    /* What ran may have unblocked items earlier in the list: walk again. */
+    if (progress)
+        w->held_dirty = true;
+}
+
+void shard__worker_sync_holding(struct shard_worker *w)
+{
+    bool now = w->held.count > 0;
+    if (now == w->holding_now)
+        return;
+    w->holding_now = now;
+    atomic_store_explicit(&w->holding, now, memory_order_relaxed);
+    /* seq_cst: before this worker walks its held jobs again, and so before it marks what they wait
+     * for (handoff.c's kick_holders reads nholding, seq_cst, after its event's seq_cst store). */
+    if (now)
+        atomic_fetch_add_explicit(&w->d->nholding, 1, memory_order_seq_cst);
+    else
+        atomic_fetch_sub_explicit(&w->d->nholding, 1, memory_order_seq_cst);
+}
+
+bool shard__pass_needed(struct shard_worker *w)
+{
+    return w->held.count &&
+           (w->held_dirty || atomic_load_explicit(&w->kick, memory_order_seq_cst) != w->seen_kick);
+}

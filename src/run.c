@@ -1,0 +1,182 @@
+/* Taking an item off a worker's queue and acting on it: run a job, set it aside, pass a fence (with
+ * the release hook), count a drain mark, stop. SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdlib.h>
+
+#include "dispatcher_internal.h"
+#include "follow.h"
+#include "handoff.h"
+#include "run.h"
+
+struct release_ctx {
+    shard_dispatcher     *d;
+    struct shard_handoff  h;
+};
+
+/* Runs fn with w->lock released, marked as inside a job so a crash can take over the worker's lists
+ * meanwhile. Returns with w->lock held. */
+static void run_unlocked(struct shard_worker *w, bool is_job, uint64_t hash, void (*call)(struct shard_worker *, void *),
+                         void *ctx)
+{
+    w->in_fn = true;
+    w->running_job = is_job;
+    w->running_hash = hash;
+    atomic_store_explicit(&w->busy, is_job, memory_order_relaxed);
+    pthread_mutex_unlock(&w->lock);
+    call(w, ctx);
+    pthread_mutex_lock(&w->lock);
+    atomic_store_explicit(&w->busy, false, memory_order_relaxed);
+    w->in_fn = false;
+}
+
+static void call_job(struct shard_worker *w, void *ctx)
+{
+    struct job *j = ctx;
+    j->fn(w, j->arg);
+}
+
+/* A job taken from the ring lives in w->scratch until it runs; one that must wait gets a record. */
+static struct job *to_record(struct shard_worker *w, struct job *j)
+{
+    if (j != &w->scratch)
+        return j;
+    struct job *r = w->spare_ready;
+    w->spare_ready = NULL;
+    *r = *j;
+    return r;
+}
+
+/* Before taking from the ring, make sure a record is at hand for the job if it must wait: a slot,
+ * once taken, cannot be put back. Return: false only when memory is exhausted. */
+bool shard__run_record_ready(struct shard_worker *w)
+{
+    if (!w->spare_ready)
+        w->spare_ready = shard__record_alloc(w);
+    return w->spare_ready != NULL;
+}
+
+void shard__run_job(struct shard_worker *w, struct job *j)
+{
+    run_unlocked(w, true, j->hash, call_job, j);
+    shard__count(&w->executed);
+    if (w->crash_stuck) {
+        /* Crashed while this job ran: its key may move on now that it has returned. */
+        w->crash_stuck = false;
+        shard__owed_done(w->d, &w->crash.stuck);
+    }
+    if (j->owed_to)
+        shard__owed_done(w->d, j);
+    if (j != &w->scratch)
+        shard__free_record(w, j);
+}
+
+SHARD_API bool shard_handoff_moves(const struct shard_handoff *h, const void *key, size_t len)
+{
+    if (!h || (!key && len > 0))
+        return false;
+    uint64_t hash = shard_ring_hash(h->before, key, len);
+    return (long)shard__ring_owner_index(h->before, hash) == h->before_index &&
+           (long)shard__ring_owner_index(h->after, hash) != h->after_index;
+}
+
+static void call_release(struct shard_worker *w, void *ctx)
+{
+    struct release_ctx *rc = ctx;
+    rc->d->cfg.on_release(w, &rc->h, rc->d->cfg.user);
+}
+
+static void pass_fence(struct shard_worker *w, const struct job *fence)
+{
+    shard_dispatcher *d = w->d;
+    pthread_mutex_lock(&d->lock);
+    /* release: every job this worker ran under older epochs happens before a reader of `passed`;
+     * seq_cst: before the waiters' marks are read (handoff.c). */
+    atomic_store_explicit(&w->passed, fence->epoch, memory_order_seq_cst);
+    /* The fence's snapshot is kept: settled cannot pass it before this. */
+    shard__fence_passed(d, w, (struct snap *)fence->fence_after);
+    pthread_mutex_unlock(&d->lock);
+}
+
+/* The crash that interrupted this worker's release hook waited for the hook to return. */
+static void hook_returned_after_crash(struct shard_worker *w)
+{
+    shard_dispatcher *d = w->d;
+    pthread_mutex_lock(&d->lock);
+    w->hook_at_crash = false;
+    shard__handed_if_done(d, w);
+    pthread_mutex_unlock(&d->lock);
+}
+
+/* Acts on a control item that has reached its turn. */
+void shard__run_control(struct shard_worker *w, struct job *j)
+{
+    shard_dispatcher *d = w->d;
+    switch (j->kind) {
+    case JOB_FENCE:
+        if (j->release && d->cfg.on_release) {
+            const shard_ring *before = j->fence_before->ring, *after = j->fence_after->ring;
+            long bi = shard__ring_member_index(before, w->name), ai = shard__ring_member_index(after, w->name);
+            struct release_ctx rc = { d, { j->epoch, before, after, bi, ai < 0 ? -1 : ai } };
+            run_unlocked(w, false, 0, call_release, &rc);
+            if (shard__worker_is_crashed(w)) {
+                hook_returned_after_crash(w);
+                shard__free_record(w, j);
+                return;
+            }
+        }
+        if (j->release && w->held.count)
+            shard__follow_key(w, j->epoch);
+        pass_fence(w, j);
+        shard__free_record(w, j);
+        break;
+    case JOB_MARK:
+        pthread_mutex_lock(&d->lock);
+        if (--d->marks_pending == 0)
+            pthread_cond_broadcast(&d->cond);
+        pthread_mutex_unlock(&d->lock);
+        shard__free_record(w, j);
+        break;
+    case JOB_STOP:
+        w->stopped = true;
+        break;
+    default:
+        abort(); /* unreachable: JOB_RUN is never a control item */
+    }
+}
+
+static void set_aside(struct shard_worker *w, struct job *j)
+{
+    j = to_record(w, j);
+    shard__held_push_back(&w->held, j);
+    shard__count(&w->set_aside);
+    w->held_dirty = true;
+}
+
+/* A job or control item just taken from the queue. */
+void shard__run_take(struct shard_worker *w, struct job *j)
+{
+    if (j->kind != JOB_RUN) {
+        /* Jobs rerouted by a crash were delivered before any later fence was queued: let them in
+         * first, so a fence is never passed over them. */
+        if (shard__inbox_pending(w))
+            shard__inbox_pull(w);
+        if (w->held.count) {
+            shard__held_push_back(&w->held, to_record(w, j));
+            w->held_dirty = true;
+        } else {
+            shard__run_control(w, j);
+        }
+        return;
+    }
+    if ((w->held.count && shard__held_has_key(&w->held, j->hash)) || !shard__job_may_run(w->d, w, j)) {
+        set_aside(w, j);
+        return;
+    }
+    /* The check above may have seen a crashed worker's hand-over; its rerouted jobs, delivered before
+     * that hand-over was published, may be older jobs of this key: they go first. */
+    if (shard__inbox_pending(w)) {
+        set_aside(w, j);
+        shard__inbox_pull(w);
+        return;
+    }
+    shard__run_job(w, j);
+}

@@ -1,0 +1,29 @@
+/* Internal: what a worker does with the items it takes (run.c) and with those it set aside (pass.c).
+ * SPDX-License-Identifier: LGPL-2.1-or-later */
+#ifndef SHARD_SRC_RUN_H
+#define SHARD_SRC_RUN_H
+
+#include <stdbool.h>
+
+#include "worker.h"
+
+/* run.c. Context for all: w's thread, holding w->lock. */
+/* Makes sure a record is at hand for the next job taken, should it have to wait (a slot, once taken,
+ * cannot be put back). Return: false only when memory is exhausted. */
+bool shard__run_record_ready(struct shard_worker *w);
+/* A job or control item just taken from the queue: run it, act on it, or set it aside. */
+void shard__run_take(struct shard_worker *w, struct job *j);
+/* Runs j (the lock is let go meanwhile), then frees its record and pays what a crash owed. */
+void shard__run_job(struct shard_worker *w, struct job *j);
+/* Acts on a control item that has reached its turn: fence (with the release hook), mark, stop. */
+void shard__run_control(struct shard_worker *w, struct job *j);
+
+/* pass.c. One walk over w's held items in order, running whatever may go now. */
+void shard__pass_held(struct shard_worker *w);
+/* Whether a walk may achieve something: an event w waits for happened, or items changed. */
+bool shard__pass_needed(struct shard_worker *w);
+/* Keeps `holding` equal to "has held items", so that kicks reach only such workers.
+ * Context: w's thread or w->lock held. */
+void shard__worker_sync_holding(struct shard_worker *w);
+
+#endif
