@@ -41,7 +41,7 @@ int main(int argc, char **argv)
     const char *svg_path = NULL;
     const struct option_spec options[] = {
         { "--nodes", OPTION_INT, &nodes, 6, 1000, "nodes in the cluster (node N/3 crashes)" },
-        /* the rendezvous row costs nodes x keys hashes, twice: 1000 x 2,000,000 takes about 10 s */
+        /* the rendezvous row costs nodes x keys hashes: 1000 x 2,000,000 takes about 6 s */
         { "--keys", OPTION_INT, &keys, 1000, 2000000, "sessions placed on the nodes" },
         { "--csv", OPTION_FLAG, &csv, 0, 0,
           "every number as CSV on stdout (table,row,measure,value); the text and checks go to stderr" },
