@@ -96,7 +96,7 @@ void shard__crash_stick(struct crash_table *t, struct crash_record *x, uint64_t 
 void shard__crash_owe_list(struct crash_table *t, struct crash_record *x, struct job *list)
 {
     pthread_mutex_lock(&t->lock);
-    for (struct job *j = list; j; j = j->held_next)
+    for (struct job *j = list; j; j = j->next)
         if (j->kind == JOB_RUN && !j->owed_to)
             insert(t, x, j);
     pthread_mutex_unlock(&t->lock);

@@ -14,7 +14,7 @@
  * Cheap when nothing is owed: a per-bucket count (`filter`) is read without the lock, and only a job
  * whose bucket is counted takes the lock to look precisely. The counts change under the lock, before
  * the change is published by a release store that a job checking later has acquired (the snapshot it
- * was routed with, a worker's `passed`, or `handed`), so a job never misses an entry that concerns it.
+ * was routed with, a worker's `passed`, or `epochless`), so a job never misses an entry that concerns it.
  *
  * Lock order: `lock` is a leaf: nothing else is taken while it is held. */
 #ifndef SHARD_SRC_CRASH_H
@@ -57,7 +57,7 @@ bool shard__crash_stuck_key(struct crash_table *t, uint64_t hash);
 
 /* x crashed while running a job of hash: no job of that key may run until shard__crash_unstick. */
 void shard__crash_stick(struct crash_table *t, struct crash_record *x, uint64_t hash);
-/* Rerouted jobs of x (a list through held_next; only JOB_RUN jobs not yet owed are taken): x owes
+/* Rerouted jobs of x (a list through next; only JOB_RUN jobs not yet owed are taken): x owes
  * each until it has run. */
 void shard__crash_owe_list(struct crash_table *t, struct crash_record *x, struct job *list);
 /* If an older entry stands before j (a job held by a live worker), j becomes an entry too, charged

@@ -34,11 +34,11 @@ static struct job *take_leftovers(struct shard_worker *x, struct job_block *bloc
     struct job *held = shard__held_take_all(&x->held);
     shard__worker_sync_holding(x);
     for (struct job *j = held, *next; j; j = next) {
-        next = j->held_next;
+        next = j->next;
         shard__job_list_append(&all, j);
     }
     for (struct job *j = shard__inbox_take(x, true), *next; j; j = next) {
-        next = j->held_next;
+        next = j->next;
         shard__job_list_append(&all, j);
     }
     struct job scratch = { 0 }, *j;
@@ -78,7 +78,7 @@ static void hand_over(shard_dispatcher *d, struct shard_worker *x, struct job *l
     if (policy == SHARD_CRASH_REROUTE)
         shard__crash_owe_list(&d->crash, &x->crash, left);
     for (struct job *j = left, *next; j; j = next) {
-        next = j->held_next;
+        next = j->next;
         if (j->kind != JOB_RUN) {
             shard__free_record(NULL, j); /* x's fences: it will never pass them */
             continue;
@@ -98,7 +98,7 @@ static void hand_over(shard_dispatcher *d, struct shard_worker *x, struct job *l
         deliver(now->by_member[i], &lists[i]);
     pthread_mutex_lock(&d->lock);
     x->queue_handed = true;
-    shard__handed_if_done(d, x);
+    shard__epochless_if_done(d, x);
     pthread_mutex_unlock(&d->lock);
 }
 

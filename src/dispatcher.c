@@ -55,7 +55,7 @@ SHARD_API int shard_dispatcher_create(shard_dispatcher **out, const struct shard
         shard__dispatcher_free(d);
         return -ENOMEM;
     }
-    atomic_store_explicit(&d->gone->handed, true, memory_order_relaxed);
+    atomic_store_explicit(&d->gone->epochless, true, memory_order_relaxed);
     atomic_store_explicit(&d->gone->state, SHARD_WORKER_EXITED, memory_order_relaxed);
     int err = shard__membership_init(d);
     if (err) {

@@ -76,7 +76,7 @@ static bool move_to_owner(struct shard_worker *w, struct job *j)
 void shard__follow_key(struct shard_worker *w, uint64_t epoch)
 {
     for (struct job *j = w->held.head, *next; j; j = next) {
-        next = j->held_next;
+        next = j->next;
         if (j->kind == JOB_RUN && j->owed_to && j->epoch < epoch && move_to_owner(w, j))
             w->held_dirty = true;
     }

@@ -16,14 +16,14 @@
  *
  * A crashed worker never passes another fence. Once its queue is handed over and no release hook of it
  * runs (a hook interrupted by the crash still hands state over: the keys it releases wait for it), it
- * is `handed`: its unpassed fences stop counting and what it still holds up is kept in the crash table
+ * is `epochless`: its unpassed fences stop counting and what it still holds up is kept in the crash table
  * (crash.h) instead, precisely: the key of its still-running job until that job returns, and the key
  * of each job it rerouted until that job has run (for jobs of later epochs only). A fence counts only
  * the jobs routed to its worker and not owed by a crash: a rerouted job is covered by its crash's
  * entry; and a job that a worker holds behind a crash entry when it reaches a fence (a job of a key
  * whose job is stuck on a crashed worker) becomes an entry itself (shard__crash_defer) rather than
  * holding the fence, so a stuck job holds its own key and nothing else. If that fence moves the key
- * away, such jobs follow it after the release hook (worker.c's send_leaving_owed) and wait, where
+ * away, such jobs follow it after the release hook (follow.c's shard__follow_key) and wait, where
  * they arrive, for every owner the key had since their epoch (moved_epoch), so they run where the
  * key's state is.
  *
@@ -38,12 +38,12 @@
 #include "handoff.h"
 #include "rcu.h"
 
-static bool released(struct shard_worker *x, uint64_t fence)
+static bool fence_passed_by(struct shard_worker *x, uint64_t fence)
 {
-    /* acquire: pairs with the (seq_cst, so release) stores of passed (worker.c) and handed (below),
+    /* acquire: pairs with the (seq_cst, so release) stores of passed (run.c) and epochless (below),
      * so the jobs x ran before them happen before the job about to run. */
     return atomic_load_explicit(&x->passed, memory_order_acquire) >= fence ||
-           atomic_load_explicit(&x->handed, memory_order_acquire);
+           atomic_load_explicit(&x->epochless, memory_order_acquire);
 }
 
 /* Who is woken for what. A worker holding jobs marks in its waits_on what they wait for: one bit a
@@ -52,7 +52,7 @@ static bool released(struct shard_worker *x, uint64_t fence)
  * paid) kicks only the holders whose mark has its bit, so a holder walks its held jobs again only
  * when one of them may have become runnable, not on every event anywhere.
  * The pair: the holder sets the bit and then rereads what it waits for; the waker changes that and
- * then reads the bits, all seq_cst (the stores of passed and handed included), so either the holder
+ * then reads the bits, all seq_cst (the stores of passed and epochless included), so either the holder
  * sees the change or the waker sees the bit. For the crash table the pair goes through its lock. */
 #define WAIT_CRASH (1ull << 63)
 
@@ -95,11 +95,11 @@ void shard__wake_waiters_of(shard_dispatcher *d, struct shard_worker *w)
  * h is marked to be kicked when it is; so the answer is read again after the mark. */
 static bool owner_done(struct shard_worker *h, struct shard_worker *x, uint64_t epoch)
 {
-    if (released(x, epoch + 1))
+    if (fence_passed_by(x, epoch + 1))
         return true;
     note_wait(h, wait_bit(x));
     return atomic_load_explicit(&x->passed, memory_order_seq_cst) >= epoch + 1 ||
-           atomic_load_explicit(&x->handed, memory_order_seq_cst);
+           atomic_load_explicit(&x->epochless, memory_order_seq_cst);
 }
 
 /* Whether every job of j's key routed before j elsewhere is done: for each older epoch whose owner x
@@ -182,14 +182,14 @@ static void unfence(shard_dispatcher *d, struct shard_worker *x)
             s->unpassed--;
 }
 
-void shard__handed_if_done(shard_dispatcher *d, struct shard_worker *x)
+void shard__epochless_if_done(shard_dispatcher *d, struct shard_worker *x)
 {
-    if (!x->queue_handed || x->hook_at_crash || atomic_load_explicit(&x->handed, memory_order_relaxed))
+    if (!x->queue_handed || x->hook_at_crash || atomic_load_explicit(&x->epochless, memory_order_relaxed))
         return;
     unfence(d, x);
     /* release: the deliveries of its queue, and its release hook, happen before anyone who sees x
-     * handed over (released() above, and settled). */
-    atomic_store_explicit(&x->handed, true, memory_order_seq_cst);
+     * handed over (fence_passed_by() above, and settled). */
+    atomic_store_explicit(&x->epochless, true, memory_order_seq_cst);
     shard__settle(d);
     shard__wake_waiters_of(d, x);
 }

@@ -10,14 +10,14 @@ void shard__held_init(struct held *h)
 
 static void order_insert_after(struct held *h, struct job *after, struct job *j)
 {
-    j->held_prev = after;
-    j->held_next = after ? after->held_next : h->head;
-    if (j->held_next)
-        j->held_next->held_prev = j;
+    j->prev = after;
+    j->next = after ? after->next : h->head;
+    if (j->next)
+        j->next->prev = j;
     else
         h->tail = j;
     if (after)
-        after->held_next = j;
+        after->next = j;
     else
         h->head = j;
     h->count++;
@@ -52,16 +52,16 @@ bool shard__held_first_of_key(const struct held *h, const struct job *j)
 
 void shard__held_remove(struct held *h, struct job *j)
 {
-    if (j->held_prev)
-        j->held_prev->held_next = j->held_next;
+    if (j->prev)
+        j->prev->next = j->next;
     else
-        h->head = j->held_next;
-    if (j->held_next)
-        j->held_next->held_prev = j->held_prev;
+        h->head = j->next;
+    if (j->next)
+        j->next->prev = j->prev;
     else
-        h->tail = j->held_prev;
+        h->tail = j->prev;
     if (h->prio_tail == j)
-        h->prio_tail = j->held_prev && j->held_prev->in_prio ? j->held_prev : NULL;
+        h->prio_tail = j->prev && j->prev->in_prio ? j->prev : NULL;
     h->count--;
     if (j->kind == JOB_RUN)
         shard__keymap_remove(&h->keys, j);

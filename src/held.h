@@ -33,7 +33,7 @@ bool shard__held_has_key(const struct held *h, uint64_t hash);
 bool shard__held_first_of_key(const struct held *h, const struct job *j);
 /* Removes j (a control item, or any held job). */
 void shard__held_remove(struct held *h, struct job *j);
-/* Detaches every held item, in order, as a list linked through held_next; h becomes empty. */
+/* Detaches every held item, in order, as a list linked through next; h becomes empty. */
 struct job *shard__held_take_all(struct held *h);
 
 #endif

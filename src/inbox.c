@@ -18,7 +18,7 @@ void shard__inbox_pull(struct shard_worker *w)
 {
     struct job *j = shard__inbox_take(w, false);
     while (j) {
-        struct job *next = j->held_next;
+        struct job *next = j->next;
         shard__held_push_prio(&w->held, j);
         if (j->kind == JOB_RUN)
             shard__count(&w->handed_over);

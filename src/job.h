@@ -2,7 +2,7 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * A record is one of: a user's job set aside, rerouted or submitted by a worker beyond a full queue;
- * or a control item (fence, drain mark, stop). It is on at most one list at a time through held_next
+ * or a control item (fence, drain mark, stop). It is on at most one list at a time through next
  * (a queue's side list, a worker's inbox, its held order, a crash's leftovers) and, while held or
  * owed, in keymaps by key (links[]). Who allocates and frees records: record.c's pool (jobs a
  * worker sets aside), the crash hand-over (blocks), submit (a worker's overflow), membership.c
@@ -38,26 +38,30 @@ struct job {
     struct shard_worker *routed; /* the worker it was routed to: whose place in line it holds */
     uint64_t     pos;            /* side list: the ring position it goes before */
     uint8_t      kind;
-    bool         release;        /* JOB_FENCE: this worker loses keys, run the release hook */
+    bool         loses_keys;     /* JOB_FENCE: this worker loses keys, run the release hook */
     bool         in_prio;        /* held: in the rerouted (front) segment */
     bool         embedded;       /* part of a larger object (a worker's stop item): never freed */
-    struct job  *held_next, *held_prev; /* held order list (held.c); also side list and inbox */
+    /* The one list the record is on, in its life's order: a queue's side list; then its worker's held
+     * order (held.c, doubly linked) or a spare list (record.c); or a crash's leftovers, then the list
+     * for one new owner, then that worker's inbox, then its held order. A record leaves one list
+     * before it joins the next, so one link serves all. */
+    struct job  *next, *prev;
     struct keylink links[KEYMAP_USES];  /* keymap.c: held by key, crash record by key */
-    const struct snap *fence_before, *fence_after; /* JOB_FENCE with release */
+    const struct snap *fence_before, *fence_after; /* JOB_FENCE with loses_keys */
     struct job_block  *block;    /* records made in bulk by a crash: freed with the last of them */
     struct crash_record *owed_to; /* a crash owes this job (crash.h): rerouted from its crashed
                                    * worker, or deferred behind a crash; NULL otherwise */
     /* handoff.c: the older owner this held job was last found waiting for, so that a check while it
      * still waits costs one load, not a walk over the snapshots. NULL: none known. */
-    uint64_t     moved_epoch;    /* moved to another worker at a fence of this epoch (worker.c's
-                                  * move_to), 0 if not: it waits for that epoch's owners too */
+    uint64_t     moved_epoch;    /* moved to another worker at a fence of this epoch (follow.c's
+                                  * move_to_owner), 0 if not: it waits for that epoch's owners too */
     const struct snap *wait_snap; /* of epoch wait_epoch: its owner at wait_member must pass fence
                                    * wait_epoch + 1 (wait_snap is read only while still kept) */
     uint64_t     wait_epoch;
     uint32_t     wait_member;
 };
 
-/* A list of jobs linked through held_next, appended at its tail: a worker's inbox, a crashed worker's
+/* A list of jobs linked through next, appended at its tail: a worker's inbox, a crashed worker's
  * leftovers, its jobs for one new owner. */
 struct job_list {
     struct job *head, *tail;
@@ -65,9 +69,9 @@ struct job_list {
 
 static inline void shard__job_list_append(struct job_list *l, struct job *j)
 {
-    j->held_next = NULL;
+    j->next = NULL;
     if (l->tail)
-        l->tail->held_next = j;
+        l->tail->next = j;
     else
         l->head = j;
     l->tail = j;
@@ -77,7 +81,7 @@ static inline void shard__job_list_append(struct job_list *l, struct job *j)
 static inline void shard__job_list_splice(struct job_list *l, const struct job_list *from)
 {
     if (l->tail)
-        l->tail->held_next = from->head;
+        l->tail->next = from->head;
     else
         l->head = from->head;
     l->tail = from->tail;

@@ -39,7 +39,7 @@ static void mark_loser(uint64_t first, uint64_t last, const char *owner_a, const
         return;
     struct job *f = ls->c->fences[shard__ring_member_index(ls->old->ring, owner_a)];
     if (f)
-        f->release = true;
+        f->loses_keys = true;
 }
 
 static void change_discard(shard_dispatcher *d, struct change *c)
@@ -385,7 +385,7 @@ SHARD_API int shard_drain(shard_dispatcher *d)
 void shard__membership_stop_all(shard_dispatcher *d)
 {
     /* Every fence passed first: a worker that stops with its inbox closed before another worker's
-     * release hook hands it a key would leave the jobs that should follow that key behind (worker.c's
+     * release hook hands it a key would leave the jobs that should follow that key behind (follow.c's
      * move_to_owner). Fences wait only for older jobs no crash owes, so this ends. */
     pthread_mutex_lock(&d->lock);
     while (d->settled_snap != atomic_load_explicit(&d->snap, memory_order_relaxed))

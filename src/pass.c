@@ -10,7 +10,7 @@
 static uint64_t held_min_epoch(const struct held *h)
 {
     uint64_t min = UINT64_MAX;
-    for (const struct job *j = h->head; j; j = j->held_next)
+    for (const struct job *j = h->head; j; j = j->next)
         if (j->kind == JOB_RUN && !j->owed_to && j->epoch < min)
             min = j->epoch;
     return min;
@@ -21,7 +21,7 @@ static uint64_t held_min_epoch(const struct held *h)
  * this worker's fence. Return: the oldest epoch left. Only called while some crash owes something. */
 static uint64_t defer_crash_blocked(struct shard_worker *w, uint64_t epoch)
 {
-    for (struct job *j = w->held.head; j; j = j->held_next)
+    for (struct job *j = w->held.head; j; j = j->next)
         if (j->kind == JOB_RUN && !j->owed_to && j->epoch < epoch)
             (void)shard__crash_defer(&w->d->crash, &w->crash, j);
     return held_min_epoch(&w->held);
@@ -46,7 +46,7 @@ void shard__pass_held(struct shard_worker *w)
     uint64_t min_epoch = held_min_epoch(&w->held);
     bool blocked_before = false, unstuck_before = false, fence_before = false, progress = false;
     for (struct job *j = w->held.head, *next; j; j = next) {
-        next = j->held_next;
+        next = j->next;
         bool go;
         if (j->kind == JOB_RUN)
             go = shard__held_first_of_key(&w->held, j) && shard__job_may_run(d, w, j);

@@ -51,7 +51,7 @@ static bool slot_free(struct queue *q, uint64_t pos)
      * writes to it, whichever producer refreshed. A stale cache only says "full" too early. */
     if (pos - atomic_load_explicit(&q->head_cache, memory_order_acquire) < cap)
         return true;
-    /* acquire: pairs with shard__queue_release_sc. */
+    /* acquire: pairs with shard__queue_publish_head_sc. */
     uint64_t head = atomic_load_explicit(&q->head_pub, memory_order_acquire);
     atomic_store_explicit(&q->head_cache, head, memory_order_release);
     return pos - head < cap;
@@ -100,12 +100,12 @@ static struct job *side_pop(struct queue *q)
     pthread_mutex_lock(&q->side_lock);
     if (q->side.head && q->side.head->pos <= q->head) {
         j = q->side.head;
-        q->side.head = j->held_next;
+        q->side.head = j->next;
         if (!q->side.head) {
             q->side.tail = NULL;
             atomic_store_explicit(&q->side_flag, false, memory_order_relaxed);
         }
-        j->held_next = NULL;
+        j->next = NULL;
     }
     pthread_mutex_unlock(&q->side_lock);
     return j;
@@ -131,15 +131,15 @@ struct job *shard__queue_pop_sc(struct queue *q, struct job *scratch)
     scratch->wait_snap = NULL;
     scratch->moved_epoch = 0;
     scratch->embedded = false;
-    scratch->release = false;
+    scratch->loses_keys = false;
     scratch->routed = NULL; /* the caller knows whose queue this is */
     q->head++;
     if ((q->head & q->release_mask) == 0)
-        shard__queue_release_sc(q);
+        shard__queue_publish_head_sc(q);
     return scratch;
 }
 
-void shard__queue_release_sc(struct queue *q)
+void shard__queue_publish_head_sc(struct queue *q)
 {
     /* release: the reads of the slots below head come before a producer reuses them. */
     atomic_store_explicit(&q->head_pub, q->head, memory_order_release);

@@ -69,7 +69,7 @@ bool shard__queue_nonempty_sc(struct queue *q);
 /* Publishes the consumer's position, freeing the slots it has taken. pop does it every 1/8 of the
  * capacity (at most 32 slots, every slot for queues under 16), so taken slots wait at most that long
  * to be reused; call it before going idle. */
-void shard__queue_release_sc(struct queue *q);
+void shard__queue_publish_head_sc(struct queue *q);
 uint64_t shard__queue_length(const struct queue *q);
 
 #endif

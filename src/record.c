@@ -12,7 +12,7 @@ struct job *shard__record_alloc(struct shard_worker *w)
 {
     struct job *j = w->spare;
     if (j) {
-        w->spare = j->held_next;
+        w->spare = j->next;
         w->nspare--;
         memset(j, 0, sizeof *j);
         return j;
@@ -31,7 +31,7 @@ void shard__free_record(struct shard_worker *w, struct job *j)
         return;
     }
     if (w && w->nspare < SPARE_RECORDS) {
-        j->held_next = w->spare;
+        j->next = w->spare;
         w->spare = j;
         w->nspare++;
         return;
@@ -44,7 +44,7 @@ void shard__worker_drop_spares(struct shard_worker *w)
     free(w->spare_ready);
     w->spare_ready = NULL;
     while (w->spare) {
-        struct job *next = w->spare->held_next;
+        struct job *next = w->spare->next;
         free(w->spare);
         w->spare = next;
     }

@@ -51,7 +51,7 @@ static bool finished_with(struct shard_worker *w)
     if (st != SHARD_WORKER_EXITED && st != SHARD_WORKER_CRASHED)
         return false;
     pthread_mutex_lock(&w->d->lock);
-    bool done = w->finished && (st == SHARD_WORKER_EXITED || atomic_load_explicit(&w->handed, memory_order_relaxed));
+    bool done = w->finished && (st == SHARD_WORKER_EXITED || atomic_load_explicit(&w->epochless, memory_order_relaxed));
     pthread_mutex_unlock(&w->d->lock);
     /* Entries owed to its record point at it: its rerouted jobs, and jobs it deferred. */
     return done && shard__crash_settled(&w->d->crash, &w->crash);

@@ -102,7 +102,7 @@ static void hook_returned_after_crash(struct shard_worker *w)
     shard_dispatcher *d = w->d;
     pthread_mutex_lock(&d->lock);
     w->hook_at_crash = false;
-    shard__handed_if_done(d, w);
+    shard__epochless_if_done(d, w);
     pthread_mutex_unlock(&d->lock);
 }
 
@@ -112,7 +112,7 @@ void shard__run_control(struct shard_worker *w, struct job *j)
     shard_dispatcher *d = w->d;
     switch (j->kind) {
     case JOB_FENCE:
-        if (j->release && d->cfg.on_release) {
+        if (j->loses_keys && d->cfg.on_release) {
             const shard_ring *before = j->fence_before->ring, *after = j->fence_after->ring;
             long bi = shard__ring_member_index(before, w->name), ai = shard__ring_member_index(after, w->name);
             struct release_ctx rc = { d, { j->epoch, before, after, bi, ai < 0 ? -1 : ai } };
@@ -123,7 +123,7 @@ void shard__run_control(struct shard_worker *w, struct job *j)
                 return;
             }
         }
-        if (j->release && w->held.count)
+        if (j->loses_keys && w->held.count)
             shard__follow_key(w, j->epoch);
         pass_fence(w, j);
         shard__free_record(w, j);

@@ -46,7 +46,7 @@ static void fill_stats(const struct shard_worker *w, struct shard_worker_stats *
     o->state = (enum shard_worker_state)shard__worker_state(w); /* read once */
     o->running = atomic_load_explicit(&w->busy, memory_order_relaxed);
     /* A crashed worker's queue was handed over: its positions are no longer advanced. */
-    o->queued = atomic_load_explicit(&w->handed, memory_order_acquire) ? 0 : shard__queue_length(&w->q);
+    o->queued = atomic_load_explicit(&w->epochless, memory_order_acquire) ? 0 : shard__queue_length(&w->q);
     o->executed = atomic_load_explicit(&w->executed, memory_order_relaxed);
     o->set_aside = atomic_load_explicit(&w->set_aside, memory_order_relaxed);
     o->handed_over = atomic_load_explicit(&w->handed_over, memory_order_relaxed);

@@ -132,7 +132,7 @@ static bool has_work(struct shard_worker *w)
 
 static void idle(struct shard_worker *w)
 {
-    shard__queue_release_sc(&w->q); /* the slots taken so far are free for producers again */
+    shard__queue_publish_head_sc(&w->q); /* the slots taken so far are free for producers again */
     /* Spinning saves a futex round trip when jobs keep coming; a worker that left the ring gets no
      * new jobs, so it parks at once and leaves the cores to workers that have work. */
     int spins = atomic_load_explicit(&w->state, memory_order_relaxed) == SHARD_WORKER_RUNNING ? SPIN_BEFORE_PARK : 0;
@@ -186,7 +186,7 @@ static void loop(struct shard_worker *w)
              * wake-up then refills half a ring instead of paying a syscall a job. */
             if (atomic_load_explicit(&w->d->space_waiters, memory_order_relaxed) &&
                 shard__queue_length(&w->q) <= shard__queue_capacity(&w->q) / 2) {
-                shard__queue_release_sc(&w->q);
+                shard__queue_publish_head_sc(&w->q);
                 shard__space_notify(w->d);
             }
         }

@@ -54,7 +54,7 @@ struct shard_worker {
 
     _Atomic uint64_t passed;        /* A: every job of an epoch below this is done */
     _Atomic int      state;         /* A: enum shard_worker_state, changed under w->lock or ctl */
-    _Atomic bool     handed;        /* A, set under L: crashed, queue handed over, no release hook
+    _Atomic bool     epochless;     /* A, set under L: crashed, queue handed over, no release hook
                                      * running: counts by epochs no more */
     _Atomic bool     crash_pending; /* A: a crash waits for lock: the worker lets go of it */
     _Atomic bool     holding;       /* A: holds set-aside jobs (counted in d->nholding) */
@@ -128,7 +128,7 @@ void  shard__worker_free(struct shard_worker *w);
 void *shard__worker_main(void *arg);
 /* Wakes w if it is parked. Context: any thread. */
 void  shard__worker_wake(struct shard_worker *w);
-/* Detaches the jobs rerouted to w (a list through held_next); close: for good (w crashed), later
+/* Detaches the jobs rerouted to w (a list through next); close: for good (w crashed), later
  * deliveries go to the key's current owner. Context: w's thread or w->lock held. */
 struct job *shard__inbox_take(struct shard_worker *w, bool close);
 /* inbox.c. Moves the jobs rerouted to w into the front of its held jobs. Context: w's thread. */

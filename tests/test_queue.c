@@ -22,7 +22,7 @@ Test(ring_queue, fifo_order_capacity_and_wrap)
     cr_assert_not(shard__queue_nonempty_sc(&q));
     uint64_t next = 0;
     for (int lap = 0; lap < 5; lap++) {
-        shard__queue_release_sc(&q); /* the worker publishes its position before it goes idle */
+        shard__queue_publish_head_sc(&q); /* the worker publishes its position before it goes idle */
         for (uint64_t i = 0; i < 8; i++)
             cr_assert(shard__queue_push_mp(&q, fn_a, (void *)(uintptr_t)(lap * 8 + i), i * 3, 7), "lap %d push %lu", lap,
                       (unsigned long)i);
@@ -37,7 +37,7 @@ Test(ring_queue, fifo_order_capacity_and_wrap)
             cr_assert_eq(j->epoch, 7);
             cr_assert_eq(j->kind, JOB_RUN);
         }
-        shard__queue_release_sc(&q);
+        shard__queue_publish_head_sc(&q);
         cr_assert(shard__queue_has_room(&q));
         cr_assert_eq(shard__queue_length(&q), 0);
         cr_assert_null(shard__queue_pop_sc(&q, &scratch));
@@ -148,7 +148,7 @@ Test(held, colliding_buckets_and_control_items)
     cr_assert_not(shard__held_has_key(&h, 7 + KEYMAP_BUCKETS));
     struct job *all = shard__held_take_all(&h);
     cr_assert_eq(all, &x);
-    cr_assert_eq(all->held_next, &z);
+    cr_assert_eq(all->next, &z);
     cr_assert_eq(h.count, 0);
     cr_assert_not(shard__held_has_key(&h, 7));
 }
