@@ -231,13 +231,18 @@ static void *producer(void *arg)
 }
 
 /* A job of a gate key that parks its worker until the control thread has crashed it, and then does
- * what every job does: its writes to the key's state come after the crash, from the crashed worker. */
-static atomic_bool gate_entered, gate_open;
+ * what every job does: its writes to the key's state come after the crash, from the crashed worker.
+ * Gates are numbered by the control thread's cycle and never close again: a crashed worker's thread
+ * may be slow to see its gate open, and the next cycle may pick the same key (whose gate job then
+ * waits for this one). */
+static atomic_uint gate_entered, gate_opened; /* the latest cycle whose gate job entered / opened */
+static unsigned gate_cycle[ALL_KEYS];         /* control thread, before it submits a gate job */
 
 static void gate_job(shard_worker *w, void *arg)
 {
-    atomic_store(&gate_entered, true);
-    while (!atomic_load(&gate_open))
+    unsigned cycle = gate_cycle[(uintptr_t)arg & 0xffff];
+    atomic_store(&gate_entered, cycle);
+    while (atomic_load(&gate_opened) < cycle)
         sched_yield();
     job(w, arg);
 }
@@ -334,10 +339,10 @@ static void *control(void *arg)
          * its release hook, and they follow g to z (follow.c). Only then does the stuck job go on,
          * writing g's state: the jobs on z must see it. */
         int g = gate_key(u);
-        atomic_store(&gate_entered, false);
-        atomic_store(&gate_open, false);
+        gate_cycle[g] = i + 1;
         submit_gate(g, gate_job, true);
-        wait_for(&gate_entered);
+        while (atomic_load(&gate_entered) < i + 1)
+            sched_yield();
         bool queued = submit_gate(g, job, false);
         atomic_store(&local_named(u)->crashed, true);
         change(shard_worker_crash(disp, u, SHARD_CRASH_REROUTE), "crash in a job", u);
@@ -354,7 +359,7 @@ static void *control(void *arg)
         CHECK(shard_dispatcher_stats(disp, &st) == 0, "stats");
         while (atomic_load(&lfrom->hook_epoch) < st.epoch) /* L reached the fence of z's add */
             sched_yield();
-        atomic_store(&gate_open, true);
+        atomic_store(&gate_opened, i + 1);
         change(shard_worker_remove(disp, z), "remove", z);
         atomic_fetch_add(&job_crashes, 1);
     }
