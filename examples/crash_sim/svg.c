@@ -47,9 +47,13 @@ static double nice_step(double max, int ticks)
     return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
 }
 
+/* A line of text at (x, y); s is escaped for XML. */
 static void text(FILE *f, double x, double y, const char *anchor, const char *style, const char *s)
 {
-    fprintf(f, "<text x='%.1f' y='%.1f' text-anchor='%s' %s>%s</text>\n", x, y, anchor, style, s);
+    fprintf(f, "<text x='%.1f' y='%.1f' text-anchor='%s' %s>", x, y, anchor, style);
+    for (; *s; s++)
+        fputs(*s == '<' ? "&lt;" : *s == '>' ? "&gt;" : *s == '&' ? "&amp;" : (char[2]){ *s, 0 }, f);
+    fputs("</text>\n", f);
 }
 
 /* Point i of `full` (indices wrap), as a turn of the circle and its owner. */
