@@ -1,13 +1,16 @@
 /* The examples' command lines: one table of options per program, parsed the same way everywhere.
  *
- *   --help, -h        prints the usage with every default and range to stdout, exits 0
- *   --name VALUE      or --name=VALUE; a number must be whole, in range, with nothing after it
+ *   --help, -h        prints the usage with every default and range to stdout, exits 0 (1 when
+ *                     stdout could not take it, as with >/dev/full)
+ *   --name VALUE      or --name=VALUE; a number must be whole, in range, with nothing before or
+ *                     after it (no spaces)
  *   --flag            an option without a value
  *   --                ends the options; later arguments are operands
  *
  * Anything else (an unknown option, a missing or malformed value, a number out of range, an operand
  * where the program takes none) is refused with a message on stderr and exit status 2, as getopt
- * programs do. Header-only so that each example stays one file to read. */
+ * programs do. Header-only so that each example stays one file to read; a program may use only some
+ * of it (unused is no warning). */
 #ifndef SHARD_EXAMPLES_OPTIONS_H
 #define SHARD_EXAMPLES_OPTIONS_H
 
@@ -36,7 +39,7 @@ struct option_program {
     size_t                    count;
 };
 
-static void options_usage(const struct option_program *p, FILE *to)
+__attribute__((unused)) static void options_usage(const struct option_program *p, FILE *to)
 {
     fprintf(to, "usage: %s [options]%s%s\n%s\n\noptions:\n", p->name, p->operands ? " " : "",
             p->operands ? p->operands : "", p->about);
@@ -61,7 +64,7 @@ static void options_usage(const struct option_program *p, FILE *to)
 }
 
 /* Prints why and exits 2: the status of a command-line mistake. */
-__attribute__((noreturn, format(printf, 2, 3))) static void options_refuse(const struct option_program *p, const char *fmt, ...)
+__attribute__((noreturn, format(printf, 2, 3), unused)) static void options_refuse(const struct option_program *p, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -72,7 +75,7 @@ __attribute__((noreturn, format(printf, 2, 3))) static void options_refuse(const
     exit(2);
 }
 
-static void options_set(const struct option_program *p, const struct option_spec *o, const char *text)
+__attribute__((unused)) static void options_set(const struct option_program *p, const struct option_spec *o, const char *text)
 {
     if (o->kind == OPTION_STRING) {
         *(const char **)o->value = text;
@@ -81,16 +84,18 @@ static void options_set(const struct option_program *p, const struct option_spec
     char *end;
     errno = 0;
     long long v = strtoll(text, &end, 10);
-    if (end == text || *end != '\0' || errno == ERANGE)
+    /* strtoll also skips leading white space: a number starts with its sign or a digit. */
+    bool starts = text[0] == '-' || text[0] == '+' || (text[0] >= '0' && text[0] <= '9');
+    if (!starts || end == text || *end != '\0')
         options_refuse(p, "%s needs a whole number, not '%s'", o->name, text);
-    if (v < o->min || v > o->max)
+    if (errno == ERANGE || v < o->min || v > o->max)
         options_refuse(p, "%s %s is out of range (%lld..%lld)", o->name, text, o->min, o->max);
     *(long long *)o->value = v;
 }
 
 /* Parses argv by p's table, storing each value given over its default. Returns the index of the first
  * operand (argc when there is none); exits as described above on --help and on every mistake. */
-static int options_parse(const struct option_program *p, int argc, char **argv)
+__attribute__((unused)) static int options_parse(const struct option_program *p, int argc, char **argv)
 {
     int i = 1;
     for (; i < argc; i++) {
@@ -103,10 +108,12 @@ static int options_parse(const struct option_program *p, int argc, char **argv)
             break; /* the first operand ("-" is one too) */
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             options_usage(p, stdout);
-            exit(0);
+            exit(fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1); /* a usage that was not written fails */
         }
         const char *eq = strchr(a, '=');
         size_t len = eq ? (size_t)(eq - a) : strlen(a);
+        if (eq && ((len == 6 && strncmp(a, "--help", 6) == 0) || (len == 2 && strncmp(a, "-h", 2) == 0)))
+            options_refuse(p, "%.*s takes no value ('%s')", (int)len, a, a);
         const struct option_spec *o = NULL;
         for (size_t k = 0; k < p->count && !o; k++)
             if (strlen(p->options[k].name) == len && strncmp(p->options[k].name, a, len) == 0)
