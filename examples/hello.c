@@ -3,6 +3,7 @@
 #include <shard.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include "options.h"
 
 #define PLAYERS 100
 #define PACKETS 200
@@ -10,10 +11,7 @@
 static unsigned next_packet[PLAYERS]; /* touched only by the player's current worker */
 static atomic_int out_of_order;
 
-struct packet {
-    int player;
-    unsigned seq;
-};
+struct packet { int player; unsigned seq; };
 
 static void on_packet(shard_worker *w, void *arg)
 {
@@ -23,8 +21,12 @@ static void on_packet(shard_worker *w, void *arg)
         atomic_fetch_add(&out_of_order, 1);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    static const struct option_program prog = {
+        "hello", NULL, "Keyed jobs run in order while workers are added, removed and crash.", NULL, 0
+    };
+    options_parse(&prog, argc, argv); /* --help; any other argument is refused */
     static struct packet packets[PACKETS][PLAYERS];
     struct shard_config cfg = { .workers = 2 }; /* "w0", "w1" */
     shard_dispatcher *d;
