@@ -14,6 +14,9 @@
  * does. One placement from the proxy to the core: the proxy picks the machine, shard the core.
  *
  * Usage: twemproxy_place NAME[:WEIGHT]... < keys   prints "key<TAB>NAME" for each line of input.
+ * Up to 256 servers, each named at most 79 bytes (twemproxy hashes "NAME-INDEX" in an 86-byte buffer)
+ * and of weight 1..1000000 (default 1); a server whose weight gets it no points (a small weight
+ * beside large ones) is left off the ring, as twemproxy does, with a note on stderr.
  * MD5 comes from nettle (Debian nettle-dev): a well-kept implementation, not worth writing again. */
 #include <math.h>
 #include <nettle/md5.h>
@@ -22,8 +25,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "options.h"
+
 #define KETAMA_POINTS_PER_SERVER 160
 #define KETAMA_POINTS_PER_HASH   4
+#define MAX_SERVERS              256
+#define MAX_NAME                 79 /* "NAME-INDEX" with up to 5 digits fits twemproxy's 85 bytes */
+#define MAX_WEIGHT               1000000
 
 /* Point `index` of `member`: word index % 4 of MD5("member-(index / 4)"), little-endian. */
 static uint64_t ketama_point(const char *member, uint32_t index, void *ctx)
@@ -61,37 +69,68 @@ static uint32_t ketama_points(uint32_t weight, uint32_t total, uint32_t servers)
     return (uint32_t)(floorf((float)(pct * KETAMA_POINTS_PER_SERVER / 4 * (float)servers + 0.0000000001)) * 4);
 }
 
+/* Reads arg, NAME[:WEIGHT], into *name (arg cut at the colon) and *weight, or refuses it. */
+static void parse_server(const struct option_program *prog, char *arg, bool after_dashes, char **name,
+                         uint32_t *weight)
+{
+    char *colon = strrchr(arg, ':');
+    size_t len = colon ? (size_t)(colon - arg) : strlen(arg);
+    *weight = 1;
+    if (colon) {
+        const char *w = colon + 1;
+        char *end;
+        unsigned long v = strtoul(w, &end, 10); /* ULONG_MAX when too large: out of range as well */
+        if (w[0] < '0' || w[0] > '9' || *end != '\0' || v < 1 || v > MAX_WEIGHT)
+            options_refuse(prog, "'%s': WEIGHT must be a whole number in 1..%d, not '%s'", arg, MAX_WEIGHT, w);
+        *weight = (uint32_t)v;
+    }
+    if (len == 0)
+        options_refuse(prog, "'%s': a server needs a NAME", arg);
+    if (len > MAX_NAME)
+        options_refuse(prog, "'%s': NAME is longer than %d bytes", arg, MAX_NAME);
+    if (arg[0] == '-' && !after_dashes) /* options come first: "a --help" is a mistake */
+        options_refuse(prog, "'%s' looks like an option after a server; put '--' first to name a server so", arg);
+    if (colon)
+        *colon = '\0';
+    *name = arg;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: twemproxy_place NAME[:WEIGHT]... < keys\n");
-        return 2;
-    }
-    uint32_t n = (uint32_t)(argc - 1), total = 0, weights[256];
-    char *names[256];
-    if (n > 256) {
-        fprintf(stderr, "twemproxy_place: at most 256 servers\n");
-        return 2;
-    }
+    const struct option_program prog = {
+        "twemproxy_place", "NAME[:WEIGHT]... < keys",
+        "Prints \"key<TAB>NAME\" for each line of input: the server twemproxy (ketama, fnv1a_64) sends it to.\n"
+        "Up to 256 servers; NAME at most 79 bytes; WEIGHT 1..1000000, default 1.",
+        NULL, 0
+    };
+    int first = options_parse(&prog, argc, argv);
+    bool after_dashes = first > 1 && strcmp(argv[first - 1], "--") == 0;
+    uint32_t n = (uint32_t)(argc - first), total = 0, weights[MAX_SERVERS];
+    char *names[MAX_SERVERS];
+    if (n == 0)
+        options_refuse(&prog, "no servers: name at least one, as NAME or NAME:WEIGHT");
+    if (n > MAX_SERVERS)
+        options_refuse(&prog, "%u servers, at most %d", n, MAX_SERVERS);
     for (uint32_t i = 0; i < n; i++) {
-        names[i] = argv[i + 1];
-        char *colon = strrchr(names[i], ':');
-        weights[i] = colon ? (uint32_t)strtoul(colon + 1, NULL, 10) : 1;
-        if (colon)
-            *colon = '\0';
-        if (weights[i] == 0) {
-            fprintf(stderr, "twemproxy_place: %s: weight must be at least 1\n", names[i]);
-            return 2;
-        }
-        total += weights[i];
+        parse_server(&prog, argv[first + i], after_dashes, &names[i], &weights[i]);
+        for (uint32_t j = 0; j < i; j++)
+            if (strcmp(names[i], names[j]) == 0)
+                options_refuse(&prog, "server '%s' is named twice", names[i]);
+        total += weights[i]; /* at most 256 * 1000000: no overflow */
     }
     struct shard_ring_config cfg = {
         .vnodes = KETAMA_POINTS_PER_HASH, .point = ketama_point, .hash = twemproxy_fnv1a_64
     };
     shard_ring *ring;
     int err = shard_ring_create(&ring, &cfg);
-    for (uint32_t i = 0; i < n && !err; i++)
-        err = shard_ring_add(ring, names[i], ketama_points(weights[i], total, n) / KETAMA_POINTS_PER_HASH);
+    for (uint32_t i = 0; i < n && !err; i++) {
+        uint32_t points = ketama_points(weights[i], total, n);
+        if (points == 0) /* twemproxy gives it no point either: it never receives a key */
+            fprintf(stderr, "twemproxy_place: note: %s (weight %u of %u) gets no points and no keys\n", names[i],
+                    weights[i], total);
+        else
+            err = shard_ring_add(ring, names[i], points / KETAMA_POINTS_PER_HASH);
+    }
     if (err) {
         fprintf(stderr, "twemproxy_place: %s\n", shard_strerror(err));
         return 1;
