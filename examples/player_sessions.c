@@ -7,11 +7,14 @@
  * release hook hands its session to the new owner before that player's next packet; a crash loses its
  * worker's sessions (that is what a crash is), and their players resume from the next packet.
  *
- * At the end it prints one row per worker (sessions held, packets, sessions handed in and out) and
- * checks, through a verification log that is not part of the design, that every packet was processed
- * exactly once, in order, by the worker holding the session. Exit status 0 when that held.
+ * At the end it prints one row per worker (sessions held, packets, sessions handed in and out; the
+ * workers added and removed again share one row) and checks, through a verification log that is not
+ * part of the design, that every packet was processed exactly once, in order, by the worker holding
+ * the session, and that every membership change succeeded. Exit status 0 when that held.
  *
- * Usage: player_sessions [--players N] [--workers W] [--seconds S] [--churn-ms M] */
+ * Usage: player_sessions [--players N] [--workers W] [--seconds S] [--churn-ms M]; --help says how
+ * far each goes. */
+#include <errno.h>
 #include <pthread.h>
 #include <shard.h>
 #include <stdatomic.h>
@@ -21,21 +24,28 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "options.h"
+
 struct session {
     uint32_t player;
     uint64_t next_seq;
     uint64_t packets;
 };
 
-/* Worker-local state: only its own worker touches it (the release hook runs on that worker too). */
+/* Worker-local state: only its own worker touches it (the release hook runs on that worker too), until
+ * it stops; main reads it after shard_dispatcher_destroy has joined every worker. */
 struct local {
-    struct session **sessions; /* by player */
-    uint64_t         packets, handed_in, handed_out, rebuilt;
+    struct session **sessions; /* by player; freed when the worker stops, keeping only `held` */
+    uint64_t         packets, handed_in, handed_out, rebuilt, held;
     char             name[SHARD_NAME_MAX + 1];
     struct local    *next_local;
 };
 
-static int players = 20000, initial_workers = 4, seconds = 3, churn_ms = 200;
+/* The options and their ranges (main): at most 2^20 players, as a packet carries its player in 20
+ * bits; at most 64 workers, each with an array of players * 8 bytes (512 MiB at that corner); the
+ * seconds and the churn period bound how many workers come and go, each leaving a struct local for the
+ * final table: at most 60 s / (2 * 1 ms) = 30,000. */
+static long long players = 20000, initial_workers = 4, seconds = 3, churn_ms = 200;
 static shard_dispatcher *disp;
 
 /* Sessions in transit between two workers, and every worker's local state (for the final table). */
@@ -54,13 +64,33 @@ static void on_start(shard_worker *w, void *user)
 {
     (void)user;
     struct local *l = calloc(1, sizeof *l);
-    l->sessions = calloc((size_t)players, sizeof *l->sessions);
+    if (l)
+        l->sessions = calloc((size_t)players, sizeof *l->sessions);
+    if (!l || !l->sessions) {
+        fprintf(stderr, "player_sessions: out of memory\n");
+        exit(1);
+    }
     snprintf(l->name, sizeof l->name, "%s", shard_worker_name(w));
     shard_worker_set_user(w, l);
     pthread_mutex_lock(&world_lock);
     l->next_local = locals;
     locals = l;
     pthread_mutex_unlock(&world_lock);
+}
+
+/* A stopped worker has run its last packet: count the sessions it still holds (none after a graceful
+ * removal; a crashed worker's are lost) and free them, so that workers coming and going do not add
+ * up to players * 8 bytes each. */
+static void on_stop(shard_worker *w, void *user)
+{
+    (void)user;
+    struct local *l = shard_worker_user(w);
+    for (int p = 0; p < players; p++) {
+        l->held += l->sessions[p] != NULL;
+        free(l->sessions[p]);
+    }
+    free(l->sessions);
+    l->sessions = NULL;
 }
 
 static size_t player_key(char *buf, uint32_t player)
@@ -150,35 +180,59 @@ static double now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void pause_ms(int ms)
+static void pause_ms(long long ms)
 {
-    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+    struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
     nanosleep(&ts, NULL);
 }
 
-/* Scales the pool up and down, and crashes one worker halfway through. */
-static void churn(double start)
+/* Membership changes that failed: each is a failure of the run (main thread only). */
+static int failed_changes;
+
+static void changed(int err, const char *what, const char *name)
 {
+    if (err) {
+        fprintf(stderr, "player_sessions: %s %s failed: %s\n", what, name, shard_strerror(err));
+        failed_changes++;
+    }
+}
+
+/* Crashes w1; its name goes where on_packet reads it first (under the lock), so that a session lost
+ * with w1 is not taken for a late handoff. */
+static void crash_w1(void)
+{
+    pthread_mutex_lock(&world_lock);
+    snprintf(crashed_name, sizeof crashed_name, "w1");
+    pthread_mutex_unlock(&world_lock);
+    changed(shard_worker_crash(disp, crashed_name, SHARD_CRASH_REROUTE), "crash of", crashed_name);
+}
+
+/* Scales the pool up and down by one extra worker, and crashes w1 halfway through. The extra worker
+ * is added when none is in the pool and removed when one is, so the crash in between does not upset
+ * the alternation. Returns the name of the extra worker still in the pool, or "". */
+static const char *churn(double start)
+{
+    static char extra[32];
     int added = 0, changes = 0, crashed = 0, tty = isatty(1);
     double last_print = start;
     long last_done = 0;
     while (now() - start < seconds) {
         pause_ms(churn_ms);
-        char name[32];
-        int err;
         if (!crashed && now() - start > seconds / 2.0) {
-            snprintf(crashed_name, sizeof crashed_name, "w1");
-            err = shard_worker_crash(disp, crashed_name, SHARD_CRASH_REROUTE);
+            crash_w1();
             crashed = 1;
-        } else if (changes % 2 == 0) {
-            snprintf(name, sizeof name, "extra-%d", added++);
-            err = shard_worker_add(disp, name, 1);
+        } else if (!extra[0]) {
+            snprintf(extra, sizeof extra, "extra-%d", added++);
+            int err = shard_worker_add(disp, extra, 1);
+            changed(err, "adding", extra);
+            if (err)
+                extra[0] = '\0';
         } else {
-            snprintf(name, sizeof name, "extra-%d", added - 1);
-            err = shard_worker_remove(disp, name);
+            int err = shard_worker_remove(disp, extra);
+            changed(err, "removing", extra);
+            if (!err)
+                extra[0] = '\0';
         }
-        if (err)
-            fprintf(stderr, "membership change failed: %s\n", shard_strerror(err));
         changes++;
         if (tty && now() - last_print > 0.25) {
             struct shard_stats st;
@@ -191,70 +245,90 @@ static void churn(double start)
             last_done = done;
         }
     }
+    if (!crashed) { /* changes so slow that the run ended before its halfway mark was seen */
+        crash_w1();
+        changes++;
+    }
     if (tty)
         printf("\n");
     printf("%d membership changes, one of them a crash of %s\n", changes, crashed_name);
+    return extra;
+}
+
+static void print_row(const char *name, const struct local *l, const char *note)
+{
+    printf("%-12s %10llu %12llu %10llu %10llu %10llu%s\n", name, (unsigned long long)l->held,
+           (unsigned long long)l->packets, (unsigned long long)l->handed_in, (unsigned long long)l->handed_out,
+           (unsigned long long)l->rebuilt, note);
 }
 
 int main(int argc, char **argv)
 {
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (strcmp(argv[i], "--players") == 0)
-            players = atoi(argv[i + 1]);
-        else if (strcmp(argv[i], "--workers") == 0)
-            initial_workers = atoi(argv[i + 1]);
-        else if (strcmp(argv[i], "--seconds") == 0)
-            seconds = atoi(argv[i + 1]);
-        else if (strcmp(argv[i], "--churn-ms") == 0)
-            churn_ms = atoi(argv[i + 1]);
-        else
-            break;
-    }
-    if (argc % 2 == 0 || players < 2 || players > (1 << 20) || initial_workers < 2 || seconds < 1 || churn_ms < 1) {
-        fprintf(stderr, "usage: %s [--players 2..1048576] [--workers >= 2] [--seconds >= 1] [--churn-ms >= 1]\n",
-                argv[0]);
-        return 2;
-    }
+    const struct option_spec options[] = {
+        { "--players", OPTION_INT, &players, 2, 1 << 20, "players, each with a session and its own packets" },
+        { "--workers", OPTION_INT, &initial_workers, 2, 64, "workers at the start, named w0, w1, ...; w1 crashes" },
+        { "--seconds", OPTION_INT, &seconds, 1, 60, "how long the packets flow" },
+        { "--churn-ms", OPTION_INT, &churn_ms, 1, 1000, "milliseconds between two membership changes" },
+    };
+    const struct option_program prog = {
+        "player_sessions", NULL,
+        "Worker-local player sessions handed over while the pool scales and a worker crashes; checks that\n"
+        "every packet ran exactly once, in order, where its session was.",
+        options, sizeof options / sizeof options[0]
+    };
+    options_parse(&prog, argc, argv);
     transit = calloc((size_t)players, sizeof *transit);
     last_seq = calloc((size_t)players, sizeof *last_seq);
     last_holder = calloc((size_t)players, sizeof *last_holder);
-    struct shard_config cfg = { .workers = (uint32_t)initial_workers, .on_worker_start = on_start, .on_release = on_release };
-    if (shard_dispatcher_create(&disp, &cfg) != 0)
+    struct shard_config cfg = { .workers = (uint32_t)initial_workers, .on_worker_start = on_start,
+                                .on_worker_stop = on_stop, .on_release = on_release };
+    int err = transit && last_seq && last_holder ? shard_dispatcher_create(&disp, &cfg) : -ENOMEM;
+    if (err) {
+        fprintf(stderr, "player_sessions: cannot start: %s\n", shard_strerror(err));
         return 1;
-    printf("player_sessions: %d players, %d workers, %d s, a membership change every %d ms\n", players,
+    }
+    printf("player_sessions: %lld players, %lld workers, %lld s, a membership change every %lld ms\n", players,
            initial_workers, seconds, churn_ms);
     pthread_t net[2];
     double start = now();
     for (long i = 0; i < 2; i++)
         pthread_create(&net[i], NULL, network, (void *)i);
-    churn(start);
+    const char *extra = churn(start);
     atomic_store(&running, 0);
     for (int i = 0; i < 2; i++)
         pthread_join(net[i], NULL);
     shard_drain(disp);
     double elapsed = now() - start;
+    shard_dispatcher_destroy(disp); /* every worker has stopped: their state is final */
 
     printf("\n%-12s %10s %12s %10s %10s %10s\n", "worker", "sessions", "packets", "handed in", "handed out", "rebuilt");
+    struct local removed = { 0 };
+    int nremoved = 0;
     for (struct local *l = locals; l; l = l->next_local) {
-        long held = 0;
-        for (int p = 0; p < players; p++)
-            held += l->sessions[p] != NULL;
-        printf("%-12s %10ld %12llu %10llu %10llu %10llu%s\n", l->name, held, (unsigned long long)l->packets,
-               (unsigned long long)l->handed_in, (unsigned long long)l->handed_out, (unsigned long long)l->rebuilt,
-               strcmp(l->name, crashed_name) == 0 ? "  (crashed: its sessions were lost)" : "");
+        if (strncmp(l->name, "extra-", 6) == 0 && strcmp(l->name, extra) != 0) {
+            removed.held += l->held; /* an extra worker added, then removed: one row for them all */
+            removed.packets += l->packets;
+            removed.handed_in += l->handed_in;
+            removed.handed_out += l->handed_out;
+            removed.rebuilt += l->rebuilt;
+            nremoved++;
+            continue;
+        }
+        print_row(l->name, l, strcmp(l->name, crashed_name) == 0 ? "  (crashed: its sessions were lost)" : "");
     }
-    long sent = atomic_load(&packets_sent), done = atomic_load(&packets_done), err = atomic_load(&errors);
+    char note[64];
+    snprintf(note, sizeof note, "  (%d workers added, then removed)", nremoved);
+    if (nremoved)
+        print_row("extra-*", &removed, note);
+    long sent = atomic_load(&packets_sent), done = atomic_load(&packets_done), errs = atomic_load(&errors);
     printf("\n%ld packets sent, %ld processed (%.0f/s), %ld handoffs, %ld violations\n", sent, done, done / elapsed,
-           atomic_load(&handoffs), err);
-    shard_dispatcher_destroy(disp);
-    int ok = sent == done && err == 0;
+           atomic_load(&handoffs), errs);
+    int ok = sent == done && errs == 0 && failed_changes == 0;
     printf("%s\n", ok ? "OK: every packet processed exactly once, in order, by the worker holding its session"
-                      : "FAILED: packets lost, repeated, out of order, or sessions handed over late");
+                      : failed_changes ? "FAILED: a membership change failed"
+                                       : "FAILED: packets lost, repeated, out of order, or sessions handed over late");
     for (struct local *l = locals, *next; l; l = next) {
         next = l->next_local;
-        for (int p = 0; p < players; p++)
-            free(l->sessions[p]);
-        free(l->sessions);
         free(l);
     }
     for (int p = 0; p < players; p++)
