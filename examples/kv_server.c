@@ -19,68 +19,103 @@
  * Usage: kv_server [--port P (0: any; default 7379)] [--bind ADDR (IPv4, IPv6 or a name; default
  *                  127.0.0.1)] [--workers N]
  *                  [--net-threads N] [--queue N] [--pipeline N] [--max-request BYTES] [--max-args N]
+ * (--help lists defaults and ranges; a mistake on the command line exits 2 with a message.)
  * Prints "kv_server: listening on ADDR:PORT" once it accepts connections; stops on SIGINT, SIGTERM
  * or SHUTDOWN, after finishing every command it accepted. */
 #include <errno.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kv/server.h"
+#include "options.h"
 
-static void usage(FILE *to)
+#define SYNOPSIS                                                                                     \
+    "usage: kv_server [--port P] [--bind ADDR] [--workers N] [--net-threads N] [--queue N]\n"          \
+    "                 [--pipeline N] [--max-request BYTES] [--max-args N]\n"
+
+/* Prints why, then the synopsis, and exits 2. Not options_refuse: tests/kv/kv_server_test.sh holds
+ * this program to its own words ("--port wants a number in [0, 65535]", "usage: kv_server"). */
+__attribute__((noreturn, format(printf, 1, 2))) static void refuse(const char *fmt, ...)
 {
-    fprintf(to, "usage: kv_server [--port P] [--bind ADDR] [--workers N] [--net-threads N] [--queue N]\n"
-                "                 [--pipeline N] [--max-request BYTES] [--max-args N]\n");
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "kv_server: ");
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n" SYNOPSIS "Try 'kv_server --help'.\n");
+    exit(2);
 }
 
-/* Reads a whole number in [min, max] or exits with a message. */
-static long long number(const char *opt, const char *text, long long min, long long max)
-{
-    char *end;
-    errno = 0;
-    long long v = strtoll(text ? text : "", &end, 10);
-    if (!text || errno || *end || end == text || v < min || v > max) {
-        fprintf(stderr, "kv_server: %s wants a number in [%lld, %lld]\n", opt, min, max);
-        exit(2);
-    }
-    return v;
-}
-
+/* The table of options.h (its --help lists defaults and ranges), read by options_parse's rules:
+ * --name VALUE or --name=VALUE, -- ends the options, no operands. */
 static struct server_options parse_options(int argc, char **argv)
 {
-    struct server_options o = {
-        .bind = "127.0.0.1", .port = 7379, .workers = 2, .net_threads = 1, .queue_capacity = 0,
-        .max_pipeline = 1024, .limits = { .max_request = 1 << 20, .max_args = 1024 },
+    long long port = 7379, workers = 2, net_threads = 1, queue = SHARD_DEFAULT_QUEUE_CAPACITY, pipeline = 1024,
+              max_request = 1 << 20, max_args = 1024;
+    const char *bind = "127.0.0.1";
+    const struct option_spec options[] = {
+        { "--port", OPTION_INT, &port, 0, 65535, "port to listen on; 0: any free one, printed" },
+        { "--bind", OPTION_STRING, &bind, 0, 0, "address to listen on: IPv4, IPv6 or a host name" },
+        { "--workers", OPTION_INT, &workers, 1, SHARD_MAX_WORKERS, "shard workers, each owning its keys" },
+        { "--net-threads", OPTION_INT, &net_threads, 1, 64, "network threads, each with its own epoll" },
+        { "--queue", OPTION_INT, &queue, 1, SHARD_MAX_QUEUE_CAPACITY, "jobs a worker may hold" },
+        { "--pipeline", OPTION_INT, &pipeline, 1, 1 << 20, "requests in flight per connection" },
+        { "--max-request", OPTION_INT, &max_request, 64, 512ll << 20, "bytes of one request, at most" },
+        { "--max-args", OPTION_INT, &max_args, 3, 1 << 20, "arguments of one request, at most" },
     };
-    for (int i = 1; i < argc; i += 2) { /* --option value */
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "--help") == 0) {
-            usage(stdout);
-            exit(0);
-        } else if (strcmp(a, "--bind") == 0 && v) {
-            o.bind = v;
-        } else if (strcmp(a, "--port") == 0) {
-            o.port = (int)number(a, v, 0, 65535);
-        } else if (strcmp(a, "--workers") == 0) {
-            o.workers = (uint32_t)number(a, v, 1, SHARD_MAX_WORKERS);
-        } else if (strcmp(a, "--net-threads") == 0) {
-            o.net_threads = (uint32_t)number(a, v, 1, 64);
-        } else if (strcmp(a, "--queue") == 0) {
-            o.queue_capacity = (uint32_t)number(a, v, 1, SHARD_MAX_QUEUE_CAPACITY);
-        } else if (strcmp(a, "--pipeline") == 0) {
-            o.max_pipeline = (uint32_t)number(a, v, 1, 1 << 20);
-        } else if (strcmp(a, "--max-request") == 0) {
-            o.limits.max_request = (size_t)number(a, v, 64, 512ll << 20);
-        } else if (strcmp(a, "--max-args") == 0) {
-            o.limits.max_args = (size_t)number(a, v, 3, 1 << 20);
-        } else {
-            usage(stderr);
-            exit(2);
+    const struct option_program prog = {
+        "kv_server", NULL, "A Redis-protocol key-value server, sharded per core with shard; stops on SIGINT,\n"
+        "SIGTERM or SHUTDOWN.", options, sizeof options / sizeof options[0]
+    };
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0) {
+            if (i + 1 < argc)
+                refuse("unexpected argument '%s'", argv[i + 1]);
+            break;
         }
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            options_usage(&prog, stdout);
+            exit(fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1);
+        }
+        if (a[0] != '-' || a[1] == '\0')
+            refuse("unexpected argument '%s'", a);
+        const char *eq = strchr(a, '=');
+        size_t len = eq ? (size_t)(eq - a) : strlen(a);
+        if (eq && ((len == 6 && strncmp(a, "--help", 6) == 0) || (len == 2 && strncmp(a, "-h", 2) == 0)))
+            refuse("%.*s takes no value ('%s')", (int)len, a, a);
+        const struct option_spec *o = NULL;
+        for (size_t k = 0; k < prog.count && !o; k++)
+            if (strlen(options[k].name) == len && strncmp(options[k].name, a, len) == 0)
+                o = &options[k];
+        if (!o)
+            refuse("unknown option '%.*s'", (int)len, a);
+        const char *text = eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
+        if (o->kind == OPTION_STRING) {
+            if (!text || !*text)
+                refuse("%s needs a value", o->name);
+            *(const char **)o->value = text;
+            continue;
+        }
+        if (!text)
+            refuse("%s wants a number in [%lld, %lld]", o->name, o->min, o->max);
+        /* strtoll also skips white space: a number starts with its sign or a digit. */
+        bool starts = text[0] == '-' || text[0] == '+' || (text[0] >= '0' && text[0] <= '9');
+        char *end;
+        errno = 0;
+        long long v = strtoll(text, &end, 10);
+        if (!starts || end == text || *end || errno || v < o->min || v > o->max)
+            refuse("%s wants a number in [%lld, %lld], not '%s'", o->name, o->min, o->max, text);
+        *(long long *)o->value = v;
     }
-    return o;
+    return (struct server_options){
+        .bind = bind, .port = (int)port, .workers = (uint32_t)workers, .net_threads = (uint32_t)net_threads,
+        .queue_capacity = (uint32_t)queue, .max_pipeline = (uint32_t)pipeline,
+        .limits = { .max_request = (size_t)max_request, .max_args = (size_t)max_args },
+    };
 }
 
 int main(int argc, char **argv)
