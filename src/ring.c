@@ -1,12 +1,11 @@
-/* The consistent-hash ring: build, lookup index, replicas, share, checksum, diff.
+/* The consistent-hash ring: create, add, remove, and the lookup index (reading it: ring_query.c,
+ * comparing two: ring_diff.c).
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
 
 #include "hash.h"
 #include "ring_internal.h"
@@ -277,54 +276,45 @@ static int cmp_name_ptr(const void *a, const void *b)
     return strcmp(x->name, y->name);
 }
 
-SHARD_API int shard_ring_add_many(shard_ring *r, const struct shard_ring_member *members, size_t n)
+/* Checks every member of a batch, and the ring's total of points with them. Return: 0 with *total,
+ * the batch's points; or the error shard_ring_add_many returns. */
+static int check_batch(const shard_ring *r, const struct shard_ring_member *members, size_t n, uint64_t *total)
 {
-    if (!r || (!members && n > 0))
-        return -EINVAL;
-    if (n == 0)
-        return 0;
-    uint64_t total = 0;
+    *total = 0;
     for (size_t i = 0; i < n; i++) {
         size_t len;
         int err = check_member(r, members[i].name, members[i].weight, &len);
         if (err)
             return err;
-        total += (uint64_t)r->cfg.vnodes * members[i].weight;
+        *total += (uint64_t)r->cfg.vnodes * members[i].weight;
     }
-    if (total + r->npoints > SHARD_RING_MAX_POINTS)
-        return -EINVAL;
+    return *total + r->npoints > SHARD_RING_MAX_POINTS ? -EINVAL : 0;
+}
 
-    int err = -ENOMEM;
-    const struct shard_ring_member **sorted = malloc(n * sizeof *sorted);
-    char **names = calloc(n, sizeof *names);
-    struct point_rec *recs = malloc(((size_t)total * 2 + 1) * sizeof *recs);
-    if (!sorted || !names || !recs)
-        goto out;
+/* The batch in name order, with each name copied: names[j] is sorted[j]'s. Return: 0; -EEXIST (a name
+ * twice in the batch); -ENOMEM. The caller frees both arrays and the names, on error too. */
+static int sort_batch(const struct shard_ring_member *members, size_t n,
+                      const struct shard_ring_member **sorted, char **names)
+{
     for (size_t i = 0; i < n; i++)
         sorted[i] = &members[i];
     qsort(sorted, n, sizeof *sorted, cmp_name_ptr);
     for (size_t i = 1; i < n; i++)
-        if (strcmp(sorted[i - 1]->name, sorted[i]->name) == 0) {
-            err = -EEXIST;
-            goto out;
-        }
+        if (strcmp(sorted[i - 1]->name, sorted[i]->name) == 0)
+            return -EEXIST;
     for (size_t i = 0; i < n; i++)
         if (!(names[i] = strdup(sorted[i]->name)))
-            goto out;
-    if (reserve_members(r, r->nmembers + n) || reserve_points(r, r->npoints + total))
-        goto out;
+            return -ENOMEM;
+    return 0;
+}
 
-    /* Final positions: merge the old (sorted) names with the new (sorted) ones. remap[old] = new. */
+/* Where the members go once the batch's (sorted) names are merged with the ring's (sorted) ones:
+ * merged[k] is the k-th member by name, remap[old index] its new index, newpos[j] the new index of
+ * names[j]. Changes nothing of the ring. */
+static void plan_members(const shard_ring *r, const struct shard_ring_member **sorted, char **names, size_t n,
+                         struct ring_member *merged, uint32_t *remap, uint32_t *newpos)
+{
     size_t old_n = r->nmembers;
-    struct ring_member *merged = malloc((old_n + n) * sizeof *merged);
-    uint32_t *remap = malloc((old_n ? old_n : 1) * sizeof *remap);
-    uint32_t *newpos = malloc(n * sizeof *newpos);
-    if (!merged || !remap || !newpos) {
-        free(merged);
-        free(remap);
-        free(newpos);
-        goto out;
-    }
     for (size_t i = 0, j = 0, k = 0; k < old_n + n; k++) {
         if (j < n && (i == old_n || strcmp(names[j], r->members[i].name) < 0)) {
             newpos[j] = (uint32_t)k;
@@ -335,7 +325,34 @@ SHARD_API int shard_ring_add_many(shard_ring *r, const struct shard_ring_member 
             merged[k] = r->members[i++];
         }
     }
+}
 
+SHARD_API int shard_ring_add_many(shard_ring *r, const struct shard_ring_member *members, size_t n)
+{
+    if (!r || (!members && n > 0))
+        return -EINVAL;
+    if (n == 0)
+        return 0;
+    uint64_t total;
+    int err = check_batch(r, members, n, &total);
+    if (err)
+        return err;
+    err = -ENOMEM;
+    size_t old_n = r->nmembers;
+    const struct shard_ring_member **sorted = malloc(n * sizeof *sorted);
+    char **names = calloc(n, sizeof *names);
+    struct point_rec *recs = malloc(((size_t)total * 2 + 1) * sizeof *recs);
+    struct ring_member *merged = malloc((old_n + n) * sizeof *merged);
+    uint32_t *remap = malloc((old_n ? old_n : 1) * sizeof *remap);
+    uint32_t *newpos = malloc(n * sizeof *newpos);
+    if (!sorted || !names || !recs || !merged || !remap || !newpos)
+        goto out;
+    if ((err = sort_batch(members, n, sorted, names)) != 0)
+        goto out;
+    err = -ENOMEM;
+    if (reserve_members(r, old_n + n) || reserve_points(r, r->npoints + total))
+        goto out;
+    plan_members(r, sorted, names, n, merged, remap, newpos);
     /* Hook calls happen before anything of the ring changes. Generated in member order, so the stable
      * sort leaves equal points in name order. */
     size_t m = 0;
@@ -345,26 +362,25 @@ SHARD_API int shard_ring_add_many(shard_ring *r, const struct shard_ring_member 
             recs[m++] = (struct point_rec){ member_point(r, names[j], p), newpos[j] };
     }
     radix_sort(recs, recs + total, m);
-
+    /* From here on nothing fails. */
     for (size_t i = 0; i < r->npoints; i++)
         r->owners[i] = remap[r->owners[i]];
     memcpy(r->members, merged, (old_n + n) * sizeof *merged);
     r->nmembers = old_n + n;
     merge_points(r, recs, m);
     index_build(r);
-    free(merged);
-    free(remap);
-    free(newpos);
-    free(names);
+    free(names); /* the names belong to the ring now */
     names = NULL;
     err = 0;
 out:
-    if (names)
-        for (size_t i = 0; i < n; i++)
-            free(names[i]);
+    for (size_t i = 0; names && i < n; i++)
+        free(names[i]);
     free(names);
     free(sorted);
     free(recs);
+    free(merged);
+    free(remap);
+    free(newpos);
     return err;
 }
 
@@ -396,140 +412,4 @@ SHARD_API int shard_ring_remove(shard_ring *r, const char *member)
     r->nmembers--;
     index_build(r); /* fewer points never need more buckets: no allocation, cannot fail */
     return 0;
-}
-
-SHARD_API size_t shard_ring_member_count(const shard_ring *r)
-{
-    return r ? r->nmembers : 0;
-}
-
-SHARD_API size_t shard_ring_point_count(const shard_ring *r)
-{
-    return r ? r->npoints : 0;
-}
-
-SHARD_API uint32_t shard_ring_weight(const shard_ring *r, const char *member)
-{
-    if (!r || !member)
-        return 0;
-    long idx = shard__ring_member_index(r, member);
-    return idx < 0 ? 0 : r->members[idx].weight;
-}
-
-SHARD_API const char *shard_ring_member(const shard_ring *r, size_t i)
-{
-    return r && i < r->nmembers ? r->members[i].name : NULL;
-}
-
-SHARD_API int shard_ring_point(const shard_ring *r, size_t i, uint64_t *point, const char **owner)
-{
-    if (!r)
-        return -EINVAL;
-    if (i >= r->npoints)
-        return -ERANGE;
-    if (point)
-        *point = r->points[i];
-    if (owner)
-        *owner = r->members[r->owners[i]].name;
-    return 0;
-}
-
-SHARD_API size_t shard_ring_memory(const shard_ring *r)
-{
-    if (!r)
-        return 0;
-    return r->npoints * (sizeof *r->points + sizeof *r->owners) + r->nbuckets * sizeof *r->index;
-}
-
-SHARD_API uint64_t shard_ring_hash(const shard_ring *r, const void *key, size_t len)
-{
-    if (!r || (!key && len > 0))
-        return 0;
-    return shard__hash_key_cfg(&r->cfg, key, len);
-}
-
-SHARD_API const char *shard_ring_owner_of_hash(const shard_ring *r, uint64_t hash)
-{
-    if (!r || r->npoints == 0)
-        return NULL;
-    return r->members[shard__ring_owner_index(r, hash)].name;
-}
-
-SHARD_API const char *shard_ring_owner(const shard_ring *r, const void *key, size_t len)
-{
-    if (!r || r->npoints == 0 || (!key && len > 0))
-        return NULL;
-    return r->members[shard__ring_owner_index(r, shard__hash_key_cfg(&r->cfg, key, len))].name;
-}
-
-SHARD_API size_t shard_ring_owners_of_hash(const shard_ring *r, uint64_t hash, const char **out, size_t n)
-{
-    if (!r || !out || r->npoints == 0)
-        return 0;
-    if (n > r->nmembers)
-        n = r->nmembers;
-    size_t found = 0, pos = shard__ring_find(r, hash);
-    /* Members already chosen: a bitmap on the stack for usual rings, else a scan of out[]. */
-    enum { SEEN_BITS = 8192 };
-    uint64_t seen[SEEN_BITS / 64];
-    bool use_bitmap = r->nmembers <= SEEN_BITS;
-    if (use_bitmap)
-        memset(seen, 0, ((r->nmembers + 63) / 64) * sizeof *seen);
-    for (size_t step = 0; step < r->npoints && found < n; step++, pos = pos + 1 == r->npoints ? 0 : pos + 1) {
-        uint32_t o = r->owners[pos];
-        bool dup = false;
-        if (use_bitmap) {
-            dup = seen[o / 64] >> (o % 64) & 1;
-            seen[o / 64] |= 1ull << (o % 64);
-        } else {
-            for (size_t k = 0; k < found && !dup; k++)
-                dup = out[k] == r->members[o].name;
-        }
-        if (!dup)
-            out[found++] = r->members[o].name;
-    }
-    return found;
-}
-
-SHARD_API size_t shard_ring_owners(const shard_ring *r, const void *key, size_t len, const char **out, size_t n)
-{
-    if (!r || (!key && len > 0))
-        return 0;
-    return shard_ring_owners_of_hash(r, shard_ring_hash(r, key, len), out, n);
-}
-
-/* Length of the arc ending at point i, as a double: (points[i-1], points[i]], wrapping for i == 0. */
-static double arc_length(const shard_ring *r, size_t i)
-{
-    if (i > 0)
-        return (double)(r->points[i] - r->points[i - 1]);
-    /* 2^64 - (max - min): the wrapping arc, the whole space when every point is equal. */
-    return SHARD_HASH_SPACE - (double)(r->points[r->npoints - 1] - r->points[0]);
-}
-
-SHARD_API double shard_ring_share(const shard_ring *r, const char *member)
-{
-    if (!r || !member || r->npoints == 0)
-        return 0;
-    long idx = shard__ring_member_index(r, member);
-    if (idx < 0)
-        return 0;
-    double sum = 0;
-    for (size_t i = 0; i < r->npoints; i++)
-        if (r->owners[i] == (uint32_t)idx)
-            sum += arc_length(r, i);
-    return sum / SHARD_HASH_SPACE;
-}
-
-SHARD_API uint64_t shard_ring_checksum(const shard_ring *r)
-{
-    if (!r)
-        return 0;
-    XXH3_state_t st;
-    XXH3_64bits_reset(&st);
-    for (size_t i = 0; i < r->nmembers; i++)
-        XXH3_64bits_update(&st, r->members[i].name, strlen(r->members[i].name) + 1);
-    XXH3_64bits_update(&st, r->points, r->npoints * sizeof *r->points);
-    XXH3_64bits_update(&st, r->owners, r->npoints * sizeof *r->owners);
-    return XXH3_64bits_digest(&st);
 }
