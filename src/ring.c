@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 #include "hash.h"
 #include "ring_internal.h"
 
