@@ -1,7 +1,8 @@
 /* bench_balance: load spread and movement, from the ring's own shares (exact, no sampling):
  *   max/mean and min/mean ownership for members x vnodes;
- *   the fraction of the hash space moved by adding one member (ideal 1/(N+1)) and removing one
- *   (ideal 1/N), from shard_ring_diff; against hash % N, measured on 1,000,000 keys.
+ *   the fraction of the hash space moved by adding one member to N (ideal 1/(N+1)) and removing
+ *   one of N+1 (ideal 1/(N+1) too: the removed member's share), from shard_ring_diff; against
+ *   hash % N, measured on 1,000,000 keys.
  * One line per measurement. */
 #include <shard.h>
 #include <stdio.h>

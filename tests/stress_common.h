@@ -30,7 +30,7 @@ static atomic_int stress_failures;
 
 static inline void stress_pause_ms(int ms)
 {
-    struct timespec ts = { 0, (long)ms * 1000000L };
+    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L }; /* tv_nsec must stay under 1e9 */
     nanosleep(&ts, NULL);
 }
 

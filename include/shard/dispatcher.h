@@ -8,6 +8,13 @@
  * shard_worker_crash(REROUTE): when a key moves, its new owner sets its jobs aside until the old owner
  * has finished every job of that key it was given. Only moved keys wait; the others run on.
  *
+ * Memory: the jobs of one key form a happens-before chain wherever they run (across add, remove and
+ * crash, REROUTE or DROP, a job still running on a crashed worker included), and the release hook
+ * that hands the key over is a link of it: a job may read without a lock the plain state its key's
+ * earlier jobs, or that hook, wrote. What a thread did before shard_submit happens before the job;
+ * the jobs shard_drain waited for happen before it returns. Nothing orders jobs of different keys
+ * (docs/visibility.md).
+ *
  * Threads: any thread may submit, including a job running on a worker. Membership calls (add, remove,
  * crash, drain, destroy) are made from threads that are not workers of any dispatcher (-EDEADLK from
  * a worker, from a hook the control thread runs — on_dropped, the ring's hooks — and from inside an
@@ -81,7 +88,9 @@ struct shard_config {
                                * running nor those set aside for a handoff */
     struct shard_ring_config ring; /**< the ring's placement: vnodes, seed, hash hooks */
     /** Jobs dropped by a DROP crash: called once each, in queue order, on the thread calling
-     * shard_worker_crash. NULL: dropped silently (still counted in the stats). */
+     * shard_worker_crash. NULL: dropped silently (still counted in the stats). It may run while the
+     * crashed worker still runs a job of the same key: do not touch that key's state here; the key's
+     * later jobs run after it. */
     void (*on_dropped)(shard_job_fn fn, void *arg, void *user);
     void *user; /**< passed to every hook of this config */
     /** Run on each worker's own thread when it starts, before its first job. NULL: nothing. */
@@ -100,8 +109,8 @@ struct shard_config {
 
 /** Creates the dispatcher and starts its workers. cfg NULL or zeroed: the defaults.
  * Context: any thread that is not a worker. Return: 0; -EINVAL (out NULL, queue_capacity over
- * SHARD_MAX_QUEUE_CAPACITY, workers over SHARD_MAX_WORKERS); -ENOMEM; -EAGAIN (no thread could be
- * started). Pair with shard_dispatcher_destroy(). */
+ * SHARD_MAX_QUEUE_CAPACITY, workers over SHARD_MAX_WORKERS); -EDEADLK (from a worker); -ENOMEM;
+ * -EAGAIN (no thread could be started). Pair with shard_dispatcher_destroy(). */
 SHARD_API int shard_dispatcher_create(shard_dispatcher **out, const struct shard_config *cfg);
 
 /** Stops accepting jobs, runs every job already accepted, joins the workers and frees everything. NULL
@@ -111,8 +120,9 @@ SHARD_API int shard_dispatcher_create(shard_dispatcher **out, const struct shard
  * memory: a submit reads the dispatcher only inside an RCU read-side section or as a registered
  * waiter, and destroy frees it after a grace period that follows both. A submit that starts after
  * destroy has returned uses freed memory, as with any freed object.
- * Context: a thread that is not a worker, once. Called from a worker, a control-thread hook or inside
- * an RCU read-side section it would deadlock: it is ignored there (nothing is freed). */
+ * Context: a thread that is not a worker, once. Called from a worker, from a control-thread hook of
+ * this same dispatcher or inside an RCU read-side section it would deadlock: it is ignored there
+ * (nothing is freed). From another dispatcher's hook it goes ahead. */
 SHARD_API void shard_dispatcher_destroy(shard_dispatcher *d);
 
 /** Runs fn(worker, arg) on the worker that owns key. Jobs of one key submitted by one thread run in

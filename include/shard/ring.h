@@ -39,7 +39,8 @@ typedef struct shard_ring shard_ring;
  * to add. Must be pure (same arguments, same result). */
 typedef uint64_t (*shard_point_fn)(const char *member, uint32_t index, void *ctx);
 /** Hook: a key's position on the ring. Called with the ctx of the config, from the thread calling any
- * ring function that takes a key. Must be pure (same arguments, same result). */
+ * ring function that takes a key. Must be pure (same arguments, same result). A dispatcher calls it
+ * from every submitting thread at once: there it must be thread-safe. */
 typedef uint64_t (*shard_hash_fn)(const void *key, size_t len, void *ctx);
 
 /** How a ring places members and keys. Zeroed: the defaults. It can grow at its end (README: ABI). */
