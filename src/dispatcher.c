@@ -49,6 +49,11 @@ SHARD_API int shard_dispatcher_create(shard_dispatcher **out, const struct shard
     pthread_cond_init(&d->space_cond, NULL);
     shard__crash_table_init(&d->crash);
     atomic_init(&d->settled, 1);
+    int err = shard__placement_init(&d->placement, &c);
+    if (err) {
+        shard__dispatcher_free(d);
+        return err;
+    }
 
     d->gone = shard__worker_new(d, "", 1, UINT64_MAX);
     if (!d->gone) {
@@ -57,7 +62,7 @@ SHARD_API int shard_dispatcher_create(shard_dispatcher **out, const struct shard
     }
     atomic_store_explicit(&d->gone->epochless, true, memory_order_relaxed);
     atomic_store_explicit(&d->gone->state, SHARD_WORKER_EXITED, memory_order_relaxed);
-    int err = shard__membership_init(d);
+    err = shard__membership_init(d);
     if (err) {
         shard__dispatcher_free(d);
         return err;
@@ -97,6 +102,7 @@ void shard__dispatcher_free(shard_dispatcher *d)
     pthread_mutex_destroy(&d->space_lock);
     pthread_cond_destroy(&d->space_cond);
     shard__crash_table_destroy(&d->crash);
+    shard__placement_destroy(&d->placement);
     free(d);
 }
 

@@ -19,6 +19,7 @@
 #include <stdbool.h>
 
 #include "crash.h"
+#include "placement.h"
 #include "shard/dispatcher.h"
 #include "snapshot.h"
 #include "worker.h"
@@ -47,6 +48,7 @@ struct shard_dispatcher {
     size_t           marks_pending; /* L */
     size_t           nretiring;     /* L: removed workers not yet exited */
     uint32_t         next_id;       /* C: id of the next worker */
+    struct placement placement;     /* its CPU list is I; its turn C */
 
     pthread_mutex_t  space_lock;
     pthread_cond_t   space_cond;

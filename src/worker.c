@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "dispatcher_internal.h"
 #include "follow.h"
@@ -45,8 +46,16 @@ struct shard_worker *shard__worker_new(shard_dispatcher *d, const char *name, ui
 
 int shard__worker_start(struct shard_worker *w)
 {
-    if (pthread_create(&w->thread, NULL, shard__worker_main, w) != 0)
-        return -EAGAIN;
+    pthread_attr_t attr;
+    if (pthread_attr_init(&attr) != 0)
+        return -ENOMEM;
+    shard__placement_use(&w->d->placement, &attr);
+    int err = pthread_create(&w->thread, &attr, shard__worker_main, w);
+    pthread_attr_destroy(&attr);
+    if (err) {
+        shard__placement_unuse(&w->d->placement);
+        return err == EINVAL ? -EINVAL : -EAGAIN; /* EINVAL: a CPU the process may not run on */
+    }
     w->started = true;
     return 0;
 }
@@ -130,17 +139,40 @@ static bool has_work(struct shard_worker *w)
     return shard__worker_is_crashed(w) || shard__inbox_pending(w) || shard__queue_nonempty_sc(&w->q) || shard__pass_needed(w);
 }
 
+/* Polls for work before parking: poll_us of the config, or SPIN_BEFORE_PARK pauses. The clock is
+ * read every 64 pauses. Return: whether work came. */
+static bool poll_before_park(struct shard_worker *w)
+{
+    uint32_t us = w->d->cfg.poll_us;
+    if (!us) {
+        for (int i = 0; i < SPIN_BEFORE_PARK; i++) {
+            if (has_work(w))
+                return true;
+            caa_cpu_relax();
+        }
+        return false;
+    }
+    struct timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (;;) {
+        for (int i = 0; i < 64; i++) {
+            if (has_work(w))
+                return true;
+            caa_cpu_relax();
+        }
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if ((now.tv_sec - start.tv_sec) * 1000000 + (now.tv_nsec - start.tv_nsec) / 1000 >= (long)us)
+            return false;
+    }
+}
+
 static void idle(struct shard_worker *w)
 {
     shard__queue_publish_head_sc(&w->q); /* the slots taken so far are free for producers again */
     /* Spinning saves a futex round trip when jobs keep coming; a worker that left the ring gets no
      * new jobs, so it parks at once and leaves the cores to workers that have work. */
-    int spins = atomic_load_explicit(&w->state, memory_order_relaxed) == SHARD_WORKER_RUNNING ? SPIN_BEFORE_PARK : 0;
-    for (int i = 0; i < spins; i++) {
-        if (has_work(w))
-            return;
-        caa_cpu_relax();
-    }
+    if (atomic_load_explicit(&w->state, memory_order_relaxed) == SHARD_WORKER_RUNNING && poll_before_park(w))
+        return;
     uint32_t seq = shard__park_prepare(&w->park);
     /* After shard__park_prepare's seq_cst store: a submitter that found the queue full and registered is
      * seen here even if the per-job check missed it (shard__space_notify). */
@@ -199,6 +231,7 @@ void *shard__worker_main(void *arg)
     struct shard_worker *w = arg;
     shard_dispatcher *d = w->d;
     shard__current_worker = w;
+    shard__placement_name_self(w->name);
     if (d->cfg.on_worker_start)
         d->cfg.on_worker_start(w, d->cfg.user);
     pthread_mutex_lock(&w->lock);

@@ -105,12 +105,30 @@ struct shard_config {
      * key and run, in order, where its state went. Not run on a crashed worker; a crash while it
      * runs lets it finish, and the keys it releases wait for it. */
     void (*on_release)(shard_worker *w, const struct shard_handoff *h, void *user);
+    /** CPUs to pin workers to (added in 0.2): the n-th worker started, counting the initial ones
+     * ("w0", "w1", ...) and then every added one, runs on cpus[n % ncpus] only. Copied at create.
+     * NULL with ncpus 0: see pin_per_core. */
+    const int *cpus;
+    size_t     ncpus; /**< entries of cpus, at most SHARD_MAX_CPUS */
+    /** With cpus NULL: true pins the n-th worker to the n-th CPU this process may run on (round
+     * robin), the shard-per-core set-up; false (the default) leaves placement to the scheduler. */
+    bool       pin_per_core;
+    /** How long an idle worker in the ring polls its queue before it parks on a futex, in
+     * microseconds: polling saves the wake-up's system call and latency when jobs keep coming, at
+     * the price of a busy core. 0: a short spin (a few hundred pause instructions), the default. */
+    uint32_t   poll_us;
 };
 
+/** The most entries shard_config.cpus may have, and one more than the highest CPU number accepted. */
+#define SHARD_MAX_CPUS 1024
+
 /** Creates the dispatcher and starts its workers. cfg NULL or zeroed: the defaults.
+ * Every worker's thread is named after the worker (its first 15 bytes: what top -H and perf show).
  * Context: any thread that is not a worker. Return: 0; -EINVAL (out NULL, queue_capacity over
- * SHARD_MAX_QUEUE_CAPACITY, workers over SHARD_MAX_WORKERS); -EDEADLK (from a worker); -ENOMEM;
- * -EAGAIN (no thread could be started). Pair with shard_dispatcher_destroy(). */
+ * SHARD_MAX_QUEUE_CAPACITY, workers over SHARD_MAX_WORKERS, ncpus over SHARD_MAX_CPUS, cpus NULL
+ * with ncpus > 0, a CPU number negative or from SHARD_MAX_CPUS up, or a worker's CPU that this
+ * process may not run on); -EDEADLK (from a worker); -ENOMEM; -EAGAIN (no thread could be started).
+ * Pair with shard_dispatcher_destroy(). */
 SHARD_API int shard_dispatcher_create(shard_dispatcher **out, const struct shard_config *cfg);
 
 /** Stops accepting jobs, runs every job already accepted, joins the workers and frees everything. NULL
@@ -144,7 +162,9 @@ SHARD_API int shard_try_submit(shard_dispatcher *d, const void *key, size_t len,
 /** Adds a worker named name with weight ring weight (vnodes * weight ring points); it takes over
  * about weight / total weight of the keys, from every other worker. Costs O(workers + points of the
  * ring), not O(workers^2). Context: not a worker; blocks for one RCU grace period. Return: 0; -EINVAL
- * (d or name NULL, empty name, weight 0, too many points, or SHARD_MAX_WORKERS workers already); -ENAMETOOLONG; -EEXIST (a worker of that name is in the ring); -EDEADLK (from a worker);
+ * (d or name NULL, empty name, weight 0, too many points, SHARD_MAX_WORKERS workers already, or
+ * the CPU its pinning gives it is one this process may not run on); -ENAMETOOLONG; -EEXIST (a worker
+ * of that name is in the ring); -EDEADLK (from a worker);
  * -ESHUTDOWN; -ENOMEM; -EAGAIN (no thread). On error nothing changed. */
 SHARD_API int shard_worker_add(shard_dispatcher *d, const char *name, uint32_t weight);
 
