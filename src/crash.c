@@ -123,10 +123,6 @@ bool shard__crash_paid(struct crash_table *t, struct job *j)
     return first;
 }
 
-bool shard__crash_unstick(struct crash_table *t, struct crash_record *x)
-{
-    return shard__crash_paid(t, &x->stuck);
-}
 
 bool shard__crash_settled(struct crash_table *t, struct crash_record *x)
 {

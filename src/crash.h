@@ -55,7 +55,8 @@ bool shard__crash_blocks(struct crash_table *t, const struct job *j);
 /* Whether the key's first entry is a stuck job (drain does not wait for what follows one). */
 bool shard__crash_stuck_key(struct crash_table *t, uint64_t hash);
 
-/* x crashed while running a job of hash: no job of that key may run until shard__crash_unstick. */
+/* x crashed while running a job of hash: no job of that key may run until the job returns and its
+ * stuck entry is paid (shard__owed_done with x's stuck record, run.c). */
 void shard__crash_stick(struct crash_table *t, struct crash_record *x, uint64_t hash);
 /* Rerouted jobs of x (a list through next; only JOB_RUN jobs not yet owed are taken): x owes
  * each until it has run. */
@@ -68,7 +69,6 @@ bool shard__crash_defer(struct crash_table *t, struct crash_record *holder, stru
 /* Remove an entry: j has run or was dropped; or x's stuck job returned. Return: whether the key's
  * first entry changed (some held job may run now). */
 bool shard__crash_paid(struct crash_table *t, struct job *j);
-bool shard__crash_unstick(struct crash_table *t, struct crash_record *x);
 
 /* Whether x's record owes nothing any more. */
 bool shard__crash_settled(struct crash_table *t, struct crash_record *x);

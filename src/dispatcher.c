@@ -3,9 +3,7 @@
  * Membership changes are membership.c's, the wait for room in a full queue space.c's, stats
  * stats.c's. */
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
 #include "ctl.h"
@@ -15,8 +13,6 @@
 #include "rcu.h"
 #include "registry.h"
 #include "space.h"
-
-/* ---- create / destroy ---- */
 
 static uint32_t default_workers(void)
 {
@@ -79,14 +75,14 @@ SHARD_API void shard_dispatcher_destroy(shard_dispatcher *d)
     atomic_store_explicit(&d->shutdown, 1, memory_order_seq_cst);
     /* Every submit that read shutdown == 0 is inside a read-side section, or registered as a waiter
      * before leaving it: after this, none pushes, and every waiter is counted. */
-    shard_rcu_synchronize();
+    shard__rcu_synchronize();
     shard__space_send_back(d);
     shard__membership_stop_all(d);
     shard__ctl_unlock(d);
     /* Submitters sent back leave before the memory goes. */
     shard__space_wait_empty(d);
     /* And so do submits that entered after shutdown was set: each reads d only inside its section. */
-    shard_rcu_synchronize();
+    shard__rcu_synchronize();
     shard__dispatcher_free(d);
 }
 
@@ -115,14 +111,14 @@ static int submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn
     bool from_worker = shard__current_worker != NULL;
     /* From here on d is read only inside a read-side section, or by a registered waiter: destroy
      * frees it after a grace period that follows both (shard_dispatcher_destroy). */
-    shard_rcu_read_lock();
+    shard__rcu_read_lock();
     uint64_t h = shard__hash_key_cfg(&d->cfg.ring, key, len);
     for (;;) {
         if (atomic_load_explicit(&d->shutdown, memory_order_relaxed)) {
-            shard_rcu_read_unlock();
+            shard__rcu_read_unlock();
             return -ESHUTDOWN;
         }
-        /* acquire: pairs with the release store that published the snapshot (publish()). */
+        /* acquire: pairs with the release store that published the snapshot (membership.c's publish). */
         struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire);
         struct shard_worker *w = snap_worker(s, shard__ring_owner_index(s->ring, h));
         bool ok = shard__queue_push_mp(&w->q, fn, arg, h, s->epoch);
@@ -131,7 +127,7 @@ static int submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn
              * after the ring's current contents, through the side list. */
             struct job *j = calloc(1, sizeof *j);
             if (!j) {
-                shard_rcu_read_unlock();
+                shard__rcu_read_unlock();
                 return -ENOMEM;
             }
             *j = (struct job){ .fn = fn, .arg = arg, .hash = h, .epoch = s->epoch, .routed = w, .kind = JOB_RUN };
@@ -140,15 +136,15 @@ static int submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn
         }
         if (ok) {
             shard__worker_wake(w);
-            shard_rcu_read_unlock();
+            shard__rcu_read_unlock();
             return 0;
         }
         if (!wait) {
-            shard_rcu_read_unlock();
+            shard__rcu_read_unlock();
             return -EAGAIN;
         }
         uint64_t epoch = shard__space_register(d, w), ring_epoch = s->epoch; /* s is not ours past unlock */
-        shard_rcu_read_unlock();
+        shard__rcu_read_unlock();
         if (shard__space_wait(d, w, epoch, ring_epoch))
             return -ESHUTDOWN;
     }

@@ -10,13 +10,16 @@
  *              drain marks;
  *   w->inbox_lock  jobs rerouted to the worker by a crash;
  *   d->crash.lock  what crashes still owe (crash.h), a leaf.
- * d->space_lock (submitters waiting for queue space) is never held with any of them. */
+ * d->space_lock (submitters waiting for queue space) is a leaf: taken under ctl (a change sends
+ * waiters back) or w->lock (a worker makes room), with nothing taken inside it. */
 #ifndef SHARD_SRC_DISPATCHER_INTERNAL_H
 #define SHARD_SRC_DISPATCHER_INTERNAL_H
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "crash.h"
 #include "placement.h"
@@ -32,8 +35,8 @@ struct shard_dispatcher {
     _Atomic uint64_t settled;       /* A, written under L: every fence up to it was passed */
     struct snap     *settled_snap;  /* L: the snapshot of epoch `settled` */
     _Atomic uint32_t nholding;      /* A: workers holding set-aside jobs */
-    _Atomic int      shutdown;
-    struct crash_table crash;
+    _Atomic int      shutdown;      /* A: set once, under ctl, by destroy */
+    struct crash_table crash;      /* its own lock (crash.h) */
     shard_dispatcher *ctl_outer;    /* C: the dispatcher whose ctl this thread held before (hooks) */
     /* I: what snapshots kept for older_owners_done name in place of a worker already freed: it has
      * passed every fence and counts by epochs no more, as the worker had before it was freed. */
@@ -52,12 +55,12 @@ struct shard_dispatcher {
 
     pthread_mutex_t  space_lock;
     pthread_cond_t   space_cond;
-    _Atomic uint32_t space_waiters;
-    _Atomic uint64_t space_epoch;   /* bumped to send waiting submitters back to the ring */
+    _Atomic uint32_t space_waiters; /* A: submitters waiting for room (space.c) */
+    _Atomic uint64_t space_epoch;   /* A, bumped under space_lock: sends waiters back to the ring */
 
     uint64_t         changes;       /* L */
     double           last_moved;    /* L */
-    _Atomic uint64_t dropped;
+    _Atomic uint64_t dropped;       /* A: jobs DROP crashes dropped (stats) */
 };
 
 /* dispatcher.c: frees everything create made (create's failure, destroy). */

@@ -35,7 +35,7 @@ static bool move_to_owner(struct shard_worker *w, struct job *j)
     struct job *mark;
     if (!mark_for_move(w, &mark))
         return false;
-    shard_rcu_read_lock(); /* the owner found below lives through it */
+    shard__rcu_read_lock(); /* the owner found below lives through it */
     const struct snap *s = atomic_load_explicit(&w->d->snap, memory_order_acquire);
     struct shard_worker *dest = snap_worker(s, shard__ring_owner_index(s->ring, j->hash));
     if (dest != w) {
@@ -49,7 +49,7 @@ static bool move_to_owner(struct shard_worker *w, struct job *j)
             shard__job_list_append(&dest->inbox, j);
             if (mark)
                 shard__job_list_append(&dest->inbox, mark);
-            /* release: pairs with inbox_pending's acquire. */
+            /* release: pairs with shard__inbox_pending's acquire. */
             atomic_store_explicit(&dest->inbox_flag, true, memory_order_release);
             moved = true;
         }
@@ -57,7 +57,7 @@ static bool move_to_owner(struct shard_worker *w, struct job *j)
         if (moved)
             shard__worker_wake(dest);
     }
-    shard_rcu_read_unlock();
+    shard__rcu_read_unlock();
     if (!moved && mark) {
         pthread_mutex_lock(&w->d->lock);
         if (--w->d->marks_pending == 0)

@@ -32,7 +32,6 @@
  * epoch order, a stuck job first); a fence waits for older fences and for held jobs of older epochs
  * that no crash owes. Only drain marks and stops wait for everything ahead of them, and nothing waits
  * for those. */
-#include <stdlib.h>
 
 #include "dispatcher_internal.h"
 #include "handoff.h"
@@ -138,10 +137,10 @@ bool shard__job_may_run(shard_dispatcher *d, struct shard_worker *w, struct job 
     /* The common case: j's epoch is settled, every older owner is done; no read-side section. */
     uint64_t until = j->epoch > j->moved_epoch ? j->epoch : j->moved_epoch;
     if (until > atomic_load_explicit(&d->settled, memory_order_acquire)) {
-        shard_rcu_read_lock();
+        shard__rcu_read_lock();
         uint64_t settled = atomic_load_explicit(&d->settled, memory_order_acquire);
         bool ok = until <= settled || older_owners_done(d, w, j, settled);
-        shard_rcu_read_unlock();
+        shard__rcu_read_unlock();
         if (!ok)
             return false;
     }
@@ -161,7 +160,7 @@ void shard__settle(shard_dispatcher *d)
     d->settled_snap = s;
     /* release: a reader that sees the new value also sees the passes and hand-overs behind it. */
     atomic_store_explicit(&d->settled, s->epoch, memory_order_release);
-    pthread_cond_broadcast(&d->cond); /* destroy waits for every fence (membership.c's stop_all) */
+    pthread_cond_broadcast(&d->cond); /* destroy waits for every fence (shard__membership_stop_all) */
 }
 
 void shard__fence_passed(shard_dispatcher *d, struct shard_worker *w, struct snap *s)

@@ -22,7 +22,8 @@ void  shard__wake_waiters_of(shard_dispatcher *d, struct shard_worker *w);
 /* x stops counting by epochs once its queue is handed over and no release hook of it runs.
  * Context: d->lock. */
 void  shard__epochless_if_done(shard_dispatcher *d, struct shard_worker *x);
-/* j, owed by a crash, has run or was dropped; or x's stuck job returned. Context: no lock. */
+/* j, owed by a crash, has run or was dropped; or x's stuck job returned. Context: w->lock or ctl may
+ * be held; takes the crash table's lock, then d->lock. */
 void  shard__owed_done(shard_dispatcher *d, struct job *j);
 
 #endif

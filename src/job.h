@@ -47,14 +47,15 @@ struct job {
      * before it joins the next, so one link serves all. */
     struct job  *next, *prev;
     struct keylink links[KEYMAP_USES];  /* keymap.c: held by key, crash record by key */
-    const struct snap *fence_before, *fence_after; /* JOB_FENCE with loses_keys */
+    const struct snap *fence_before, *fence_after; /* every JOB_FENCE (fence_before is read only
+                                                    * with loses_keys) */
     struct job_block  *block;    /* records made in bulk by a crash: freed with the last of them */
     struct crash_record *owed_to; /* a crash owes this job (crash.h): rerouted from its crashed
                                    * worker, or deferred behind a crash; NULL otherwise */
+    uint64_t     moved_epoch;    /* moved to another worker (follow.c) while the ring of this epoch
+                                  * was in force, 0 if not: it waits for that epoch's owners too */
     /* handoff.c: the older owner this held job was last found waiting for, so that a check while it
      * still waits costs one load, not a walk over the snapshots. NULL: none known. */
-    uint64_t     moved_epoch;    /* moved to another worker at a fence of this epoch (follow.c's
-                                  * move_to_owner), 0 if not: it waits for that epoch's owners too */
     const struct snap *wait_snap; /* of epoch wait_epoch: its owner at wait_member must pass fence
                                    * wait_epoch + 1 (wait_snap is read only while still kept) */
     uint64_t     wait_epoch;

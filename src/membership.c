@@ -1,5 +1,5 @@
-/* Membership changes: build the next ring, publish it through RCU, fence the old owners, and for a
- * crash hand the worker's queue over. Also drain, stop and stats. SPDX-License-Identifier: LGPL-2.1-or-later
+/* Membership changes: build the next ring, publish it through RCU, fence the old owners; add,
+ * remove, crash (its steps: crash_handover.c), drain; create's first workers and destroy's stop. SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * Every change is prepared completely (ring, snapshot, fences, memory) before the point where it is
  * published, so a failure returns an error with nothing changed. */
@@ -108,7 +108,7 @@ static void publish(shard_dispatcher *d, struct change *c)
      * inside the application's read-side section holds up the grace period below, and the old owner
      * (crashed) may never make room. */
     shard__space_send_back(d);
-    shard_rcu_synchronize();
+    shard__rcu_synchronize();
     c->snap = NULL;
     pthread_mutex_lock(&d->lock);
     d->changes++;
@@ -158,8 +158,6 @@ static void stop_and_join(struct shard_worker *w)
     pthread_join(w->thread, NULL);
     w->joined = true;
 }
-
-/* ---- create ---- */
 
 int shard__membership_init(shard_dispatcher *d)
 {
@@ -215,8 +213,6 @@ fail:
     shard_ring_destroy(ring);
     return err;
 }
-
-/* ---- add, remove, crash ---- */
 
 SHARD_API int shard_worker_add(shard_dispatcher *d, const char *name, uint32_t weight)
 {
@@ -341,8 +337,6 @@ out:
     shard__ctl_unlock(d);
     return err;
 }
-
-/* ---- drain, stop ---- */
 
 SHARD_API int shard_drain(shard_dispatcher *d)
 {

@@ -50,7 +50,7 @@ void shard__rcu_unregister_temporary(void)
     rcu_unregister_thread();
 }
 
-void shard_rcu_synchronize(void)
+void shard__rcu_synchronize(void)
 {
     synchronize_rcu();
     SHARD_TSAN_ACQUIRE(&shard__rcu_grace_token);

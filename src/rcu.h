@@ -42,14 +42,14 @@ void shard__rcu_register(void);
 void shard__rcu_unregister_temporary(void);
 extern _Thread_local int shard__rcu_temporary;
 
-static inline void shard_rcu_read_lock(void)
+static inline void shard__rcu_read_lock(void)
 {
     if (__builtin_expect(!URCU_TLS(rcu_reader).registered, 0))
         shard__rcu_register();
     rcu_read_lock();
 }
 
-static inline void shard_rcu_read_unlock(void)
+static inline void shard__rcu_read_unlock(void)
 {
 #ifdef SHARD_TSAN
     SHARD_TSAN_RELEASE(&shard__rcu_grace_token);
@@ -60,6 +60,6 @@ static inline void shard_rcu_read_unlock(void)
 }
 
 /* Waits for every read-side section begun before the call. Not with a read lock held. */
-void shard_rcu_synchronize(void);
+void shard__rcu_synchronize(void);
 
 #endif

@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "dispatcher_internal.h"
-#include "handoff.h"
 #include "rcu.h"
 #include "registry.h"
 
@@ -83,7 +82,7 @@ void shard__registry_reap(shard_dispatcher *d)
         }
     }
     if (unnamed)
-        shard_rcu_synchronize(); /* readers that found one of those entries before are done */
+        shard__rcu_synchronize(); /* readers that found one of those entries before are done */
     for (size_t i = 0; i < d->nworkers;) {
         struct shard_worker *w = d->workers[i];
         if (w->snap_refs || !reapable(w)) {

@@ -57,7 +57,7 @@ void shard__snap_reap(shard_dispatcher *d)
     if (!cut)
         return;
     atomic_store_explicit(&s->prev, NULL, memory_order_release);
-    shard_rcu_synchronize(); /* no reader still walks into what was cut off */
+    shard__rcu_synchronize(); /* no reader still walks into what was cut off */
     while (cut) {
         struct snap *next = atomic_load_explicit(&cut->prev, memory_order_relaxed);
         shard__snap_free(d, cut);
@@ -74,7 +74,7 @@ void shard__snap_unname(shard_dispatcher *d, struct shard_worker *w)
          s = atomic_load_explicit(&s->prev, memory_order_relaxed)) {
         long idx = shard__ring_member_index(s->ring, w->name);
         if (idx >= 0 && s->by_member[idx] == w) {
-            /* release: pairs with snap_worker's acquire. reapable() acquired w's finishing (its
+            /* release: pairs with snap_worker's acquire. registry.c's reapable() acquired w's finishing (its
              * d->lock section, its crash record's lock), so a reader of d->gone sees it too. */
             __atomic_store_n(&s->by_member[idx], d->gone, __ATOMIC_RELEASE);
             w->snap_refs--;

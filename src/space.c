@@ -62,7 +62,7 @@ bool shard__space_wait(shard_dispatcher *d, struct shard_worker *w, uint64_t epo
     /* Back inside a read-side section before leaving the waiters: destroy frees d after the last
      * waiter has left and a grace period, so d stays valid for the retry. */
     if (!shutdown)
-        shard_rcu_read_lock();
+        shard__rcu_read_lock();
     pthread_cleanup_pop(1);
     return shutdown;
 }

@@ -15,7 +15,8 @@ uint64_t shard__space_register(shard_dispatcher *d, struct shard_worker *w);
 /* Waits for room in w, a change of ring, or destroy; leaves the waiters. Return: true if destroy
  * began (d must not be touched again); false: the caller is inside a read-side section again. */
 bool     shard__space_wait(shard_dispatcher *d, struct shard_worker *w, uint64_t epoch, uint64_t ring_epoch);
-/* Sends every waiter back to look its key up again (a new ring, or destroy). Context: no lock. */
+/* Sends every waiter back to look its key up again (a new ring, or destroy). Context: ctl may be
+ * held; takes only space_lock. */
 void     shard__space_send_back(shard_dispatcher *d);
 /* Returns once no submitter waits (destroy, after shutdown was set and waiters were sent back). */
 void     shard__space_wait_empty(shard_dispatcher *d);

@@ -10,13 +10,13 @@ SHARD_API int shard_dispatcher_ring(shard_dispatcher *d, shard_ring **out)
 {
     if (!d || !out)
         return -EINVAL;
-    shard_rcu_read_lock();
+    shard__rcu_read_lock();
     if (atomic_load_explicit(&d->shutdown, memory_order_relaxed)) {
-        shard_rcu_read_unlock();
+        shard__rcu_read_unlock();
         return -ESHUTDOWN;
     }
     int err = shard_ring_clone(atomic_load_explicit(&d->snap, memory_order_acquire)->ring, out);
-    shard_rcu_read_unlock();
+    shard__rcu_read_unlock();
     return err;
 }
 
@@ -25,12 +25,12 @@ SHARD_API int shard_dispatcher_stats(shard_dispatcher *d, struct shard_stats *ou
     if (!d || !out)
         return -EINVAL;
     memset(out, 0, sizeof *out);
-    shard_rcu_read_lock();
+    shard__rcu_read_lock();
     struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire);
     out->epoch = s->epoch;
     out->ring_checksum = shard_ring_checksum(s->ring);
     out->workers = shard_ring_member_count(s->ring);
-    shard_rcu_read_unlock();
+    shard__rcu_read_unlock();
     pthread_mutex_lock(&d->lock);
     out->changes = d->changes;
     out->last_moved_share = d->last_moved;
@@ -61,7 +61,7 @@ SHARD_API long shard_dispatcher_worker_stats(shard_dispatcher *d, struct shard_w
     size_t k = 0;
     /* Ring members from the snapshot, whose members are in name order; then the registry's others.
      * d->lock inside the read-side section: no holder of d->lock waits for a grace period. */
-    shard_rcu_read_lock();
+    shard__rcu_read_lock();
     pthread_mutex_lock(&d->lock);
     const struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire);
     size_t members = shard_ring_member_count(s->ring);
@@ -78,6 +78,6 @@ SHARD_API long shard_dispatcher_worker_stats(shard_dispatcher *d, struct shard_w
         k++;
     }
     pthread_mutex_unlock(&d->lock);
-    shard_rcu_read_unlock();
+    shard__rcu_read_unlock();
     return (long)k;
 }

@@ -1,4 +1,5 @@
-/* The worker thread: take jobs in order, set aside what must wait, run the rest, park when idle.
+/* A worker from birth to free: create, start, the accessors, its thread's loop (take in order;
+ * run.c acts on what it took, pass.c on what it set aside), polling and parking when idle, exit.
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <sched.h>
@@ -248,8 +249,8 @@ void *shard__worker_main(void *arg)
     if (!was_crashed) {
         if (atomic_load_explicit(&w->state, memory_order_relaxed) == SHARD_WORKER_RETIRING && --d->nretiring == 0)
             pthread_cond_broadcast(&d->cond);
-        atomic_store_explicit(&w->passed, UINT64_MAX, memory_order_seq_cst); /* as in pass_fence */
-        atomic_store_explicit(&w->state, SHARD_WORKER_EXITED, memory_order_release);
+        atomic_store_explicit(&w->passed, UINT64_MAX, memory_order_seq_cst); /* as in run.c's pass_fence */
+        shard__worker_set_state(w, SHARD_WORKER_EXITED);
         shard__wake_waiters_of(d, w);
     }
     w->finished = true;

@@ -23,10 +23,10 @@
  *
  *   RUNNING --remove--> RETIRING --passes its last fence, runs STOP--> EXITED (finished) --> freed
  *      |
- *      +--crash--> CRASHED --queue handed over, release hook (if one ran) returned--> handed
+ *      +--crash--> CRASHED --queue handed over, release hook (if one ran) returned--> epochless
  *                     --last job returned--> finished --crash record owes nothing--> freed
  *
- * A worker is freed (registry.c's reap) once it is finished with and no snapshot or waiting
+ * A worker is freed (shard__registry_reap) once it is finished with and no snapshot or waiting
  * submitter can reach it. */
 struct shard_worker {
     struct queue     q;             /* its own discipline: producers any thread, consumer W (queue.h) */
@@ -49,11 +49,13 @@ struct shard_worker {
 
     pthread_mutex_t  inbox_lock;
     struct job_list  inbox;         /* inbox_lock */
-    bool             inbox_closed;  /* inbox_lock: crashed, its inbox handed over: deliver elsewhere */
+    bool             inbox_closed;  /* inbox_lock: crashed and its inbox handed over, or stopped and
+                                     * exiting: deliver elsewhere */
     _Atomic bool     inbox_flag;    /* A: inbox not empty; set under inbox_lock with release */
 
     _Atomic uint64_t passed;        /* A: every job of an epoch below this is done */
-    _Atomic int      state;         /* A: enum shard_worker_state, changed under w->lock or ctl */
+    _Atomic int      state;         /* A: enum shard_worker_state, changed under w->lock or ctl, or
+                                     * under d->lock to EXITED by the exiting worker */
     _Atomic bool     epochless;     /* A, set under L: crashed, queue handed over, no release hook
                                      * running: counts by epochs no more */
     _Atomic bool     crash_pending; /* A: a crash waits for lock: the worker lets go of it */
@@ -94,14 +96,15 @@ static inline int shard__worker_state(const struct shard_worker *w)
     return atomic_load_explicit(&w->state, memory_order_relaxed);
 }
 
-/* release: what was done to w before (under its lock or ctl) is seen by a reader of the state. */
+/* release: a reader that loads the state with acquire sees what was done to w before. The readers
+ * here load it relaxed and get their ordering from the locks they hold. */
 static inline void shard__worker_set_state(struct shard_worker *w, int st)
 {
     atomic_store_explicit(&w->state, st, memory_order_release);
 }
 
-/* Counters written by one thread (the worker, or a waker for woken): a plain increment, read relaxed
- * by stats. */
+/* A counter's plain increment, read relaxed by stats: exact when one thread writes it (the worker's
+ * own counters); woken is bumped by many wakers and may miss one that raced another. */
 static inline void shard__count(_Atomic uint64_t *c)
 {
     atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1, memory_order_relaxed);
@@ -113,7 +116,7 @@ static inline bool shard__worker_is_crashed(const struct shard_worker *w)
 }
 
 /* Whether a crash delivered jobs to w's inbox. acquire: pairs with the hand-over's release store, so
- * the jobs are seen. run.c's take reads it after the check of what a job waits for, and says why. */
+ * the jobs are seen. shard__run_take reads it after the check of what a job waits for, and says why. */
 static inline bool shard__inbox_pending(struct shard_worker *w)
 {
     return atomic_load_explicit(&w->inbox_flag, memory_order_acquire);
@@ -128,10 +131,12 @@ void  shard__worker_free(struct shard_worker *w);
 void *shard__worker_main(void *arg);
 /* Wakes w if it is parked. Context: any thread. */
 void  shard__worker_wake(struct shard_worker *w);
+/* inbox.c. Jobs a crash rerouted to w, jobs that followed their key to it (follow.c) and drain
+ * marks sent with them arrive in its inbox. */
 /* Detaches the jobs rerouted to w (a list through next); close: for good (w crashed), later
  * deliveries go to the key's current owner. Context: w's thread or w->lock held. */
 struct job *shard__inbox_take(struct shard_worker *w, bool close);
-/* inbox.c. Moves the jobs rerouted to w into the front of its held jobs. Context: w's thread. */
+/* Moves the inbox into the front of w's held jobs. Context: w's thread. */
 void shard__inbox_pull(struct shard_worker *w);
 
 /* record.c. Frees w's spare records. Context: w's thread or lock, or w no longer running. */
