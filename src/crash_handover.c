@@ -68,7 +68,62 @@ static void deliver(struct shard_worker *dest, struct job_list *list)
     shard__worker_wake(dest);
 }
 
-/* Reroutes x's leftovers to their keys' owners in the ring now in force, or drops them. */
+/* Appends j to w's inbox. Context: d->lock held (w cannot pass a fence meanwhile: run.c pulls the
+ * inbox in, and lets what it finds follow the keys it lost, right after a fence that loses keys). */
+static void deliver_one(struct shard_worker *w, struct job *j)
+{
+    pthread_mutex_lock(&w->inbox_lock);
+    shard__job_list_append(&w->inbox, j);
+    /* release: pairs with shard__inbox_pending's acquire. */
+    atomic_store_explicit(&w->inbox_flag, true, memory_order_release);
+    pthread_mutex_unlock(&w->inbox_lock);
+}
+
+#define REROUTE_LOOKBACK 64
+
+/* Where x's job j goes: where its key's state goes next. x owned the key at j's epoch, and its state
+ * there is lost. The key's jobs of the next epochs whose owner was not x are held by that owner,
+ * which hands the state on at the fence where it loses the key: j runs there, before them, unless
+ * that owner has passed that fence already (then the one after it, and so on). Routing j to the
+ * owner in the ring now instead would leave the key's state split: j's on that owner, the next
+ * epoch's jobs (which wait for j) run where they were routed. Returns the worker, or NULL for the
+ * key's owner in the ring now: when that is where the state goes, or the kept snapshots do not reach
+ * back to j's epoch, or x lags more than REROUTE_LOOKBACK changes behind. Context: ctl and d->lock
+ * held (a worker's `passed` moves under d->lock, so it cannot pass that fence before j is in). */
+static struct shard_worker *reroute_target(shard_dispatcher *d, struct shard_worker *x, const struct job *j,
+                                           const struct snap *now)
+{
+    struct shard_worker *own[REROUTE_LOOKBACK];
+    uint64_t epoch[REROUTE_LOOKBACK];
+    int n = 0;
+    const struct snap *s = now;
+    for (; s && s->epoch > j->epoch; s = atomic_load_explicit(&s->prev, memory_order_relaxed)) {
+        if (n == REROUTE_LOOKBACK)
+            return NULL;
+        own[n] = snap_worker(s, shard__ring_owner_index(s->ring, j->hash));
+        epoch[n++] = s->epoch;
+    }
+    if (!s || s->epoch != j->epoch)
+        return NULL; /* the chain is cut above j's epoch */
+    /* own[n - 1] is the owner right after j's epoch, own[0] the owner now. */
+    for (int i = n - 1; i > 0; i--) {
+        struct shard_worker *w = own[i];
+        int st = shard__worker_state(w);
+        if (w == x || w == d->gone || st == SHARD_WORKER_CRASHED || st == SHARD_WORKER_EXITED)
+            continue;
+        int k = i - 1;
+        while (k >= 0 && own[k] == w)
+            k--;
+        if (k < 0)
+            return NULL; /* w owns the key now */
+        if (atomic_load_explicit(&w->passed, memory_order_relaxed) < epoch[k])
+            return w; /* it has not handed the key on yet */
+        i = k + 1; /* on from the epoch it lost the key at */
+    }
+    return NULL;
+}
+
+/* Reroutes x's leftovers to where their keys' state goes next (reroute_target), or drops them. */
 static void hand_over(shard_dispatcher *d, struct shard_worker *x, struct job *left, enum shard_crash_policy policy,
                       struct job_list *lists)
 {
@@ -84,7 +139,16 @@ static void hand_over(shard_dispatcher *d, struct shard_worker *x, struct job *l
             continue;
         }
         if (policy == SHARD_CRASH_REROUTE) {
-            shard__job_list_append(&lists[shard__ring_owner_index(now->ring, j->hash)], j);
+            pthread_mutex_lock(&d->lock);
+            struct shard_worker *w = reroute_target(d, x, j, now);
+            if (w)
+                deliver_one(w, j);
+            pthread_mutex_unlock(&d->lock);
+            if (w) {
+                shard__worker_wake(w);
+            } else {
+                shard__job_list_append(&lists[shard__ring_owner_index(now->ring, j->hash)], j);
+            }
             continue;
         }
         if (d->cfg.on_dropped)

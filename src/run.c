@@ -123,9 +123,18 @@ void shard__run_control(struct shard_worker *w, struct job *j)
                 return;
             }
         }
+        /* Jobs a crash rerouted here (crash_handover.c's reroute_target) before this fence passed, of
+         * keys the hook handed on, follow them too: those delivered while the hook ran now, and those
+         * delivered until pass_fence (both under d->lock) once it has. Later ones are not sent here. */
+        if (j->loses_keys && shard__inbox_pending(w))
+            shard__inbox_pull(w);
         if (j->loses_keys && w->held.count)
             shard__follow_key(w, j->epoch);
         pass_fence(w, j);
+        if (j->loses_keys && shard__inbox_pending(w)) {
+            shard__inbox_pull(w);
+            shard__follow_key(w, j->epoch);
+        }
         shard__free_record(w, j);
         break;
     case JOB_MARK:

@@ -12,7 +12,10 @@
  *   8. drain with a stuck job on a crashed worker and its key's next job on a removed worker;
  *   9. a control-thread hook of one dispatcher calling into another, then into its own again;
  *  10. destroy while a key is being handed to a worker that could stop first: the jobs held behind a
- *      stuck job of that key still follow it (destroy lets every fence pass before stopping anyone).
+ *      stuck job of that key still follow it (destroy lets every fence pass before stopping anyone);
+ *  11. a lagging worker crashes with jobs of a key it had lost and got back: its old job runs where
+ *      the key went next, before that worker's own jobs of the key, so the key's state is never split
+ *      (it ran on the key's owner at the crash, and the next epoch's job found no state).
  *   stress_hostile [N]   runs scenario N alone (default: all) */
 #include <errno.h>
 #include <pthread.h>
@@ -626,6 +629,104 @@ static void destroy_while_key_handed_over(void)
     shard_ring_destroy(r3);
 }
 
+/* ---- 11. a lagging worker crashes holding jobs of a key that moved away and back ---- */
+
+/* The key's state, kept the way an application keeps it: on the worker that ran its last job, or in
+ * transit after that worker's release hook gave it away. Only the key's jobs and hooks touch it, so
+ * its plain fields are ordered by shard's per-key chain (TSan checks that too). */
+static char k11[24];
+static size_t k11len;
+static struct {
+    char holder[SHARD_NAME_MAX + 1]; /* the worker holding it, "" when in transit or never made */
+    bool in_transit;
+    int  jobs;                       /* jobs of the key run so far, in order */
+} state11;
+static atomic_int missing11, order11;
+static sem_t gate11, started11, done11, gate11a, started11a;
+static char ran11_on[SHARD_NAME_MAX + 1]; /* where job 1 ran */
+
+static void job11(shard_worker *w, void *arg)
+{
+    int n = (int)(intptr_t)arg; /* the job's number: 1, 2, 3 */
+    if (state11.in_transit) {
+        snprintf(state11.holder, sizeof state11.holder, "%s", shard_worker_name(w));
+        state11.in_transit = false;
+    } else if (n > 1 && strcmp(state11.holder, shard_worker_name(w)) != 0) {
+        fprintf(stderr, "stress_hostile 11: job %d on %s found no state (it is on %s)\n", n,
+                shard_worker_name(w), state11.holder[0] ? state11.holder : "no worker");
+        atomic_fetch_add(&missing11, 1);
+        snprintf(state11.holder, sizeof state11.holder, "%s", shard_worker_name(w));
+    } else if (n == 1) {
+        snprintf(state11.holder, sizeof state11.holder, "%s", shard_worker_name(w));
+    }
+    if (n == 1)
+        snprintf(ran11_on, sizeof ran11_on, "%s", shard_worker_name(w));
+    if (state11.jobs != n - 1)
+        atomic_fetch_add(&order11, 1);
+    state11.jobs = n;
+    if (n == 3)
+        sem_post(&done11);
+}
+
+static void release11(shard_worker *w, const struct shard_handoff *h, void *user)
+{
+    (void)user;
+    if (strcmp(state11.holder, shard_worker_name(w)) == 0 && shard_handoff_moves(h, k11, k11len)) {
+        state11.holder[0] = '\0';
+        state11.in_transit = true;
+    }
+}
+
+static void gate_job11(shard_worker *w, void *arg)
+{
+    (void)w;
+    sem_t **sems = arg; /* { started, gate } */
+    sem_post(sems[0]);
+    sem_wait(sems[1]);
+}
+
+static void lagging_crash_with_a_key_that_came_back(void)
+{
+    scenario = "a lagging worker crashes with jobs of a key it lost and got back";
+    struct shard_config cfg = { .workers = 3, .on_release = release11 };
+    shard_dispatcher *d;
+    CHECK(shard_dispatcher_create(&d, &cfg) == 0, "create");
+    /* k: w0's, then a's once a is added; a blocker key that stays w0's. */
+    shard_ring *r0 = ring_plus(d, NULL, NULL), *r1 = ring_plus(d, "a", NULL);
+    k11len = find_key(k11, r0, "w0", r1, "a");
+    char g[24];
+    size_t gl = find_key3(g, r0, "w0", r1, "w0", r0, "w0");
+    memset(&state11, 0, sizeof state11);
+    sem_t *gate_w0[] = { &started11, &gate11 }, *gate_a[] = { &started11a, &gate11a };
+    CHECK(shard_submit(d, g, gl, gate_job11, gate_w0) == 0, "submit w0's gate");
+    CHECK(wait_sem(&started11), "w0's gate job never started"); /* w0 lags from here on */
+    CHECK(shard_submit(d, k11, k11len, job11, (void *)1) == 0, "submit 1"); /* epoch 1: queued on w0 */
+    CHECK(shard_worker_add(d, "a", 1) == 0, "add a");                       /* k: w0 -> a */
+    char ga[24];
+    shard_ring_destroy(r1);
+    r1 = ring_plus(d, NULL, NULL);
+    size_t gal = find_key(ga, r1, "a", NULL, NULL);
+    CHECK(shard_submit(d, ga, gal, gate_job11, gate_a) == 0, "submit a's gate");
+    CHECK(wait_sem(&started11a), "a's gate job never started"); /* a cannot reach its fences */
+    CHECK(shard_submit(d, k11, k11len, job11, (void *)2) == 0, "submit 2"); /* epoch 2: a's */
+    CHECK(shard_worker_remove(d, "a") == 0, "remove a");                    /* k: a -> w0 */
+    CHECK(shard_submit(d, k11, k11len, job11, (void *)3) == 0, "submit 3"); /* epoch 3: queued on w0 */
+    /* w0 crashes with jobs 1 and 3 in its queue. Job 1 must go to a, which holds job 2 and will hand
+     * the key's state on at its fence; not to the key's owner now, where it would build a state that
+     * job 2, on a, never sees. */
+    CHECK(shard_worker_crash(d, "w0", SHARD_CRASH_REROUTE) == 0, "crash w0");
+    sem_post(&gate11a);
+    CHECK(wait_sem(&done11), "job 3 never ran");
+    CHECK(strcmp(ran11_on, "a") == 0, "job 1 ran on %s, not on a, which held the key's next job", ran11_on);
+    CHECK(atomic_load(&missing11) == 0, "a job of the key found no state: it was split between workers");
+    CHECK(atomic_load(&order11) == 0, "the key's jobs ran out of order");
+    sem_post(&gate11); /* the gate job on the crashed worker returns */
+    CHECK(shard_drain(d) == 0, "drain");
+    shard_ring_destroy(r0);
+    shard_ring_destroy(r1);
+    shard_dispatcher_destroy(d);
+}
+
 int main(int argc, char **argv)
 {
     int only = argc > 1 ? atoi(argv[1]) : 0;
@@ -649,11 +750,16 @@ int main(int argc, char **argv)
     sem_init(&probe_ran, 0, 0);
     sem_init(&hashing, 0, 0);
     sem_init(&cancel_gate, 0, 0);
+    sem_init(&gate11, 0, 0);
+    sem_init(&started11, 0, 0);
+    sem_init(&done11, 0, 0);
+    sem_init(&gate11a, 0, 0);
+    sem_init(&started11a, 0, 0);
     void (*scenarios[])(void) = { stuck_then_add, crash_during_release_hook, destroy_while_hashing,
                                   cancel_while_waiting_for_room, submit_from_late_tls_destructor, max_workers,
                                   release_hook_and_deferred_job, drain_through_removed_worker, nested_hooks,
-                                  destroy_while_key_handed_over };
-    for (int i = 0; i < 10; i++)
+                                  destroy_while_key_handed_over, lagging_crash_with_a_key_that_came_back };
+    for (int i = 0; i < 11; i++)
         if (!only || only == i + 1)
             scenarios[i]();
     return stress_result("stress_hostile");

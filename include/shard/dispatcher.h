@@ -180,8 +180,12 @@ SHARD_API int shard_worker_remove(shard_dispatcher *d, const char *name);
  * runs on two workers at once; every other key of the worker moves at once, and a stuck job holds
  * only its own key, also across later adds and removes. A crash while the worker runs its release
  * hook lets the hook finish: the keys that worker held wait for the hook to return.
- * REROUTE: the jobs left in its queue move, in order, to their keys' new owners, ahead of anything
- * those set aside: nothing lost, nothing run twice. DROP: they go to on_dropped, each exactly once.
+ * REROUTE: the jobs left in its queue move, in order, to where their keys' state goes next, ahead
+ * of anything set aside there: nothing lost, nothing run twice. That is the key's owner now, unless
+ * the key moved away from the worker and back while the worker lagged: a job of an epoch before it
+ * moved away then goes to the worker that holds the key's next jobs, which hands the state on at its
+ * fence, so that the key's state is never split between two workers. DROP: they go to on_dropped,
+ * each exactly once.
  * Context: not a worker. Return: as shard_worker_remove, and -EINVAL for an unknown policy. */
 SHARD_API int shard_worker_crash(shard_dispatcher *d, const char *name, enum shard_crash_policy policy);
 
