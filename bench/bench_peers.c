@@ -856,10 +856,10 @@ int main(int argc, char **argv)
         enum kind   kind;
         long        jobs_full, jobs_quick; /* per producer */
     } cases[] = {
-        { "1to1_empty", 1, 1, EMPTY, 2000000, 200000 },
-        { "1to1_real", 1, 1, REAL, 1000000, 100000 },
-        { "2to2_empty", 2, 2, EMPTY, 1000000, 100000 },
-        { "2to2_real", 2, 2, REAL, 500000, 50000 },
+        { "1to1_empty", 1, 1, EMPTY, 4000000, 200000 },
+        { "1to1_real", 1, 1, REAL, 2000000, 100000 },
+        { "2to2_empty", 2, 2, EMPTY, 2000000, 100000 },
+        { "2to2_real", 2, 2, REAL, 1000000, 50000 },
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         if (only_case && strcmp(only_case, cases[c].name) != 0)
