@@ -9,6 +9,8 @@
 #   ./build.sh clang     builds everything with clang -Werror and runs the unit and example tests
 #   ./build.sh valgrind  the Criterion suites under valgrind memcheck: no error, no leak (all but the
 #                        two 100,000-key ring suites, which take minutes there and ASan covers)
+#   ./build.sh bench     every benchmark (bench/run; pass --quick), installing libck-dev for
+#                        bench_peers' ck_ring column
 #   ./build.sh kv-bench  kv_server against redis-server with redis-benchmark (bench/kv_vs_redis;
 #                        pass --quick for a short run)
 #   ./build.sh docs      the API reference (doxygen, HTML and man pages) in build-docs/docs/api;
@@ -112,6 +114,11 @@ docs)
     ctest --test-dir build-docs --output-on-failure -R api_docs
     echo "API reference: build-docs/docs/api/html/index.html, man pages in build-docs/docs/api/man"
     ;;
+bench)
+    packages+=(libck-dev)
+    install_missing
+    bench/run "${@:2}"
+    ;;
 kv-bench)
     packages+=(redis-server)
     install_missing
@@ -124,7 +131,7 @@ twemproxy)
     scripts/kv_twemproxy "${@:2}"
     ;;
 *)
-    echo "usage: $0 demo|test|sanitize|clang|docs|fuzz|valgrind|kv-bench|twemproxy" >&2
+    echo "usage: $0 demo|test|sanitize|clang|docs|fuzz|valgrind|bench|kv-bench|twemproxy" >&2
     exit 2
     ;;
 esac
