@@ -79,7 +79,11 @@ static void deliver_one(struct shard_worker *w, struct job *j)
     pthread_mutex_unlock(&w->inbox_lock);
 }
 
-#define REROUTE_LOOKBACK 64
+/* The worker that owns j's key in s. */
+static struct shard_worker *owner_in(const struct snap *s, const struct job *j)
+{
+    return snap_worker(s, shard__ring_owner_index(s->ring, j->hash));
+}
 
 /* Where x's job j goes: where its key's state goes next. x owned the key at j's epoch, and its state
  * there is lost. The key's jobs of the next epochs whose owner was not x are held by that owner,
@@ -88,37 +92,32 @@ static void deliver_one(struct shard_worker *w, struct job *j)
  * owner in the ring now instead would leave the key's state split: j's on that owner, the next
  * epoch's jobs (which wait for j) run where they were routed. Returns the worker, or NULL for the
  * key's owner in the ring now: when that is where the state goes, or the kept snapshots do not reach
- * back to j's epoch, or x lags more than REROUTE_LOOKBACK changes behind. Context: ctl and d->lock
- * held (a worker's `passed` moves under d->lock, so it cannot pass that fence before j is in). */
+ * back to j's epoch. Walks back from the ring now to j's epoch, then forward along `next`: O(changes
+ * since j's epoch). Context: ctl and d->lock held (`next` and a worker's `passed` move under d->lock,
+ * so the worker cannot pass that fence before j is in its inbox). */
 static struct shard_worker *reroute_target(shard_dispatcher *d, struct shard_worker *x, const struct job *j,
                                            const struct snap *now)
 {
-    struct shard_worker *own[REROUTE_LOOKBACK];
-    uint64_t epoch[REROUTE_LOOKBACK];
-    int n = 0;
-    const struct snap *s = now;
-    for (; s && s->epoch > j->epoch; s = atomic_load_explicit(&s->prev, memory_order_relaxed)) {
-        if (n == REROUTE_LOOKBACK)
-            return NULL;
-        own[n] = snap_worker(s, shard__ring_owner_index(s->ring, j->hash));
-        epoch[n++] = s->epoch;
-    }
-    if (!s || s->epoch != j->epoch)
-        return NULL; /* the chain is cut above j's epoch */
-    /* own[n - 1] is the owner right after j's epoch, own[0] the owner now. */
-    for (int i = n - 1; i > 0; i--) {
-        struct shard_worker *w = own[i];
+    const struct snap *s = now, *after = NULL; /* after: the snapshot right after j's epoch */
+    for (; s && s->epoch > j->epoch; s = atomic_load_explicit(&s->prev, memory_order_relaxed))
+        after = s;
+    if (!s || s->epoch != j->epoch || !after)
+        return NULL; /* the chain is cut above j's epoch, or j is of the ring now */
+    for (const struct snap *t = after; t && t != now;) {
+        struct shard_worker *w = owner_in(t, j);
         int st = shard__worker_state(w);
-        if (w == x || w == d->gone || st == SHARD_WORKER_CRASHED || st == SHARD_WORKER_EXITED)
+        if (w == x || w == d->gone || st == SHARD_WORKER_CRASHED || st == SHARD_WORKER_EXITED) {
+            t = t->next;
             continue;
-        int k = i - 1;
-        while (k >= 0 && own[k] == w)
-            k--;
-        if (k < 0)
+        }
+        const struct snap *lost = t->next; /* the first ring in which w no longer owns the key */
+        while (lost && owner_in(lost, j) == w)
+            lost = lost->next;
+        if (!lost)
             return NULL; /* w owns the key now */
-        if (atomic_load_explicit(&w->passed, memory_order_relaxed) < epoch[k])
+        if (atomic_load_explicit(&w->passed, memory_order_relaxed) < lost->epoch)
             return w; /* it has not handed the key on yet */
-        i = k + 1; /* on from the epoch it lost the key at */
+        t = lost;
     }
     return NULL;
 }
