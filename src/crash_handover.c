@@ -95,9 +95,22 @@ static struct shard_worker *owner_in(const struct snap *s, const struct job *j)
  * back to j's epoch. Walks back from the ring now to j's epoch, then forward along `next`: O(changes
  * since j's epoch). Context: ctl and d->lock held (`next` and a worker's `passed` move under d->lock,
  * so the worker cannot pass that fence before j is in its inbox). */
+/* The last answer of reroute_target, for the next job of the same key and epoch (a crashed queue
+ * holds runs of them): the walk is not repeated, only the check of the worker's progress. */
+struct reroute_memo {
+    uint64_t             hash, epoch;
+    struct shard_worker *w;    /* NULL: the owner now */
+    uint64_t             lost; /* the epoch at which w lost the key */
+    bool                 valid;
+};
+
 static struct shard_worker *reroute_target(shard_dispatcher *d, struct shard_worker *x, const struct job *j,
-                                           const struct snap *now)
+                                           const struct snap *now, struct reroute_memo *m)
 {
+    if (m->valid && m->hash == j->hash && m->epoch == j->epoch &&
+        (!m->w || atomic_load_explicit(&m->w->passed, memory_order_relaxed) < m->lost))
+        return m->w;
+    *m = (struct reroute_memo){ .hash = j->hash, .epoch = j->epoch, .valid = true };
     const struct snap *s = now, *after = NULL; /* after: the snapshot right after j's epoch */
     for (; s && s->epoch > j->epoch; s = atomic_load_explicit(&s->prev, memory_order_relaxed))
         after = s;
@@ -115,8 +128,11 @@ static struct shard_worker *reroute_target(shard_dispatcher *d, struct shard_wor
             lost = lost->next;
         if (!lost)
             return NULL; /* w owns the key now */
-        if (atomic_load_explicit(&w->passed, memory_order_relaxed) < lost->epoch)
+        if (atomic_load_explicit(&w->passed, memory_order_relaxed) < lost->epoch) {
+            m->w = w;
+            m->lost = lost->epoch;
             return w; /* it has not handed the key on yet */
+        }
         t = lost;
     }
     return NULL;
@@ -131,6 +147,7 @@ static void hand_over(shard_dispatcher *d, struct shard_worker *x, struct job *l
      * Jobs some other crash owes already stay owed to it. */
     if (policy == SHARD_CRASH_REROUTE)
         shard__crash_owe_list(&d->crash, &x->crash, left);
+    struct reroute_memo memo = { 0 };
     for (struct job *j = left, *next; j; j = next) {
         next = j->next;
         if (j->kind != JOB_RUN) {
@@ -139,7 +156,7 @@ static void hand_over(shard_dispatcher *d, struct shard_worker *x, struct job *l
         }
         if (policy == SHARD_CRASH_REROUTE) {
             pthread_mutex_lock(&d->lock);
-            struct shard_worker *w = reroute_target(d, x, j, now);
+            struct shard_worker *w = reroute_target(d, x, j, now, &memo);
             if (w)
                 deliver_one(w, j);
             pthread_mutex_unlock(&d->lock);
