@@ -671,7 +671,8 @@ static void job11(shard_worker *w, void *arg)
 static void release11(shard_worker *w, const struct shard_handoff *h, void *user)
 {
     (void)user;
-    if (strcmp(state11.holder, shard_worker_name(w)) == 0 && shard_handoff_moves(h, k11, k11len)) {
+    /* Every worker runs this hook at its own pace: only the one losing the key may read its state. */
+    if (shard_handoff_moves(h, k11, k11len) && strcmp(state11.holder, shard_worker_name(w)) == 0) {
         state11.holder[0] = '\0';
         state11.in_transit = true;
     }
