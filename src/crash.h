@@ -49,6 +49,12 @@ void shard__crash_table_init(struct crash_table *t);
 void shard__crash_table_destroy(struct crash_table *t);
 void shard__crash_record_init(struct crash_record *c);
 
+/* Whether the table holds any entry: a crash owes jobs, or a live worker deferred one. acquire: as
+ * shard__crash_blocks. Context: any thread, lock-free. */
+static inline bool shard__crash_owes_any(struct crash_table *t)
+{
+    return atomic_load_explicit(&t->entries, memory_order_acquire) != 0;
+}
 /* Whether an older entry of j's key stands before j. Context: any thread; lock-free when j's bucket
  * holds no entry. */
 bool shard__crash_blocks(struct crash_table *t, const struct job *j);

@@ -207,9 +207,10 @@ void shard__crash_stop(shard_dispatcher *d, struct shard_worker *x)
     pthread_mutex_lock(&x->lock);
     atomic_store_explicit(&x->crash_pending, false, memory_order_release);
     shard__worker_set_state(x, SHARD_WORKER_CRASHED);
-    if (x->in_fn && x->running_job) {
+    uint64_t hash = x->running_hash;
+    if ((x->in_fn && x->running_job) || shard__run_batch_interrupt(x, &hash)) {
         /* Before the publication of the next ring: a job routed with it sees the entry. */
-        shard__crash_stick(&d->crash, &x->crash, x->running_hash);
+        shard__crash_stick(&d->crash, &x->crash, hash);
         x->crash_stuck = true;
     }
     pthread_mutex_lock(&d->lock);

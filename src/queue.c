@@ -25,7 +25,7 @@ int shard__queue_init(struct queue *q, uint32_t capacity)
     atomic_init(&q->head_pub, 0);
     pthread_mutex_init(&q->side_lock, NULL);
     q->side = (struct job_list){ 0 };
-    atomic_init(&q->side_flag, false);
+    atomic_init(&q->side_next, UINT64_MAX);
     return 0;
 }
 
@@ -90,7 +90,9 @@ void shard__queue_push_side(struct queue *q, struct job *j)
      * comes before j; a submit that claims a slot later may land before or after it. */
     j->pos = atomic_load_explicit(&q->tail, memory_order_seq_cst);
     shard__job_list_append(&q->side, j);
-    atomic_store_explicit(&q->side_flag, true, memory_order_seq_cst);
+    /* seq_cst: the caller reads the parking flag next, as after a slot's tail CAS. */
+    if (q->side.head == j)
+        atomic_store_explicit(&q->side_next, j->pos, memory_order_seq_cst);
     pthread_mutex_unlock(&q->side_lock);
 }
 
@@ -101,10 +103,9 @@ static struct job *side_pop(struct queue *q)
     if (q->side.head && q->side.head->pos <= q->head) {
         j = q->side.head;
         q->side.head = j->next;
-        if (!q->side.head) {
+        if (!q->side.head)
             q->side.tail = NULL;
-            atomic_store_explicit(&q->side_flag, false, memory_order_relaxed);
-        }
+        atomic_store_explicit(&q->side_next, q->side.head ? q->side.head->pos : UINT64_MAX, memory_order_relaxed);
         j->next = NULL;
     }
     pthread_mutex_unlock(&q->side_lock);
@@ -113,14 +114,13 @@ static struct job *side_pop(struct queue *q)
 
 struct job *shard__queue_pop_sc(struct queue *q, struct job *scratch)
 {
-    if (atomic_load_explicit(&q->side_flag, memory_order_acquire)) {
+    if (shard__queue_side_next(q) <= q->head) {
         struct job *j = side_pop(q);
         if (j)
             return j;
     }
-    struct slot *s = &q->slots[q->head & q->mask];
-    /* acquire: pairs with the producer's release; the job's fields are visible. */
-    if (atomic_load_explicit(&s->seq, memory_order_acquire) != q->head + 1)
+    const struct slot *s = shard__queue_peek_sc(q, q->head);
+    if (!s)
         return NULL;
     scratch->fn = s->fn;
     scratch->arg = s->arg;
@@ -139,16 +139,29 @@ struct job *shard__queue_pop_sc(struct queue *q, struct job *scratch)
     return scratch;
 }
 
-void shard__queue_publish_head_sc(struct queue *q)
+void shard__queue_advance_sc(struct queue *q, uint64_t head)
+{
+    bool crossed = (head & ~q->release_mask) != (q->head & ~q->release_mask);
+    q->head = head;
+    if (crossed)
+        shard__queue_publish_head_sc(q);
+}
+
+void shard__queue_publish_sc(struct queue *q, uint64_t head)
 {
     /* release: the reads of the slots below head come before a producer reuses them. */
-    atomic_store_explicit(&q->head_pub, q->head, memory_order_release);
+    atomic_store_explicit(&q->head_pub, head, memory_order_release);
+}
+
+void shard__queue_publish_head_sc(struct queue *q)
+{
+    shard__queue_publish_sc(q, q->head);
 }
 
 bool shard__queue_nonempty_sc(struct queue *q)
 {
     return atomic_load_explicit(&q->tail, memory_order_seq_cst) != q->head ||
-           atomic_load_explicit(&q->side_flag, memory_order_seq_cst);
+           atomic_load_explicit(&q->side_next, memory_order_seq_cst) != UINT64_MAX;
 }
 
 uint64_t shard__queue_length(const struct queue *q)

@@ -44,7 +44,8 @@ struct queue {
     _Atomic uint64_t head_pub;                      /* consumer: positions below are free again */
     alignas(SHARD_CACHELINE) pthread_mutex_t side_lock;
     struct job_list  side;
-    _Atomic bool     side_flag;                     /* side list not empty */
+    _Atomic uint64_t side_next;  /* the first side item's position, UINT64_MAX when none: written
+                                  * under side_lock, read without it by the consumer */
 };
 
 /* capacity is rounded up to a power of two. Return: 0 or -ENOMEM. */
@@ -66,6 +67,33 @@ void shard__queue_push_side(struct queue *q, struct job *j);
 struct job *shard__queue_pop_sc(struct queue *q, struct job *scratch);
 /* True when the queue may hold an item (seq_cst: the worker's half of the parking Dekker pair). */
 bool shard__queue_nonempty_sc(struct queue *q);
+/* The fast path's view (run.c's batch): the slot at position pos if its job is written, else NULL.
+ * acquire: pairs with the producer's release; the job's fields are visible. Taking it is the caller's
+ * business: it sets q->head past it under the worker's lock afterwards (shard__queue_advance_sc). */
+static inline const struct slot *shard__queue_peek_sc(const struct queue *q, uint64_t pos)
+{
+    const struct slot *s = &q->slots[pos & q->mask];
+    return atomic_load_explicit(&s->seq, memory_order_acquire) == pos + 1 ? s : NULL;
+}
+/* The position of the first side item, UINT64_MAX when none: a slot at a lower position goes first.
+ * A side item pushed while a slot was claimed may land on either side of it (push_side). */
+static inline uint64_t shard__queue_side_next(const struct queue *q)
+{
+    return atomic_load_explicit(&q->side_next, memory_order_acquire);
+}
+/* Whether an item is ready at the consumer's position: the next slot is written, or a side item waits.
+ * What an idle worker polls: the next slot's line is the one the producer writes anyway, where the
+ * tail's line would bounce between producer and worker on every submit. */
+static inline bool shard__queue_ready_sc(const struct queue *q)
+{
+    return shard__queue_peek_sc(q, q->head) || shard__queue_side_next(q) != UINT64_MAX;
+}
+/* Moves the consumer's position to head (the slots below were taken by a batch), publishing it when
+ * it crossed a publishing boundary, as pop would have. */
+void shard__queue_advance_sc(struct queue *q, uint64_t head);
+/* Frees the slots below head for producers without moving the consumer's own position (a batch, which
+ * moves q->head once it holds the worker's lock again). */
+void shard__queue_publish_sc(struct queue *q, uint64_t head);
 /* Publishes the consumer's position, freeing the slots it has taken. pop does it every 1/8 of the
  * capacity (at most 32 slots, every slot for queues under 16), so taken slots wait at most that long
  * to be reused; call it before going idle. */

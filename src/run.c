@@ -54,19 +54,98 @@ bool shard__run_record_ready(struct shard_worker *w)
     return w->spare_ready != NULL;
 }
 
-void shard__run_job(struct shard_worker *w, struct job *j)
+/* After a job returned, with w->lock held again. */
+static void job_returned(struct shard_worker *w)
 {
-    run_unlocked(w, true, j->hash, call_job, j);
-    shard__count(&w->executed);
     if (w->crash_stuck) {
         /* Crashed while this job ran: its key may move on now that it has returned. */
         w->crash_stuck = false;
         shard__owed_done(w->d, &w->crash.stuck);
     }
+}
+
+void shard__run_job(struct shard_worker *w, struct job *j)
+{
+    run_unlocked(w, true, j->hash, call_job, j);
+    shard__count(&w->executed);
+    job_returned(w);
     if (j->owed_to)
         shard__owed_done(w->d, j);
     if (j != &w->scratch)
         shard__free_record(w, j);
+}
+
+/* A batch is at most this many jobs: the space waiters and the idle check wait for its end. */
+#define BATCH_MAX 32
+
+/* Whether the ring job at pos, of epoch, may run with no more checks: every owner its key had before
+ * is done (the epoch is settled), no crash owes a job of any key, and nothing delivered to w or queued
+ * on its side list comes before it. Otherwise shard__run_take decides. */
+static bool batch_may_run(shard_dispatcher *d, struct shard_worker *w, uint64_t pos, uint64_t epoch)
+{
+    return epoch <= atomic_load_explicit(&d->settled, memory_order_acquire) &&
+           !shard__crash_owes_any(&d->crash) && !shard__inbox_pending(w) &&
+           pos < shard__queue_side_next(&w->q);
+}
+
+bool shard__run_batch(struct shard_worker *w)
+{
+    shard_dispatcher *d = w->d;
+    struct queue *q = &w->q;
+    uint64_t start = q->head, pos = start;
+    if (w->held.count || !shard__queue_peek_sc(q, pos))
+        return false;
+    /* Under w->lock: a crash reads it under the lock. */
+    atomic_store_explicit(&w->batch, 2 * pos + 1, memory_order_relaxed);
+    atomic_store_explicit(&w->busy, true, memory_order_relaxed);
+    pthread_mutex_unlock(&w->lock);
+    for (int n = 0; n < BATCH_MAX; n++) {
+        const struct slot *s = shard__queue_peek_sc(q, pos);
+        if (!s || !batch_may_run(d, w, pos, s->epoch))
+            break;
+        shard_job_fn fn = s->fn;
+        void *arg = s->arg;
+        w->batch_hash[pos & 1] = s->hash;
+        /* Takes pos unless a crash took the batch back: then the crash hands pos over. release: the
+         * crash that ends the batch after this sees that pos was taken, and its hash. */
+        uint64_t expect = 2 * pos + 1;
+        if (!atomic_compare_exchange_strong_explicit(&w->batch, &expect, expect + 2, memory_order_release,
+                                                     memory_order_relaxed))
+            break;
+        /* Its slot is free once taken, as pop frees it: the running job does not count against the
+         * queue's capacity. (A crash that ends the batch meanwhile publishes a head at least as far;
+         * this store landing after it only makes producers see less room for a while.) */
+        if (((pos + 1) & q->release_mask) == 0)
+            shard__queue_publish_sc(q, pos + 1);
+        fn(w, arg);
+        shard__count(&w->executed);
+        pos++;
+    }
+    pthread_mutex_lock(&w->lock);
+    atomic_store_explicit(&w->busy, false, memory_order_relaxed);
+    if (atomic_exchange_explicit(&w->batch, 0, memory_order_relaxed) == 0) {
+        /* A crash ended the batch and consumed what it took (shard__run_batch_interrupt). */
+        job_returned(w);
+        return true;
+    }
+    shard__queue_advance_sc(q, pos);
+    return pos != start;
+}
+
+bool shard__run_batch_interrupt(struct shard_worker *w, uint64_t *running_hash)
+{
+    /* acquire: pairs with the worker's CAS, so the slot it took is seen as it was written. */
+    uint64_t b = atomic_exchange_explicit(&w->batch, 0, memory_order_acquire);
+    if (!b)
+        return false;
+    uint64_t taken = b >> 1;
+    bool running = taken != w->q.head;
+    if (running)
+        *running_hash = w->batch_hash[(taken - 1) & 1];
+    shard__queue_advance_sc(&w->q, taken);
+    /* The last job taken may have returned already: its stuck entry is then paid at once, when the
+     * worker finds its batch ended. */
+    return running;
 }
 
 SHARD_API bool shard_handoff_moves(const struct shard_handoff *h, const void *key, size_t len)

@@ -11,6 +11,14 @@
 /* Makes sure a record is at hand for the next job taken, should it have to wait (a slot, once taken,
  * cannot be put back). Return: false only when memory is exhausted. */
 bool shard__run_record_ready(struct shard_worker *w);
+/* The common path: runs up to a batch of ring jobs that may run at once (their epoch settled, no crash
+ * owing anything, nothing held, delivered or queued on the side before them), letting go of w->lock
+ * once for all of them. Return: whether it took any (or w crashed meanwhile); false leaves the next
+ * item to shard__queue_pop_sc and shard__run_take. */
+bool shard__run_batch(struct shard_worker *w);
+/* A crash ends w's batch, if one runs (context: the crash, holding w->lock): every position w took is
+ * consumed. Return: whether the last job taken may still be running, and then its key's hash. */
+bool shard__run_batch_interrupt(struct shard_worker *w, uint64_t *running_hash);
 /* A job or control item just taken from the queue: run it, act on it, or set it aside. */
 void shard__run_take(struct shard_worker *w, struct job *j);
 /* Runs j (the lock is let go meanwhile), then frees its record and pays what a crash owed. */

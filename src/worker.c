@@ -140,6 +140,12 @@ static bool has_work(struct shard_worker *w)
     return shard__worker_is_crashed(w) || shard__inbox_pending(w) || shard__queue_nonempty_sc(&w->q) || shard__pass_needed(w);
 }
 
+/* What polling reads: as has_work, but the next slot instead of the tail (queue.h's ready). */
+static bool work_ready(struct shard_worker *w)
+{
+    return shard__queue_ready_sc(&w->q) || shard__worker_is_crashed(w) || shard__inbox_pending(w) || shard__pass_needed(w);
+}
+
 /* Polls for work before parking: poll_us of the config, or SPIN_BEFORE_PARK pauses. The clock is
  * read every 64 pauses. Return: whether work came. */
 static bool poll_before_park(struct shard_worker *w)
@@ -147,7 +153,7 @@ static bool poll_before_park(struct shard_worker *w)
     uint32_t us = w->d->cfg.poll_us;
     if (!us) {
         for (int i = 0; i < SPIN_BEFORE_PARK; i++) {
-            if (has_work(w))
+            if (work_ready(w))
                 return true;
             caa_cpu_relax();
         }
@@ -157,7 +163,7 @@ static bool poll_before_park(struct shard_worker *w)
     clock_gettime(CLOCK_MONOTONIC, &start);
     for (;;) {
         for (int i = 0; i < 64; i++) {
-            if (has_work(w))
+            if (work_ready(w))
                 return true;
             caa_cpu_relax();
         }
@@ -188,6 +194,17 @@ static void idle(struct shard_worker *w)
     pthread_mutex_lock(&w->lock);
 }
 
+/* Waiting submitters are woken once half the ring is free, not after every job: one wake-up then
+ * refills half a ring instead of paying a syscall a job. */
+static void notify_space(struct shard_worker *w)
+{
+    if (atomic_load_explicit(&w->d->space_waiters, memory_order_relaxed) &&
+        shard__queue_length(&w->q) <= shard__queue_capacity(&w->q) / 2) {
+        shard__queue_publish_head_sc(&w->q);
+        shard__space_notify(w->d);
+    }
+}
+
 static void loop(struct shard_worker *w)
 {
     while (!shard__worker_is_crashed(w) && !(w->stopped && may_exit(w))) {
@@ -199,6 +216,10 @@ static void loop(struct shard_worker *w)
         shard__worker_sync_holding(w);
         if (shard__pass_needed(w)) {
             shard__pass_held(w);
+            continue;
+        }
+        if (shard__run_batch(w)) {
+            notify_space(w);
             continue;
         }
         if (!shard__run_record_ready(w)) {
@@ -215,13 +236,7 @@ static void loop(struct shard_worker *w)
         }
         if (j == &w->scratch) {
             j->routed = w;
-            /* Waiting submitters are woken once half the ring is free, not after every job: one
-             * wake-up then refills half a ring instead of paying a syscall a job. */
-            if (atomic_load_explicit(&w->d->space_waiters, memory_order_relaxed) &&
-                shard__queue_length(&w->q) <= shard__queue_capacity(&w->q) / 2) {
-                shard__queue_publish_head_sc(&w->q);
-                shard__space_notify(w->d);
-            }
+            notify_space(w);
         }
         shard__run_take(w, j);
     }

@@ -83,7 +83,15 @@ struct shard_worker {
      * a removed worker is not freed while this is non-zero (shard__registry_reap). */
     _Atomic uint32_t space_refs;
 
-    _Atomic bool     busy;          /* A, written by W: a job is running (stats) */
+    /* A: 0, or 2 * p + 1 while W runs ring jobs back to back without w->lock (run.c's batch), having
+     * taken every position below p. Set under w->lock; W moves it on with a CAS before each job; a
+     * crash takes it back to 0 under w->lock, which ends the batch (shard__run_batch_interrupt). */
+    _Atomic uint64_t batch;
+    /* W writes [p & 1] with the key hash of position p before taking it; the crash that ends the batch
+     * reads the entry of the last position taken, which W does not write again (its next write to it
+     * would follow a successful CAS). */
+    uint64_t         batch_hash[2];
+    _Atomic bool     busy;          /* A, written by W: a job (or a batch of them) is running (stats) */
     _Atomic uint64_t executed, set_aside, handed_over, parked; /* A, written by W alone: relaxed */
     _Atomic uint64_t woken;         /* A, bumped by wakers with a relaxed load and store: stats may
                                      * miss a wake-up that raced another */
