@@ -108,7 +108,6 @@ static int submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn
 {
     if (!d || !fn || (!key && len > 0))
         return -EINVAL;
-    bool from_worker = shard__current_worker != NULL;
     /* From here on d is read only inside a read-side section, or by a registered waiter: destroy
      * frees it after a grace period that follows both (shard_dispatcher_destroy). */
     shard__rcu_read_lock();
@@ -122,7 +121,7 @@ static int submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn
         struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire);
         struct shard_worker *w = snap_worker(s, shard__ring_owner_index(s->ring, h));
         bool ok = shard__queue_push_mp(&w->q, fn, arg, h, s->epoch);
-        if (!ok && from_worker && wait) {
+        if (!ok && wait && shard__current_worker) {
             /* A worker never waits: it could be the very worker that must make room. The job goes
              * after the ring's current contents, through the side list. */
             struct job *j = calloc(1, sizeof *j);

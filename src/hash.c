@@ -3,15 +3,7 @@
 
 #include <string.h>
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
-
 #include "shard/common.h"
-
-uint64_t shard__hash_key(const void *key, size_t len, uint64_t seed)
-{
-    return XXH3_64bits_withSeed(key, len, seed);
-}
 
 uint64_t shard__hash_point(const char *member, uint32_t index, uint64_t seed)
 {

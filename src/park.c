@@ -31,10 +31,8 @@ void shard__park_wait(struct parking *pk, uint32_t seq)
     atomic_store_explicit(&pk->sleeping, 0, memory_order_relaxed);
 }
 
-bool shard__park_wake(struct parking *pk)
+bool shard__park_wake_sleeper(struct parking *pk)
 {
-    if (!atomic_load_explicit(&pk->sleeping, memory_order_seq_cst))
-        return false;
     /* Only one waker pays for the syscall. */
     if (!atomic_exchange_explicit(&pk->sleeping, 0, memory_order_seq_cst))
         return false;

@@ -23,6 +23,16 @@ struct parking {
 uint32_t shard__park_prepare(struct parking *pk);
 void     shard__park_cancel(struct parking *pk);
 void     shard__park_wait(struct parking *pk, uint32_t seq);
-bool     shard__park_wake(struct parking *pk);
+/* The waker's slow half: sleeping was seen set. */
+bool     shard__park_wake_sleeper(struct parking *pk);
+
+/* Wakes the parked worker, if it is parked. Return: whether this call woke it. Inline: every submit
+ * calls it, and it is one load when the worker is awake. */
+static inline bool shard__park_wake(struct parking *pk)
+{
+    if (!atomic_load_explicit(&pk->sleeping, memory_order_seq_cst))
+        return false;
+    return shard__park_wake_sleeper(pk);
+}
 
 #endif

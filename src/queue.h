@@ -53,9 +53,45 @@ int  shard__queue_init(struct queue *q, uint32_t capacity);
 void shard__queue_destroy(struct queue *q);
 uint64_t shard__queue_capacity(const struct queue *q);
 
-/* Producers. Return: false when the ring is full (nothing written). The tail CAS is seq_cst: half of
- * the parking Dekker pair (the caller then reads the worker's parking flag). */
-bool shard__queue_push_mp(struct queue *q, shard_job_fn fn, void *arg, uint64_t hash, uint64_t epoch);
+/* Producers (inline: every submit runs them). */
+/* Whether position pos is free: the consumer has published a head beyond its previous lap. Refreshes
+ * the producers' cached head only when the cached one says no. */
+static inline bool shard__queue_slot_free(struct queue *q, uint64_t pos)
+{
+    uint64_t cap = q->mask + 1;
+    /* acquire, pairing with the release below: whoever refreshed the cache acquired head_pub from
+     * the consumer first, so the consumer's reads of this slot's previous job happen before our
+     * writes to it, whichever producer refreshed. A stale cache only says "full" too early. */
+    if (pos - atomic_load_explicit(&q->head_cache, memory_order_acquire) < cap)
+        return true;
+    /* acquire: pairs with shard__queue_publish_head_sc. */
+    uint64_t head = atomic_load_explicit(&q->head_pub, memory_order_acquire);
+    atomic_store_explicit(&q->head_cache, head, memory_order_release);
+    return pos - head < cap;
+}
+
+/* Return: false when the ring is full (nothing written). The tail CAS is seq_cst: half of the parking
+ * Dekker pair (the caller then reads the worker's parking flag). */
+static inline bool shard__queue_push_mp(struct queue *q, shard_job_fn fn, void *arg, uint64_t hash, uint64_t epoch)
+{
+    uint64_t pos = atomic_load_explicit(&q->tail, memory_order_relaxed);
+    do {
+        if (!shard__queue_slot_free(q, pos))
+            return false;
+        /* seq_cst: the caller reads the parking flag next (Dekker pair with shard__park_prepare). */
+    } while (!atomic_compare_exchange_weak_explicit(&q->tail, &pos, pos + 1, memory_order_seq_cst,
+                                                    memory_order_relaxed));
+    /* pos was free when checked and head only moves forward; the CAS gave pos to us alone. */
+    struct slot *s = &q->slots[pos & q->mask];
+    s->fn = fn;
+    s->arg = arg;
+    s->hash = hash;
+    s->epoch = epoch;
+    /* release: the consumer that sees pos + 1 sees the job. */
+    atomic_store_explicit(&s->seq, pos + 1, memory_order_release);
+    return true;
+}
+
 /* Whether the ring has a free slot now (for a waiting submitter). */
 bool shard__queue_has_room(struct queue *q);
 /* Appends a record to the side list, ordered after every slot claimed so far. Never fails. */

@@ -96,11 +96,6 @@ SHARD_API shard_dispatcher *shard_worker_dispatcher(const shard_worker *w)
     return w ? w->d : NULL;
 }
 
-void shard__worker_wake(struct shard_worker *w)
-{
-    if (shard__park_wake(&w->park))
-        shard__count(&w->woken);
-}
 
 
 /* A crash is waiting for this worker's lock: let it have it (a mutex is not fair, and a worker running

@@ -138,7 +138,11 @@ int   shard__worker_start(struct shard_worker *w);
 void  shard__worker_free(struct shard_worker *w);
 void *shard__worker_main(void *arg);
 /* Wakes w if it is parked. Context: any thread. */
-void  shard__worker_wake(struct shard_worker *w);
+static inline void shard__worker_wake(struct shard_worker *w)
+{
+    if (shard__park_wake(&w->park))
+        shard__count(&w->woken);
+}
 /* inbox.c. Jobs a crash rerouted to w, jobs that followed their key to it (follow.c) and drain
  * marks sent with them arrive in its inbox. */
 /* Detaches the jobs rerouted to w (a list through next); close: for good (w crashed), later

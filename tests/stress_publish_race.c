@@ -3,8 +3,8 @@
  * new ring and sent waiters back, and registered as a waiter just after. The crash's grace period
  * waits for the application's section; the submit must not wait for room that the crashed worker
  * will never make (it did: both waited for ever). The window is held open by a link-time wrap of the
- * library's slot push (static library only): the submitter, once its push found the queue full,
- * waits until the new ring is published before it goes on to register. Found by a review. */
+ * library's waiter registration (static library only): the submitter, once its push found the queue
+ * full, waits until the new ring is published before it goes on to register. Found by a review. */
 #define _LGPL_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -16,7 +16,8 @@
 
 #include "stress_common.h"
 
-bool __real_shard__queue_push_mp(void *q, shard_job_fn fn, void *arg, uint64_t hash, uint64_t epoch);
+struct shard_worker;
+uint64_t __real_shard__space_register(shard_dispatcher *d, struct shard_worker *w);
 
 static shard_dispatcher *d;
 static _Thread_local int hold_window;
@@ -30,10 +31,10 @@ static uint64_t epoch_now(void)
     return st.epoch;
 }
 
-bool __wrap_shard__queue_push_mp(void *q, shard_job_fn fn, void *arg, uint64_t hash, uint64_t epoch)
+/* Called by a submit whose push found the queue full, before it registers as a waiter. */
+uint64_t __wrap_shard__space_register(shard_dispatcher *dd, struct shard_worker *w)
 {
-    bool ok = __real_shard__queue_push_mp(q, fn, arg, hash, epoch);
-    if (!ok && hold_window) {
+    if (hold_window) {
         hold_window = 0;
         uint64_t e = epoch_now();
         sem_post(&in_window);
@@ -41,7 +42,7 @@ bool __wrap_shard__queue_push_mp(void *q, shard_job_fn fn, void *arg, uint64_t h
         for (long i = 0; i < 20000000 && epoch_now() == e; i++)
             sched_yield();
     }
-    return ok;
+    return __real_shard__space_register(dd, w);
 }
 
 static void blocker(shard_worker *w, void *arg)
