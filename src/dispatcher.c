@@ -104,7 +104,7 @@ void shard__dispatcher_free(shard_dispatcher *d)
 
 
 
-static int submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn fn, void *arg, bool wait)
+int shard__submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn fn, void *arg, bool wait)
 {
     if (!d || !fn || (!key && len > 0))
         return -EINVAL;
@@ -151,10 +151,10 @@ static int submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn
 
 SHARD_API int shard_submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn fn, void *arg)
 {
-    return submit(d, key, len, fn, arg, true);
+    return shard__submit(d, key, len, fn, arg, true);
 }
 
 SHARD_API int shard_try_submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn fn, void *arg)
 {
-    return submit(d, key, len, fn, arg, false);
+    return shard__submit(d, key, len, fn, arg, false);
 }

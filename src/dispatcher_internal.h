@@ -65,5 +65,7 @@ struct shard_dispatcher {
 
 /* dispatcher.c: frees everything create made (create's failure, destroy). */
 void shard__dispatcher_free(shard_dispatcher *d);
+/* dispatcher.c: one job, as shard_submit (wait) or shard_try_submit. */
+int  shard__submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn fn, void *arg, bool wait);
 
 #endif

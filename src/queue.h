@@ -54,34 +54,43 @@ void shard__queue_destroy(struct queue *q);
 uint64_t shard__queue_capacity(const struct queue *q);
 
 /* Producers (inline: every submit runs them). */
-/* Whether position pos is free: the consumer has published a head beyond its previous lap. Refreshes
- * the producers' cached head only when the cached one says no. */
-static inline bool shard__queue_slot_free(struct queue *q, uint64_t pos)
+/* Claims up to n consecutive positions from the tail with one CAS: as many as are free, from *first.
+ * The producers' cached head is refreshed only when it says fewer than n are free. The CAS is
+ * seq_cst: half of the parking Dekker pair (the caller then reads the worker's parking flag).
+ * Return: how many were claimed, 0 when the ring is full. */
+static inline uint64_t shard__queue_claim_mp(struct queue *q, uint64_t n, uint64_t *first)
 {
-    uint64_t cap = q->mask + 1;
-    /* acquire, pairing with the release below: whoever refreshed the cache acquired head_pub from
-     * the consumer first, so the consumer's reads of this slot's previous job happen before our
-     * writes to it, whichever producer refreshed. A stale cache only says "full" too early. */
-    if (pos - atomic_load_explicit(&q->head_cache, memory_order_acquire) < cap)
-        return true;
-    /* acquire: pairs with shard__queue_publish_head_sc. */
-    uint64_t head = atomic_load_explicit(&q->head_pub, memory_order_acquire);
-    atomic_store_explicit(&q->head_cache, head, memory_order_release);
-    return pos - head < cap;
+    uint64_t cap = q->mask + 1, pos = atomic_load_explicit(&q->tail, memory_order_relaxed), k;
+    if (n > cap)
+        n = cap;
+    do {
+        /* acquire, pairing with the release below: whoever refreshed the cache acquired head_pub
+         * from the consumer first, so the consumer's reads of a slot's previous job happen before
+         * our writes to it, whichever producer refreshed. A stale cache only says "full" too early. */
+        uint64_t head = atomic_load_explicit(&q->head_cache, memory_order_acquire);
+        if (pos - head > cap - n) {
+            /* acquire: pairs with shard__queue_publish_sc. */
+            head = atomic_load_explicit(&q->head_pub, memory_order_acquire);
+            atomic_store_explicit(&q->head_cache, head, memory_order_release);
+        }
+        if (head > pos) { /* pos was read before others claimed and the worker took past it */
+            pos = atomic_load_explicit(&q->tail, memory_order_relaxed);
+            k = 0;
+            continue;
+        }
+        if (pos - head >= cap)
+            return 0;
+        k = cap - (pos - head) < n ? cap - (pos - head) : n;
+    } while (!k || !atomic_compare_exchange_weak_explicit(&q->tail, &pos, pos + k, memory_order_seq_cst,
+                                                          memory_order_relaxed));
+    *first = pos;
+    return k;
 }
 
-/* Return: false when the ring is full (nothing written). The tail CAS is seq_cst: half of the parking
- * Dekker pair (the caller then reads the worker's parking flag). */
-static inline bool shard__queue_push_mp(struct queue *q, shard_job_fn fn, void *arg, uint64_t hash, uint64_t epoch)
+/* Writes the job of position pos, which the caller claimed. */
+static inline void shard__queue_write(struct queue *q, uint64_t pos, shard_job_fn fn, void *arg, uint64_t hash,
+                                      uint64_t epoch)
 {
-    uint64_t pos = atomic_load_explicit(&q->tail, memory_order_relaxed);
-    do {
-        if (!shard__queue_slot_free(q, pos))
-            return false;
-        /* seq_cst: the caller reads the parking flag next (Dekker pair with shard__park_prepare). */
-    } while (!atomic_compare_exchange_weak_explicit(&q->tail, &pos, pos + 1, memory_order_seq_cst,
-                                                    memory_order_relaxed));
-    /* pos was free when checked and head only moves forward; the CAS gave pos to us alone. */
     struct slot *s = &q->slots[pos & q->mask];
     s->fn = fn;
     s->arg = arg;
@@ -89,6 +98,15 @@ static inline bool shard__queue_push_mp(struct queue *q, shard_job_fn fn, void *
     s->epoch = epoch;
     /* release: the consumer that sees pos + 1 sees the job. */
     atomic_store_explicit(&s->seq, pos + 1, memory_order_release);
+}
+
+/* One job. Return: false when the ring is full (nothing written). */
+static inline bool shard__queue_push_mp(struct queue *q, shard_job_fn fn, void *arg, uint64_t hash, uint64_t epoch)
+{
+    uint64_t pos;
+    if (!shard__queue_claim_mp(q, 1, &pos))
+        return false;
+    shard__queue_write(q, pos, fn, arg, hash, epoch);
     return true;
 }
 

@@ -67,7 +67,8 @@ static void job_returned(struct shard_worker *w)
 void shard__run_job(struct shard_worker *w, struct job *j)
 {
     run_unlocked(w, true, j->hash, call_job, j);
-    shard__count(&w->executed);
+    if (j->fn != shard__void_job)
+        shard__count(&w->executed);
     job_returned(w);
     if (j->owed_to)
         shard__owed_done(w->d, j);
@@ -118,7 +119,8 @@ bool shard__run_batch(struct shard_worker *w)
         if (((pos + 1) & q->release_mask) == 0)
             shard__queue_publish_sc(q, pos + 1);
         fn(w, arg);
-        shard__count(&w->executed);
+        if (fn != shard__void_job)
+            shard__count(&w->executed);
         pos++;
     }
     pthread_mutex_lock(&w->lock);

@@ -159,6 +159,29 @@ SHARD_API int shard_submit(shard_dispatcher *d, const void *key, size_t len, sha
  * Context: any thread, including a running job. Return: as shard_submit(). */
 SHARD_API int shard_try_submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn fn, void *arg);
 
+/** One job of a batch submit (shard_submit_many): what shard_submit() takes, as a struct (added in 0.2). */
+struct shard_job {
+    const void  *key;
+    size_t       len;
+    shard_job_fn fn;
+    void        *arg;
+};
+
+/** Submits jobs[0], jobs[1], ... in that order, each to its key's owner, as that many shard_submit()
+ * calls would, for less: one read-side section, and for each worker the batch reaches, one claim of
+ * queue slots and one wake-up check, per up to 64 jobs. Each key's jobs keep their order, also against
+ * this thread's other submits. Waits for room as shard_submit() does (a worker thread never waits).
+ * Every job is checked before any is submitted. Context: any thread, including a running job.
+ * Return: n, or fewer once destroy began or memory ran out midway: exactly jobs[0..k) were accepted and
+ * k is returned (0 < k < n), the rest not; or, with none accepted, -EINVAL (d NULL, jobs NULL with n >
+ * 0, n > INT_MAX, or a job with fn NULL or key NULL with len > 0), -ESHUTDOWN, -ENOMEM (as
+ * shard_submit). n == 0 returns 0. A job not accepted never runs. */
+SHARD_API int shard_submit_many(shard_dispatcher *d, const struct shard_job *jobs, size_t n);
+/** As shard_submit_many(), but never waits: accepts the longest prefix jobs[0..k) whose queues have
+ * room and returns k (0 <= k <= n; the rest were not accepted). Context: any thread, including a running
+ * job. Return: k; -EINVAL or -ESHUTDOWN (none accepted) as shard_submit_many(). */
+SHARD_API int shard_try_submit_many(shard_dispatcher *d, const struct shard_job *jobs, size_t n);
+
 /** Adds a worker named name with weight ring weight (vnodes * weight ring points); it takes over
  * about weight / total weight of the keys, from every other worker. Costs O(workers + points of the
  * ring), not O(workers^2). Context: not a worker; blocks for one RCU grace period. Return: 0; -EINVAL

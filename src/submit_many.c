@@ -1,0 +1,124 @@
+/* Batch submit: many keyed jobs in one call, each to its key's owner, for one read-side section and,
+ * for each worker a chunk reaches, one claim of slots and one wake-up check.
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * What is accepted is always a prefix of the caller's jobs, so that "k accepted" says exactly which.
+ * A chunk's workers claim their slots one after another; when one finds fewer free than its jobs need,
+ * the prefix ends at its first job that got none, and slots an earlier worker claimed for jobs beyond
+ * that point are filled with a no-op (shard__void_job) that runs uncounted: a claimed slot cannot be
+ * given back. That happens only when a queue fills up during the call. */
+#include <errno.h>
+#include <limits.h>
+
+#include "dispatcher_internal.h"
+#include "hash.h"
+#include "rcu.h"
+#include "ring_internal.h"
+
+#define CHUNK 64
+
+void shard__void_job(shard_worker *w, void *arg)
+{
+    (void)w, (void)arg;
+}
+
+struct dest {
+    struct shard_worker *w;
+    uint64_t want, got, first, used;
+};
+
+/* Submits the longest prefix of jobs[0..n) (n <= CHUNK, hashes in h) whose queues have room, routed
+ * with the current snapshot. Context: inside a read-side section. Return: its length. */
+static size_t push_chunk(shard_dispatcher *d, const struct shard_job *jobs, const uint64_t *h, size_t n)
+{
+    /* acquire: pairs with the release store that published the snapshot (membership.c's publish). */
+    struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire);
+    struct dest dests[CHUNK];
+    uint8_t which[CHUNK];
+    size_t nd = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct shard_worker *w = snap_worker(s, shard__ring_owner_index(s->ring, h[i]));
+        size_t k = 0;
+        while (k < nd && dests[k].w != w)
+            k++;
+        if (k == nd)
+            dests[nd++] = (struct dest){ .w = w };
+        which[i] = (uint8_t)k;
+    }
+    size_t cut = n;
+    for (size_t k = 0; k < nd; k++) {
+        struct dest *dk = &dests[k];
+        for (size_t i = 0; i < cut; i++)
+            dk->want += which[i] == k;
+        dk->got = dk->want ? shard__queue_claim_mp(&dk->w->q, dk->want, &dk->first) : 0;
+        if (dk->got == dk->want)
+            continue;
+        /* The prefix ends at this worker's first job without a slot. */
+        for (size_t i = 0, seen = 0; i < cut; i++)
+            if (which[i] == k && seen++ == dk->got) {
+                cut = i;
+                break;
+            }
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct dest *dk = &dests[which[i]];
+        if (dk->used == dk->got)
+            continue;
+        uint64_t pos = dk->first + dk->used++;
+        if (i < cut)
+            shard__queue_write(&dk->w->q, pos, jobs[i].fn, jobs[i].arg, h[i], s->epoch);
+        else
+            shard__queue_write(&dk->w->q, pos, shard__void_job, NULL, h[i], s->epoch);
+    }
+    for (size_t k = 0; k < nd; k++)
+        if (dests[k].got)
+            shard__worker_wake(dests[k].w);
+    return cut;
+}
+
+static int submit_many(shard_dispatcher *d, const struct shard_job *jobs, size_t n, bool wait)
+{
+    if (!d || (!jobs && n > 0) || n > INT_MAX)
+        return -EINVAL;
+    for (size_t i = 0; i < n; i++)
+        if (!jobs[i].fn || (!jobs[i].key && jobs[i].len > 0))
+            return -EINVAL;
+    size_t done = 0;
+    while (done < n) {
+        size_t m = n - done < CHUNK ? n - done : CHUNK;
+        uint64_t h[CHUNK];
+        /* d is read only inside the section: destroy frees it after a grace period (as in submit). */
+        shard__rcu_read_lock();
+        if (atomic_load_explicit(&d->shutdown, memory_order_relaxed)) {
+            shard__rcu_read_unlock();
+            return done ? (int)done : -ESHUTDOWN;
+        }
+        for (size_t i = 0; i < m; i++)
+            h[i] = shard__hash_key_cfg(&d->cfg.ring, jobs[done + i].key, jobs[done + i].len);
+        size_t got = push_chunk(d, jobs + done, h, m);
+        shard__rcu_read_unlock();
+        done += got;
+        if (got == m)
+            continue;
+        if (!wait)
+            return (int)done;
+        /* A full queue: this job waits for room (or, from a worker, goes beyond it) as one submit
+         * does; the chunks go on after it. */
+        const struct shard_job *j = &jobs[done];
+        int rc = shard__submit(d, j->key, j->len, j->fn, j->arg, true);
+        if (rc < 0)
+            return done ? (int)done : rc;
+        done++;
+    }
+    return (int)done;
+}
+
+SHARD_API int shard_submit_many(shard_dispatcher *d, const struct shard_job *jobs, size_t n)
+{
+    return submit_many(d, jobs, n, true);
+}
+
+SHARD_API int shard_try_submit_many(shard_dispatcher *d, const struct shard_job *jobs, size_t n)
+{
+    return submit_many(d, jobs, n, false);
+}
