@@ -161,10 +161,10 @@ SHARD_API int shard_try_submit(shard_dispatcher *d, const void *key, size_t len,
 
 /** One job of a batch submit (shard_submit_many): what shard_submit() takes, as a struct (added in 0.2). */
 struct shard_job {
-    const void  *key;
-    size_t       len;
-    shard_job_fn fn;
-    void        *arg;
+    const void  *key; /**< the key's bytes; NULL only with len 0 */
+    size_t       len; /**< its length */
+    shard_job_fn fn;  /**< the job */
+    void        *arg; /**< given to fn */
 };
 
 /** Submits jobs[0], jobs[1], ... in that order, each to its key's owner, as that many shard_submit()
