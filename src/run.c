@@ -233,12 +233,15 @@ void shard__run_control(struct shard_worker *w, struct job *j)
     }
 }
 
-static void set_aside(struct shard_worker *w, struct job *j)
+/* dirty: whether a walk over the held jobs may find something to do now. Not for a job just found
+ * blocked: shard__job_may_run marked what it waits for, whose event kicks this worker, and one behind
+ * a held job of its key goes only after that one, whose going makes the walk go on. */
+static void set_aside(struct shard_worker *w, struct job *j, bool dirty)
 {
     j = to_record(w, j);
     shard__held_push_back(&w->held, j);
     shard__count(&w->set_aside);
-    w->held_dirty = true;
+    w->held_dirty |= dirty;
 }
 
 /* A job or control item just taken from the queue. */
@@ -258,13 +261,13 @@ void shard__run_take(struct shard_worker *w, struct job *j)
         return;
     }
     if ((w->held.count && shard__held_has_key(&w->held, j->hash)) || !shard__job_may_run(w->d, w, j)) {
-        set_aside(w, j);
+        set_aside(w, j, false);
         return;
     }
     /* The check above may have seen a crashed worker's hand-over; its rerouted jobs, delivered before
      * that hand-over was published, may be older jobs of this key: they go first. */
     if (shard__inbox_pending(w)) {
-        set_aside(w, j);
+        set_aside(w, j, true);
         shard__inbox_pull(w);
         return;
     }
