@@ -115,14 +115,39 @@ static void run_part(shard_worker *w, void *arg)
     part_done(r);
 }
 
+static void part_refused(struct request *r, int err)
+{
+    part_failed(r, err);
+    part_done(r);
+}
+
+/* The parts go in batches (shard_submit_many: one read-side section, and one slot claim per worker
+ * they reach): an MGET of many keys costs about one submit per worker, not one per key. */
 void request_submit(struct request *r)
 {
-    for (uint32_t i = 0; i < r->nparts; i++) {
-        const struct resp_arg *key = &r->argv[r->parts[i].arg];
-        int err = shard_submit(r->srv->d, key->p, key->len, run_part, &r->parts[i]);
-        if (err) {
-            part_failed(r, err);
-            part_done(r);
+    uint32_t n = r->nparts, i = 0;
+    while (i < n) {
+        struct shard_job jobs[64];
+        uint32_t m = n - i < 64 ? n - i : 64;
+        for (uint32_t k = 0; k < m; k++) {
+            const struct resp_arg *key = &r->argv[r->parts[i + k].arg];
+            jobs[k] = (struct shard_job){ key->p, key->len, run_part, &r->parts[i + k] };
+        }
+        int got = shard_submit_many(r->srv->d, jobs, m);
+        if (got < 0) {
+            for (uint32_t k = 0; k < m; k++)
+                part_refused(r, got);
+            i += m;
+            continue;
+        }
+        i += (uint32_t)got;
+        if ((uint32_t)got < m) {
+            /* Refused midway (destroy, or memory): one submit of the next part says why. */
+            const struct resp_arg *key = &r->argv[r->parts[i].arg];
+            int err = shard_submit(r->srv->d, key->p, key->len, run_part, &r->parts[i]);
+            if (err)
+                part_refused(r, err);
+            i++;
         }
     }
 }
