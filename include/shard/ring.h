@@ -25,13 +25,14 @@ extern "C" {
  * equal members "w0".."w63" and seed 0, the largest share is 1.064x the mean and the smallest 0.951x;
  * over seeds 0..39 the largest share stays within 1.10x the mean for 38 of 40 seeds (worst 1.109x).
  * For comparison 320 points give 1.095x at seed 0 but pass for only 3 of 40 seeds, 640 for 24 of 40.
- * Lookup cost barely grows with it (see the index), memory is 12-16 bytes a point. */
+ * Lookup cost barely grows with it (see the front table), memory is 20 to 45 bytes a point
+ * (shard_ring_memory). */
 #define SHARD_DEFAULT_VNODES 1024
 
 /** A ring holds at most this many points: vnodes * weight of one add, and the total, are capped. */
 #define SHARD_RING_MAX_POINTS (1u << 30)
 
-/** A consistent-hash ring: members, their points, and the lookup index (opaque). */
+/** A consistent-hash ring: members, their points, and the lookup tables (opaque). */
 typedef struct shard_ring shard_ring;
 
 /** Hook: the index-th ring point of member. Called with the ctx of the config, from the thread calling
@@ -138,8 +139,11 @@ SHARD_API double shard_ring_share(const shard_ring *r, const char *member);
  * route every hash identically. 0 for NULL. Context: any reader; O(points). */
 SHARD_API uint64_t shard_ring_checksum(const shard_ring *r);
 
-/** Bytes used by the lookup structures (points, their owners and the index), at most 16 a point.
- * Member names and the ring header are not counted. Context: any reader. Return: 0 for NULL r. */
+/** Bytes used by the lookup structures: points and their owners (12 bytes a point), and a direct table
+ * that names the owner of most hashes in one load (2 bytes an entry, 8 to 16 entries a point while they
+ * take at most 1 MiB, 4 to 8 beyond, plus 4 bytes every 64 entries). Under 45 bytes a point; under 29
+ * for rings of more than 65,536 points. Member names and the ring header are not counted.
+ * Context: any reader. Return: 0 for NULL r. */
 SHARD_API size_t shard_ring_memory(const shard_ring *r);
 
 /** Called by shard_ring_diff() for one arc (first, last] whose owner is owner_a in one ring and
