@@ -234,8 +234,11 @@ void shard__run_control(struct shard_worker *w, struct job *j)
 }
 
 /* dirty: whether a walk over the held jobs may find something to do now. Not for a job just found
- * blocked: shard__job_may_run marked what it waits for, whose event kicks this worker, and one behind
- * a held job of its key goes only after that one, whose going makes the walk go on. */
+ * blocked while the worker already holds jobs: shard__job_may_run marked what it waits for, and the
+ * event kicks this worker (it is counted as holding); one behind a held job of its key goes only after
+ * that one, whose going makes the walk go on. A worker that held nothing was not counted when the
+ * job marked its wait, so an event in between kicked nobody: it walks once, after publishing that it
+ * holds jobs (shard__worker_sync_holding, then the walk marks again). */
 static void set_aside(struct shard_worker *w, struct job *j, bool dirty)
 {
     j = to_record(w, j);
@@ -261,7 +264,7 @@ void shard__run_take(struct shard_worker *w, struct job *j)
         return;
     }
     if ((w->held.count && shard__held_has_key(&w->held, j->hash)) || !shard__job_may_run(w->d, w, j)) {
-        set_aside(w, j, false);
+        set_aside(w, j, !w->holding_now);
         return;
     }
     /* The check above may have seen a crashed worker's hand-over; its rerouted jobs, delivered before
