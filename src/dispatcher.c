@@ -104,19 +104,11 @@ void shard__dispatcher_free(shard_dispatcher *d)
 
 
 
-int shard__submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn fn, void *arg, bool wait)
+int shard__submit_hashed(shard_dispatcher *d, uint64_t h, shard_job_fn fn, void *arg, bool wait)
 {
-    if (!d || !fn || (!key && len > 0))
-        return -EINVAL;
-    /* From here on d is read only inside a read-side section, or by a registered waiter: destroy
-     * frees it after a grace period that follows both (shard_dispatcher_destroy). */
-    shard__rcu_read_lock();
-    uint64_t h = shard__hash_key_cfg(&d->cfg.ring, key, len);
     for (;;) {
-        if (atomic_load_explicit(&d->shutdown, memory_order_relaxed)) {
-            shard__rcu_read_unlock();
+        if (atomic_load_explicit(&d->shutdown, memory_order_relaxed))
             return -ESHUTDOWN;
-        }
         /* acquire: pairs with the release store that published the snapshot (membership.c's publish). */
         struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire);
         struct shard_worker *w = snap_worker(s, shard__ring_owner_index(s->ring, h));
@@ -125,28 +117,38 @@ int shard__submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn
             /* A worker never waits: it could be the very worker that must make room. The job goes
              * after the ring's current contents, through the side list. */
             struct job *j = calloc(1, sizeof *j);
-            if (!j) {
-                shard__rcu_read_unlock();
+            if (!j)
                 return -ENOMEM;
-            }
             *j = (struct job){ .fn = fn, .arg = arg, .hash = h, .epoch = s->epoch, .routed = w, .kind = JOB_RUN };
             shard__queue_push_side(&w->q, j);
             ok = true;
         }
         if (ok) {
             shard__worker_wake(w);
-            shard__rcu_read_unlock();
             return 0;
         }
-        if (!wait) {
-            shard__rcu_read_unlock();
+        if (!wait)
             return -EAGAIN;
-        }
         uint64_t epoch = shard__space_register(d, w), ring_epoch = s->epoch; /* s is not ours past unlock */
         shard__rcu_read_unlock();
-        if (shard__space_wait(d, w, epoch, ring_epoch))
+        if (shard__space_wait(d, w, epoch, ring_epoch)) {
+            /* d may be freed: back in a section (which touches nothing of d) as the caller expects. */
+            shard__rcu_read_lock();
             return -ESHUTDOWN;
+        }
     }
+}
+
+int shard__submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn fn, void *arg, bool wait)
+{
+    if (!d || !fn || (!key && len > 0))
+        return -EINVAL;
+    /* From here on d is read only inside a read-side section, or by a registered waiter: destroy
+     * frees it after a grace period that follows both (shard_dispatcher_destroy). */
+    shard__rcu_read_lock();
+    int rc = shard__submit_hashed(d, shard__hash_key_cfg(&d->cfg.ring, key, len), fn, arg, wait);
+    shard__rcu_read_unlock();
+    return rc;
 }
 
 SHARD_API int shard_submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn fn, void *arg)

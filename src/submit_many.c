@@ -83,34 +83,36 @@ static int submit_many(shard_dispatcher *d, const struct shard_job *jobs, size_t
     for (size_t i = 0; i < n; i++)
         if (!jobs[i].fn || (!jobs[i].key && jobs[i].len > 0))
             return -EINVAL;
+    /* One read-side section for the whole call, left only while registered as a waiter for room
+     * (shard__submit_hashed): destroy frees d after a grace period that follows both, so d is never
+     * read between chunks outside of one. */
+    shard__rcu_read_lock();
     size_t done = 0;
-    while (done < n) {
+    int rc = 0;
+    while (done < n && !rc) {
+        if (atomic_load_explicit(&d->shutdown, memory_order_relaxed)) {
+            rc = -ESHUTDOWN;
+            break;
+        }
         size_t m = n - done < CHUNK ? n - done : CHUNK;
         uint64_t h[CHUNK];
-        /* d is read only inside the section: destroy frees it after a grace period (as in submit). */
-        shard__rcu_read_lock();
-        if (atomic_load_explicit(&d->shutdown, memory_order_relaxed)) {
-            shard__rcu_read_unlock();
-            return done ? (int)done : -ESHUTDOWN;
-        }
         for (size_t i = 0; i < m; i++)
             h[i] = shard__hash_key_cfg(&d->cfg.ring, jobs[done + i].key, jobs[done + i].len);
         size_t got = push_chunk(d, jobs + done, h, m);
-        shard__rcu_read_unlock();
         done += got;
         if (got == m)
             continue;
         if (!wait)
-            return (int)done;
+            break;
         /* A full queue: this job waits for room (or, from a worker, goes beyond it) as one submit
          * does; the chunks go on after it. */
         const struct shard_job *j = &jobs[done];
-        int rc = shard__submit(d, j->key, j->len, j->fn, j->arg, true);
-        if (rc < 0)
-            return done ? (int)done : rc;
-        done++;
+        rc = shard__submit_hashed(d, h[got], j->fn, j->arg, true);
+        if (!rc)
+            done++;
     }
-    return (int)done;
+    shard__rcu_read_unlock();
+    return done || !rc ? (int)done : rc;
 }
 
 SHARD_API int shard_submit_many(shard_dispatcher *d, const struct shard_job *jobs, size_t n)

@@ -207,3 +207,47 @@ Test(submit_many, destroy_while_waiting_returns_what_was_accepted)
     cr_assert_eq(b.rc, 4, "the batch returned %d: exactly the four accepted", b.rc);
     cr_assert_eq(atomic_load(&n_ran), 4);
 }
+
+/* A job that submits batches until destroy refuses one: a refused batch runs none of its jobs. */
+struct shutdown_probe {
+    shard_dispatcher *d;
+    atomic_int        looping, accepted, ran, refused_rc;
+};
+
+static void probe_count(shard_worker *w, void *arg)
+{
+    (void)w;
+    atomic_fetch_add(&((struct shutdown_probe *)arg)->ran, 1);
+}
+
+static void submit_batches_until_shutdown(shard_worker *w, void *arg)
+{
+    (void)w;
+    struct shutdown_probe *p = arg;
+    struct shard_job jobs[3];
+    for (int i = 0; i < 3; i++)
+        jobs[i] = (struct shard_job){ "other", 5, probe_count, p };
+    atomic_store(&p->looping, 1);
+    for (;;) {
+        int rc = shard_submit_many(p->d, jobs, 3);
+        if (rc > 0)
+            atomic_fetch_add(&p->accepted, rc);
+        if (rc < 3) {
+            atomic_store(&p->refused_rc, rc);
+            break;
+        }
+    }
+}
+
+Test(submit_many, a_batch_during_destroy_is_refused_with_eshutdown)
+{
+    static struct shutdown_probe p;
+    p.d = make(2, 16);
+    cr_assert_eq(shard_submit(p.d, "k", 1, submit_batches_until_shutdown, &p), 0);
+    while (!atomic_load(&p.looping))
+        ; /* the job is submitting now */
+    shard_dispatcher_destroy(p.d);
+    int rc = atomic_load(&p.refused_rc);
+    cr_assert(rc == -ESHUTDOWN || (rc > 0 && rc < 3), "the batch destroy cut returned %d", rc);
+    cr_assert_eq(atomic_load(&p.ran), atomic_load(&p.accepted), "every accepted job ran, no refused one");
+}

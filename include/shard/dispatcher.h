@@ -170,8 +170,11 @@ struct shard_job {
 /** Submits jobs[0], jobs[1], ... in that order, each to its key's owner, as that many shard_submit()
  * calls would, for less: one read-side section, and for each worker the batch reaches, one claim of
  * queue slots and one wake-up check, per up to 64 jobs. Each key's jobs keep their order, also against
- * this thread's other submits. Waits for room as shard_submit() does (a worker thread never waits).
- * Every job is checked before any is submitted. Context: any thread, including a running job.
+ * this thread's other submits. Waits for room as shard_submit() does (a worker thread never waits);
+ * waiting is a cancellation point, and a thread cancelled there has had the jobs before the waiting
+ * one accepted. The call is one RCU read-side section, left only while it waits: a membership change
+ * waits for a long batch as for one submit. Every job is checked before any is submitted.
+ * Context: any thread, including a running job.
  * Return: n, or fewer once destroy began or memory ran out midway: exactly jobs[0..k) were accepted and
  * k is returned (0 < k < n), the rest not; or, with none accepted, -EINVAL (d NULL, jobs NULL with n >
  * 0, n > INT_MAX, or a job with fn NULL or key NULL with len > 0), -ESHUTDOWN, -ENOMEM (as
