@@ -111,15 +111,19 @@ void shard__queue_advance_sc(struct queue *q, uint64_t head)
         shard__queue_publish_head_sc(q);
 }
 
-void shard__queue_publish_sc(struct queue *q, uint64_t head)
+void shard__queue_publish_upto_sc(struct queue *q, uint64_t head)
 {
+    uint64_t cur = atomic_load_explicit(&q->head_pub, memory_order_relaxed);
     /* release: the reads of the slots below head come before a producer reuses them. */
-    atomic_store_explicit(&q->head_pub, head, memory_order_release);
+    while (cur < head && !atomic_compare_exchange_weak_explicit(&q->head_pub, &cur, head, memory_order_release,
+                                                                memory_order_relaxed))
+        ;
 }
 
 void shard__queue_publish_head_sc(struct queue *q)
 {
-    shard__queue_publish_sc(q, q->head);
+    /* release: the reads of the slots below head come before a producer reuses them. */
+    atomic_store_explicit(&q->head_pub, q->head, memory_order_release);
 }
 
 bool shard__queue_nonempty_sc(struct queue *q)

@@ -69,7 +69,7 @@ static inline uint64_t shard__queue_claim_mp(struct queue *q, uint64_t n, uint64
          * our writes to it, whichever producer refreshed. A stale cache only says "full" too early. */
         uint64_t head = atomic_load_explicit(&q->head_cache, memory_order_acquire);
         if (pos - head > cap - n) {
-            /* acquire: pairs with shard__queue_publish_sc. */
+            /* acquire: pairs with the release of shard__queue_publish_head_sc / _upto_sc. */
             head = atomic_load_explicit(&q->head_pub, memory_order_acquire);
             atomic_store_explicit(&q->head_cache, head, memory_order_release);
         }
@@ -146,8 +146,9 @@ static inline bool shard__queue_ready_sc(const struct queue *q)
  * it crossed a publishing boundary, as pop would have. */
 void shard__queue_advance_sc(struct queue *q, uint64_t head);
 /* Frees the slots below head for producers without moving the consumer's own position (a batch, which
- * moves q->head once it holds the worker's lock again). */
-void shard__queue_publish_sc(struct queue *q, uint64_t head);
+ * moves q->head once it holds the worker's lock again). Never moves the published head backwards: a
+ * crash that ended the batch may have published further meanwhile. */
+void shard__queue_publish_upto_sc(struct queue *q, uint64_t head);
 /* Publishes the consumer's position, freeing the slots it has taken. pop does it every 1/8 of the
  * capacity (at most 32 slots, every slot for queues under 16), so taken slots wait at most that long
  * to be reused; call it before going idle. */

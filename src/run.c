@@ -114,10 +114,9 @@ bool shard__run_batch(struct shard_worker *w)
                                                      memory_order_relaxed))
             break;
         /* Its slot is free once taken, as pop frees it: the running job does not count against the
-         * queue's capacity. (A crash that ends the batch meanwhile publishes a head at least as far;
-         * this store landing after it only makes producers see less room for a while.) */
+         * queue's capacity. (A crash that ends the batch meanwhile may publish further: never back.) */
         if (((pos + 1) & q->release_mask) == 0)
-            shard__queue_publish_sc(q, pos + 1);
+            shard__queue_publish_upto_sc(q, pos + 1);
         fn(w, arg);
         if (fn != shard__void_job)
             shard__count(&w->executed);
