@@ -25,8 +25,11 @@
 #include "job.h"
 #include "shard/dispatcher.h"
 
+/* A cache line a slot: a producer writing the next slot never touches the line the worker is reading,
+ * nor another producer's (40-byte slots straddled lines; a line each measured 1->1 empty jobs 40 ->
+ * 50 M/s and 2->2 with a real job 7.0 -> 7.5 M/s). Memory: 64 bytes a unit of queue capacity. */
 struct slot {
-    _Atomic uint64_t seq; /* pos + 1 once the job of pos is written; the worker never writes it */
+    alignas(SHARD_CACHELINE) _Atomic uint64_t seq; /* pos + 1 once the job of pos is written; the worker never writes it */
     shard_job_fn     fn;
     void            *arg;
     uint64_t         hash;
