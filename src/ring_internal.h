@@ -104,6 +104,13 @@ static inline uint32_t shard__ring_owner_index(const struct shard_ring *r, uint6
     return r->owners[r->points[i] >= hash ? i : shard__ring_gallop(r, i, hash)];
 }
 
+/* ring_front.c. Front table entries for npoints points, and blocks for nfront entries: what a ring
+ * of npoints must have room for (never fewer for more points). */
+size_t shard__ring_front_count(size_t npoints);
+size_t shard__ring_blocks_count(size_t nfront);
+/* Rebuilds the front table and blocks over the sorted points; the capacities are the caller's. */
+void   shard__ring_front_build(shard_ring *r);
+
 /* Index of member by name, or -1. */
 long shard__ring_member_index(const struct shard_ring *r, const char *name);
 /* Whether name may name a member: not NULL, not empty, at most SHARD_NAME_MAX bytes.
