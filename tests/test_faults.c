@@ -2,7 +2,7 @@
  * allocation made by the calling thread, for N = 1, 2, ...). Each call must then return -ENOMEM and
  * change nothing (same epoch, same ring checksum, the same jobs run), or succeed as usual. The library
  * is linked statically and its allocator calls wrapped (-Wl,--wrap=...), so only the thread that armed
- * the failure sees it. */
+ * the failure sees it. Also a worker's batch submit beyond its own full queue, whose records fail. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <shard.h>
@@ -148,4 +148,50 @@ Test(faults, crash_fails_cleanly)
 Test(faults, drain_fails_cleanly)
 {
     membership_under_failure(DRAIN);
+}
+
+/* A worker's batch submit to its own full queue goes beyond it, a record a job: when a record cannot be
+ * had, shard_submit_many returns how many went before (-ENOMEM with none), and those not accepted
+ * never run. */
+static atomic_int noop_ran, batch_ran;
+static int rc_none, rc_one;
+
+static void noop(shard_worker *w, void *arg)
+{
+    (void)w, (void)arg;
+    atomic_fetch_add(&noop_ran, 1);
+}
+
+static void batched(shard_worker *w, void *arg)
+{
+    (void)w, (void)arg;
+    atomic_fetch_add(&batch_ran, 1);
+}
+
+static void fill_then_batch(shard_worker *w, void *arg)
+{
+    shard_dispatcher *d = shard_worker_dispatcher(w);
+    (void)arg;
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(shard_try_submit(d, "k", 1, noop, NULL), 0); /* its queue of 4 is full now */
+    struct shard_job jobs[3] = { { "k", 1, batched, NULL }, { "k", 1, batched, NULL }, { "k", 1, batched, NULL } };
+    arm(1); /* the first record fails */
+    rc_none = shard_submit_many(d, jobs, 3);
+    arm(2); /* the second fails */
+    rc_one = shard_submit_many(d, jobs, 3);
+    arm(0);
+}
+
+Test(faults, submit_many_beyond_a_full_queue_without_memory)
+{
+    shard_dispatcher *d;
+    struct shard_config cfg = { .workers = 1, .queue_capacity = 4 };
+    cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
+    cr_assert_eq(shard_submit(d, "k", 1, fill_then_batch, NULL), 0);
+    cr_assert_eq(shard_drain(d), 0);
+    cr_assert_eq(rc_none, -ENOMEM);
+    cr_assert_eq(rc_one, 1, "the batch returned %d: the one job accepted before memory ran out", rc_one);
+    cr_assert_eq(atomic_load(&noop_ran), 4);
+    cr_assert_eq(atomic_load(&batch_ran), 1, "only the accepted job runs");
+    shard_dispatcher_destroy(d);
 }
