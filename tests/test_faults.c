@@ -5,6 +5,7 @@
  * the failure sees it. Also a worker's batch submit beyond its own full queue, whose records fail. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <semaphore.h>
 #include <shard.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -155,6 +156,7 @@ Test(faults, drain_fails_cleanly)
  * never run. */
 static atomic_int noop_ran, batch_ran;
 static int rc_none, rc_one;
+static sem_t batched_all; /* fill_then_batch has submitted everything: a drain after it covers it */
 
 static void noop(shard_worker *w, void *arg)
 {
@@ -180,6 +182,7 @@ static void fill_then_batch(shard_worker *w, void *arg)
     arm(2); /* the second fails */
     rc_one = shard_submit_many(d, jobs, 3);
     arm(0);
+    sem_post(&batched_all);
 }
 
 Test(faults, submit_many_beyond_a_full_queue_without_memory)
@@ -187,7 +190,9 @@ Test(faults, submit_many_beyond_a_full_queue_without_memory)
     shard_dispatcher *d;
     struct shard_config cfg = { .workers = 1, .queue_capacity = 4 };
     cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
+    sem_init(&batched_all, 0, 0);
     cr_assert_eq(shard_submit(d, "k", 1, fill_then_batch, NULL), 0);
+    sem_wait(&batched_all); /* a drain covers only jobs submitted before it */
     cr_assert_eq(shard_drain(d), 0);
     cr_assert_eq(rc_none, -ENOMEM);
     cr_assert_eq(rc_one, 1, "the batch returned %d: the one job accepted before memory ran out", rc_one);
