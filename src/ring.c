@@ -109,48 +109,35 @@ long shard__ring_member_index(const shard_ring *r, const char *name)
 }
 
 /* Makes room for npoints points, their front table and blocks; on failure nothing changes but
- * capacities (what grew keeps its contents). */
+ * capacities (realloc keeps what grew, and the old arrays, contents included, when it fails). */
 static int reserve_points(shard_ring *r, size_t npoints)
 {
     if (npoints > r->points_cap) {
         size_t cap = r->points_cap ? r->points_cap : 64;
         while (cap < npoints)
             cap *= 2;
-        uint64_t *p = malloc(cap * sizeof *p);
-        uint32_t *o = malloc(cap * sizeof *o);
-        if (!p || !o) {
-            free(p);
-            free(o);
+        uint64_t *p = realloc(r->points, cap * sizeof *p);
+        if (!p)
             return -ENOMEM;
-        }
-        if (r->npoints) {
-            memcpy(p, r->points, r->npoints * sizeof *p);
-            memcpy(o, r->owners, r->npoints * sizeof *o);
-        }
-        free(r->points);
-        free(r->owners);
         r->points = p;
+        uint32_t *o = realloc(r->owners, cap * sizeof *o);
+        if (!o)
+            return -ENOMEM; /* points_cap stays: owners has only the old capacity */
         r->owners = o;
         r->points_cap = cap;
     }
     size_t nf = shard__ring_front_count(npoints), nb = shard__ring_blocks_count(nf);
     if (nf > r->front_cap) {
-        uint16_t *f = malloc(nf * sizeof *f);
+        uint16_t *f = realloc(r->front, nf * sizeof *f);
         if (!f)
             return -ENOMEM;
-        if (r->nfront)
-            memcpy(f, r->front, r->nfront * sizeof *f);
-        free(r->front);
         r->front = f;
         r->front_cap = nf;
     }
     if (nb > r->blocks_cap) {
-        uint32_t *bl = malloc(nb * sizeof *bl);
+        uint32_t *bl = realloc(r->blocks, nb * sizeof *bl);
         if (!bl)
             return -ENOMEM;
-        if (r->nblocks)
-            memcpy(bl, r->blocks, r->nblocks * sizeof *bl);
-        free(r->blocks);
         r->blocks = bl;
         r->blocks_cap = nb;
     }
