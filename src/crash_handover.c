@@ -167,11 +167,9 @@ static void hand_over(shard_dispatcher *d, struct shard_worker *x, struct job *l
             }
             continue;
         }
-        if (j->fn != shard__void_job) { /* a slot no job was accepted for: nothing to tell */
-            if (d->cfg.on_dropped)
-                d->cfg.on_dropped(j->fn, j->arg, d->cfg.user);
-            atomic_fetch_add_explicit(&d->dropped, 1, memory_order_relaxed);
-        }
+        if (d->cfg.on_dropped)
+            d->cfg.on_dropped(j->fn, j->arg, d->cfg.user);
+        atomic_fetch_add_explicit(&d->dropped, 1, memory_order_relaxed);
         if (j->owed_to)
             shard__owed_done(d, j);
         shard__free_record(NULL, j);

@@ -62,10 +62,6 @@ struct job {
     uint32_t     wait_member;
 };
 
-/* submit_many.c: what fills a slot claimed for a job that a batch submit did not accept in the end.
- * It runs like a job, but is not counted as executed (run.c). */
-void shard__void_job(shard_worker *w, void *arg);
-
 /* A list of jobs linked through next, appended at its tail: a worker's inbox, a crashed worker's
  * leftovers, its jobs for one new owner. */
 struct job_list {

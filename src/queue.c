@@ -76,16 +76,34 @@ static struct job *side_pop(struct queue *q)
     return j;
 }
 
+void shard__queue_void(shard_worker *w, void *arg)
+{
+    (void)w, (void)arg;
+}
+
+/* Takes the slot at head, freeing it for producers every release_mask + 1 slots. */
+static void advance(struct queue *q)
+{
+    if ((++q->head & q->release_mask) == 0)
+        shard__queue_publish_head_sc(q);
+}
+
 struct job *shard__queue_pop_sc(struct queue *q, struct job *scratch)
 {
-    if (shard__queue_side_next(q) <= q->head) {
-        struct job *j = side_pop(q);
-        if (j)
-            return j;
+    const struct slot *s;
+    for (;;) {
+        if (shard__queue_side_next(q) <= q->head) {
+            struct job *j = side_pop(q);
+            if (j)
+                return j;
+        }
+        s = shard__queue_peek_sc(q, q->head);
+        if (!s)
+            return NULL;
+        if (s->fn != shard__queue_void)
+            break;
+        advance(q); /* consumed here: no caller ever sees it */
     }
-    const struct slot *s = shard__queue_peek_sc(q, q->head);
-    if (!s)
-        return NULL;
     scratch->fn = s->fn;
     scratch->arg = s->arg;
     scratch->hash = s->hash;
@@ -97,9 +115,7 @@ struct job *shard__queue_pop_sc(struct queue *q, struct job *scratch)
     scratch->embedded = false;
     scratch->loses_keys = false;
     scratch->routed = NULL; /* the caller knows whose queue this is */
-    q->head++;
-    if ((q->head & q->release_mask) == 0)
-        shard__queue_publish_head_sc(q);
+    advance(q);
     return scratch;
 }
 

@@ -113,6 +113,11 @@ static inline bool shard__queue_push_mp(struct queue *q, shard_job_fn fn, void *
     return true;
 }
 
+/* What fills a slot claimed for no job (a batch submit's slot beyond what it accepted, submit_many.c):
+ * pop consumes it unseen, so it is never run, counted, set aside, rerouted or dropped; only the batch
+ * fast path, which reads slots itself, skips it (run.c). */
+void shard__queue_void(shard_worker *w, void *arg);
+
 /* Whether the ring has a free slot now (for a waiting submitter). */
 bool shard__queue_has_room(struct queue *q);
 /* Appends a record to the side list, ordered after every slot claimed so far. Never fails. */

@@ -67,8 +67,7 @@ static void job_returned(struct shard_worker *w)
 void shard__run_job(struct shard_worker *w, struct job *j)
 {
     run_unlocked(w, true, j->hash, call_job, j);
-    if (j->fn != shard__void_job)
-        shard__count(&w->executed);
+    shard__count(&w->executed);
     job_returned(w);
     if (j->owed_to)
         shard__owed_done(w->d, j);
@@ -117,9 +116,10 @@ bool shard__run_batch(struct shard_worker *w)
          * queue's capacity. (A crash that ends the batch meanwhile may publish further: never back.) */
         if (((pos + 1) & q->release_mask) == 0)
             shard__queue_publish_upto_sc(q, pos + 1);
-        fn(w, arg);
-        if (fn != shard__void_job)
+        if (fn != shard__queue_void) {
+            fn(w, arg);
             shard__count(&w->executed);
+        }
         pos++;
     }
     pthread_mutex_lock(&w->lock);

@@ -5,8 +5,8 @@
  * What is accepted is always a prefix of the caller's jobs, so that "k accepted" says exactly which.
  * A chunk's workers claim their slots one after another; when one finds fewer free than its jobs need,
  * the prefix ends at its first job that got none, and slots an earlier worker claimed for jobs beyond
- * that point are filled with a no-op (shard__void_job) that runs uncounted: a claimed slot cannot be
- * given back. That happens only when a queue fills up during the call. */
+ * that point are filled with shard__queue_void, which the worker consumes unseen: a claimed slot
+ * cannot be given back. That happens only when a queue fills up during the call. */
 #include <errno.h>
 #include <limits.h>
 
@@ -16,11 +16,6 @@
 #include "ring_internal.h"
 
 #define CHUNK 64
-
-void shard__void_job(shard_worker *w, void *arg)
-{
-    (void)w, (void)arg;
-}
 
 struct dest {
     struct shard_worker *w;
@@ -68,7 +63,7 @@ static size_t push_chunk(shard_dispatcher *d, const struct shard_job *jobs, cons
         if (i < cut)
             shard__queue_write(&dk->w->q, pos, jobs[i].fn, jobs[i].arg, h[i], s->epoch);
         else
-            shard__queue_write(&dk->w->q, pos, shard__void_job, NULL, h[i], s->epoch);
+            shard__queue_write(&dk->w->q, pos, shard__queue_void, NULL, h[i], s->epoch);
     }
     for (size_t k = 0; k < nd; k++)
         if (dests[k].got)

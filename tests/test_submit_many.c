@@ -251,3 +251,46 @@ Test(submit_many, a_batch_during_destroy_is_refused_with_eshutdown)
     cr_assert(rc == -ESHUTDOWN || (rc > 0 && rc < 3), "the batch destroy cut returned %d", rc);
     cr_assert_eq(atomic_load(&p.ran), atomic_load(&p.accepted), "every accepted job ran, no refused one");
 }
+
+static atomic_int dropped_seen, dropped_foreign;
+static void on_drop(shard_job_fn fn, void *arg, void *user)
+{
+    (void)arg, (void)user;
+    atomic_fetch_add(fn == count ? &dropped_seen : &dropped_foreign, 1);
+}
+
+/* The slot claimed beyond the prefix sits in a worker that crashes with DROP: on_dropped and the
+ * dropped count see the accepted jobs only, never the slot's filler. */
+Test(submit_many, a_drop_crash_hands_over_only_accepted_jobs)
+{
+    shard_dispatcher *d;
+    struct shard_config cfg = { .workers = 2, .queue_capacity = 8, .on_dropped = on_drop };
+    cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
+    char a[24], b[24];
+    size_t al = key_of(d, "w0", a), bl = key_of(d, "w1", b);
+    sem_init(&gate, 0, 0);
+    sem_init(&started, 0, 0);
+    cr_assert_eq(shard_submit(d, a, al, blocker, NULL), 0);
+    cr_assert_eq(shard_submit(d, b, bl, blocker, NULL), 0);
+    sem_wait(&started);
+    sem_wait(&started); /* both workers are held */
+    static atomic_int fillers, ran_a, ran_b;
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(shard_submit(d, a, al, count, &fillers), 0);
+    struct shard_job jobs[12];
+    for (int i = 0; i < 12; i++)
+        jobs[i] = i % 2 ? (struct shard_job){ a, al, count, &ran_a } : (struct shard_job){ b, bl, count, &ran_b };
+    cr_assert_eq(shard_try_submit_many(d, jobs, 12), 9); /* w1 holds five accepted jobs and a filler */
+    cr_assert_eq(shard_worker_crash(d, "w1", SHARD_CRASH_DROP), 0);
+    sem_post(&gate);
+    sem_post(&gate);
+    cr_assert_eq(shard_drain(d), 0);
+    cr_assert_eq(atomic_load(&dropped_seen), 5);
+    cr_assert_eq(atomic_load(&dropped_foreign), 0, "on_dropped was given a job nobody submitted");
+    struct shard_stats st;
+    cr_assert_eq(shard_dispatcher_stats(d, &st), 0);
+    cr_assert_eq(st.dropped, 5);
+    cr_assert_eq(atomic_load(&ran_b), 0);
+    cr_assert_eq(atomic_load(&ran_a), 4);
+    shard_dispatcher_destroy(d);
+}
