@@ -139,7 +139,7 @@ int shard__submit_hashed(shard_dispatcher *d, uint64_t h, shard_job_fn fn, void 
     }
 }
 
-int shard__submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn fn, void *arg, bool wait)
+static int submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn fn, void *arg, bool wait)
 {
     if (!d || !fn || (!key && len > 0))
         return -EINVAL;
@@ -153,10 +153,10 @@ int shard__submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn
 
 SHARD_API int shard_submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn fn, void *arg)
 {
-    return shard__submit(d, key, len, fn, arg, true);
+    return submit(d, key, len, fn, arg, true);
 }
 
 SHARD_API int shard_try_submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn fn, void *arg)
 {
-    return shard__submit(d, key, len, fn, arg, false);
+    return submit(d, key, len, fn, arg, false);
 }

@@ -65,11 +65,10 @@ struct shard_dispatcher {
 
 /* dispatcher.c: frees everything create made (create's failure, destroy). */
 void shard__dispatcher_free(shard_dispatcher *d);
-/* dispatcher.c: one job, as shard_submit (wait) or shard_try_submit. */
-int  shard__submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn fn, void *arg, bool wait);
-/* The same for a key hashed already. Context: inside a read-side section, and returns inside one; it
- * leaves the section only while registered as a waiter for room. After -ESHUTDOWN the caller must not
- * touch d again (destroy may have freed it). */
+/* dispatcher.c: one job of a key hashed already, as shard_submit (wait) or shard_try_submit.
+ * Context: inside a read-side section, and returns inside one; it leaves the section only while
+ * registered as a waiter for room. After -ESHUTDOWN the caller must not touch d again (destroy may
+ * have freed it). */
 int  shard__submit_hashed(shard_dispatcher *d, uint64_t h, shard_job_fn fn, void *arg, bool wait);
 
 #endif
