@@ -267,6 +267,39 @@ out:
     return err;
 }
 
+SHARD_API int shard_worker_set_weight(shard_dispatcher *d, const char *name, uint32_t weight)
+{
+    int err = shard__ring_check_name(name);
+    if (err || weight == 0)
+        return err == -ENAMETOOLONG ? -ENOENT : -EINVAL;
+    if ((err = ctl_enter(d)) != 0)
+        return err;
+    struct snap *cur = atomic_load_explicit(&d->snap, memory_order_relaxed);
+    shard_ring *ring;
+    struct change c;
+    struct shard_worker *w = shard__registry_member(d, name);
+    if (!w) {
+        err = -ENOENT;
+        goto out;
+    }
+    if (shard_ring_weight(cur->ring, name) == weight)
+        goto out; /* nothing moves: no epoch spent */
+    if ((err = shard_ring_clone(cur->ring, &ring)) != 0)
+        goto out;
+    if ((err = shard_ring_set_weight(ring, name, weight)) != 0) {
+        shard_ring_destroy(ring);
+        goto out;
+    }
+    if ((err = change_prepare(d, ring, NULL, NULL, &c)) != 0) /* takes the ring over */
+        goto out;
+    w->weight = weight;
+    publish(d, &c);
+    push_fences(&c);
+out:
+    shard__ctl_unlock(d);
+    return err;
+}
+
 /* The common start of remove and crash: checks, then the next ring (without name) prepared as a change,
  * with a fence for every worker of the current ring, x's too when fence_x. On success ctl is held and
  * *x is the worker; on failure nothing changed and ctl is not held. */

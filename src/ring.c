@@ -358,6 +358,66 @@ SHARD_API int shard_ring_add(shard_ring *r, const char *member, uint32_t weight)
     return shard_ring_add_many(r, &one, r ? 1 : 0);
 }
 
+/* The points member owns with vnode numbers [from, to), sorted. NULL when out of memory. */
+static struct point_rec *member_points(const shard_ring *r, uint32_t idx, uint32_t from, uint32_t to)
+{
+    size_t n = to - from;
+    struct point_rec *recs = malloc((2 * n + 1) * sizeof *recs);
+    if (!recs)
+        return NULL;
+    for (uint32_t p = from; p < to; p++)
+        recs[p - from] = (struct point_rec){ member_point(r, r->members[idx].name, p), idx };
+    radix_sort(recs, recs + n, n);
+    return recs;
+}
+
+/* Drops the sorted points gone (all of member idx) from the ring: one pass, as both are sorted. */
+static void drop_points(shard_ring *r, uint32_t idx, const struct point_rec *gone, size_t ngone)
+{
+    size_t k = 0, g = 0;
+    for (size_t i = 0; i < r->npoints; i++) {
+        while (g < ngone && gone[g].point < r->points[i])
+            g++; /* cannot happen for points the ring has, kept for a hook that changed its mind */
+        if (g < ngone && r->owners[i] == idx && gone[g].point == r->points[i]) {
+            g++;
+            continue;
+        }
+        r->points[k] = r->points[i];
+        r->owners[k++] = r->owners[i];
+    }
+    r->npoints = k;
+}
+
+SHARD_API int shard_ring_set_weight(shard_ring *r, const char *member, uint32_t weight)
+{
+    if (!r || !member || weight == 0 || (uint64_t)r->cfg.vnodes * weight > SHARD_RING_MAX_POINTS)
+        return -EINVAL;
+    long found = shard__ring_member_index(r, member);
+    if (found < 0)
+        return -ENOENT;
+    uint32_t idx = (uint32_t)found, old = r->members[idx].weight;
+    uint32_t from = r->cfg.vnodes * old, to = r->cfg.vnodes * weight;
+    if (to > from && r->npoints + (to - from) > SHARD_RING_MAX_POINTS)
+        return -EINVAL;
+    if (to == from)
+        return 0;
+    /* The vnode numbers are the member's: weight w owns numbers [0, vnodes * w), so a change adds or
+     * removes only the numbers between the two weights, and the other members' points stay. */
+    struct point_rec *recs = member_points(r, idx, to > from ? from : to, to > from ? to : from);
+    if (!recs || (to > from && reserve_points(r, r->npoints + (to - from)))) {
+        free(recs);
+        return -ENOMEM;
+    }
+    if (to > from)
+        merge_points(r, recs, to - from);
+    else
+        drop_points(r, idx, recs, from - to);
+    free(recs);
+    r->members[idx].weight = weight;
+    shard__ring_front_build(r); /* room reserved above, or fewer points: cannot fail */
+    return 0;
+}
+
 SHARD_API int shard_ring_remove(shard_ring *r, const char *member)
 {
     if (!r || !member)

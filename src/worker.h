@@ -72,7 +72,7 @@ struct shard_worker {
 
     shard_dispatcher *d;            /* I */
     char             name[SHARD_NAME_MAX + 1]; /* I */
-    uint32_t         weight;        /* I */
+    uint32_t         weight;        /* C: its ring weight */
     pthread_t        thread;        /* C */
     bool             started, joined; /* C */
     bool             finished;      /* L: its thread is returning and touches it no more */

@@ -1,5 +1,5 @@
 /* Churn torture: several producers submit sequenced jobs for hundreds of keys while a control thread
- * adds, removes and crashes (REROUTE) workers every few milliseconds. Asserts that every job ran
+ * adds, removes, reweights and crashes (REROUTE) workers every few milliseconds. Asserts that every job ran
  * exactly once, no key ever ran on two workers at once, and per-(producer, key) order held; one
  * producer submits in batches (shard_submit_many). Then a DROP crash: executed + dropped = submitted.
  * Runs under ThreadSanitizer too (smaller). */
@@ -81,15 +81,18 @@ static int live_names(char names[][SHARD_NAME_MAX + 1], int max, int *others)
 static void *control(void *arg)
 {
     (void)arg;
-    unsigned x = 777, next_id = 0, changes = 0, crashes = 0;
+    unsigned x = 777, next_id = 0, changes = 0, crashes = 0, reweights = 0;
     while (atomic_load(&producers_done) < PRODUCERS) {
         stress_pause_ms(2);
         char names[64][SHARD_NAME_MAX + 1];
         int others, live = live_names(names, 64, &others);
         x = x * 1103515245u + 12345u;
-        int op = (int)((x >> 8) % 3);
+        int op = (int)((x >> 8) % 4);
         int err;
-        if (op == 0 && live < 6 && others < 8) {
+        if (op == 3) {
+            err = shard_worker_set_weight(disp, names[(x >> 12) % (unsigned)live], 1 + (x >> 20) % 3);
+            reweights++;
+        } else if (op == 0 && live < 6 && others < 8) {
             char name[16];
             snprintf(name, sizeof name, "c%u", next_id++);
             err = shard_worker_add(disp, name, 1 + (x >> 20) % 2);
@@ -103,7 +106,7 @@ static void *control(void *arg)
         CHECK(err == 0, "membership change: %s", shard_strerror(err));
         changes++;
     }
-    printf("control: %u membership changes, %u crashes\n", changes, crashes);
+    printf("control: %u membership changes, %u crashes, %u weight changes\n", changes, crashes, reweights);
     CHECK(changes >= 5, "only %u membership changes happened during the run", changes);
     return NULL;
 }

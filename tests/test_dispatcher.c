@@ -99,6 +99,14 @@ Test(dispatcher, membership_errors)
     cr_assert_eq(shard_worker_remove(NULL, "w0"), -EINVAL);
     cr_assert_eq(shard_worker_crash(d, "nope", SHARD_CRASH_REROUTE), -ENOENT);
     cr_assert_eq(shard_worker_crash(d, "w0", (enum shard_crash_policy)7), -EINVAL);
+    cr_assert_eq(shard_worker_set_weight(NULL, "w0", 2), -EINVAL);
+    cr_assert_eq(shard_worker_set_weight(d, NULL, 2), -EINVAL);
+    cr_assert_eq(shard_worker_set_weight(d, "", 2), -EINVAL);
+    cr_assert_eq(shard_worker_set_weight(d, "w0", 0), -EINVAL);
+    cr_assert_eq(shard_worker_set_weight(d, "w0", SHARD_RING_MAX_POINTS), -EINVAL);
+    cr_assert_eq(shard_worker_set_weight(d, "nope", 2), -ENOENT);
+    cr_assert_eq(shard_worker_set_weight(d, longname, 2), -ENOENT);
+    cr_assert_eq(shard_worker_set_weight(d, "w0", 1), 0, "the same weight");
     cr_assert_eq(shard_drain(NULL), -EINVAL);
     struct shard_stats st;
     shard_dispatcher_stats(d, &st);
@@ -117,10 +125,11 @@ static void membership_from_job(shard_worker *w, void *arg)
     shard_dispatcher *d = arg;
     (void)w;
     int a = shard_worker_add(d, "inner", 1), r = shard_worker_remove(d, "w0"),
-        c = shard_worker_crash(d, "w0", SHARD_CRASH_DROP), dr = shard_drain(d);
+        c = shard_worker_crash(d, "w0", SHARD_CRASH_DROP), dr = shard_drain(d), sw = shard_worker_set_weight(d, "w0", 2);
     shard_dispatcher *other;
     int cr = shard_dispatcher_create(&other, NULL);
-    atomic_store(&deadlk_seen, a == -EDEADLK && r == -EDEADLK && c == -EDEADLK && dr == -EDEADLK && cr == -EDEADLK);
+    atomic_store(&deadlk_seen, a == -EDEADLK && r == -EDEADLK && c == -EDEADLK && dr == -EDEADLK && cr == -EDEADLK &&
+                                   sw == -EDEADLK);
 }
 
 Test(dispatcher, membership_calls_from_a_worker_are_refused)
@@ -202,6 +211,49 @@ Test(dispatcher, adding_a_worker_moves_only_the_keys_the_ring_moves)
     shard_ring *r;
     cr_assert_eq(shard_dispatcher_ring(d, &r), 0);
     cr_assert_eq(st.ring_checksum, shard_ring_checksum(r));
+    shard_ring_destroy(r);
+    shard_dispatcher_destroy(d);
+}
+
+Test(dispatcher, a_new_weight_moves_only_keys_entering_or_leaving_the_worker)
+{
+    shard_dispatcher *d = make(3, 0);
+    static struct placed before, heavy, back;
+    static struct placed_job jb[2000], jh[2000], jk[2000];
+    char k[24];
+    for (unsigned i = 0; i < 2000; i++) {
+        jb[i] = (struct placed_job){ &before, i };
+        cr_assert_eq(shard_submit(d, k, kname(k, i), record_worker, &jb[i]), 0);
+    }
+    cr_assert_eq(shard_drain(d), 0);
+    cr_assert_eq(shard_worker_set_weight(d, "w1", 3), 0); /* w1's share 1 / 3 -> 3 / 5 */
+    for (unsigned i = 0; i < 2000; i++) {
+        jh[i] = (struct placed_job){ &heavy, i };
+        cr_assert_eq(shard_submit(d, k, kname(k, i), record_worker, &jh[i]), 0);
+    }
+    cr_assert_eq(shard_drain(d), 0);
+    cr_assert_eq(shard_worker_set_weight(d, "w1", 1), 0);
+    for (unsigned i = 0; i < 2000; i++) {
+        jk[i] = (struct placed_job){ &back, i };
+        cr_assert_eq(shard_submit(d, k, kname(k, i), record_worker, &jk[i]), 0);
+    }
+    cr_assert_eq(shard_drain(d), 0);
+    int moved = 0;
+    for (unsigned i = 0; i < 2000; i++) {
+        cr_assert_str_eq(back.ran_on[i], before.ran_on[i], "key %u did not return to %s", i, before.ran_on[i]);
+        if (strcmp(heavy.ran_on[i], before.ran_on[i]) == 0)
+            continue;
+        moved++;
+        cr_assert_str_eq(heavy.ran_on[i], "w1", "key %u moved from %s to %s, not to the heavier worker", i,
+                         before.ran_on[i], heavy.ran_on[i]);
+    }
+    cr_assert(moved > 2000 * 4 / 15 * 0.7 && moved < 2000 * 4 / 15 * 1.3, "moved %d of 2000 keys", moved);
+    struct shard_stats st;
+    shard_dispatcher_stats(d, &st);
+    cr_assert_eq(st.epoch, 3);
+    shard_ring *r;
+    cr_assert_eq(shard_dispatcher_ring(d, &r), 0);
+    cr_assert_eq(shard_ring_weight(r, "w1"), 1);
     shard_ring_destroy(r);
     shard_dispatcher_destroy(d);
 }

@@ -64,6 +64,13 @@ Test(faults, ring_calls_fail_cleanly)
                 cr_assert_eq(shard_ring_checksum(r), sum, "a failed add changed the ring (n=%ld)", n);
         }
         shard_ring *c;
+        uint64_t sum2 = shard_ring_checksum(r);
+        arm(n);
+        int e4 = shard_ring_set_weight(r, "a", 4);
+        arm(0);
+        cr_assert(e4 == 0 || e4 == -ENOMEM);
+        if (e4 == -ENOMEM)
+            cr_assert_eq(shard_ring_checksum(r), sum2, "a failed set_weight changed the ring (n=%ld)", n);
         arm(n);
         int e3 = shard_ring_clone(r, &c);
         arm(0);
@@ -83,7 +90,7 @@ static void count(shard_worker *w, void *arg)
     atomic_fetch_add(&ran, 1);
 }
 
-enum op { ADD, REMOVE, CRASH, DRAIN };
+enum op { ADD, REMOVE, CRASH, DRAIN, WEIGHT };
 
 static void membership_under_failure(enum op op)
 {
@@ -102,6 +109,7 @@ static void membership_under_failure(enum op op)
         int err = op == ADD      ? shard_worker_add(d, "x", 1)
                   : op == REMOVE ? shard_worker_remove(d, "w1")
                   : op == CRASH  ? shard_worker_crash(d, "w1", SHARD_CRASH_REROUTE)
+                  : op == WEIGHT ? shard_worker_set_weight(d, "w1", 3)
                                  : shard_drain(d);
         long hit = failures_hit;
         arm(0);
@@ -149,6 +157,11 @@ Test(faults, crash_fails_cleanly)
 Test(faults, drain_fails_cleanly)
 {
     membership_under_failure(DRAIN);
+}
+
+Test(faults, set_weight_fails_cleanly)
+{
+    membership_under_failure(WEIGHT);
 }
 
 /* A worker's batch submit to its own full queue goes beyond it, a record a job: when a record cannot be

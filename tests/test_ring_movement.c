@@ -1,6 +1,7 @@
 /* What consistent hashing promises: minimal movement on add and remove, placement independent of the
  * order of changes, and balance at the default vnodes. */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <shard.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,5 +177,63 @@ Test(movement, keys_follow_shares)
         cr_assert(count[i] > expect * 0.95 && count[i] < expect * 1.05, "w%d: %d keys, share says %.0f", i,
                   count[i], expect);
     }
+    shard_ring_destroy(r);
+}
+
+/* A weight change moves only keys that enter or leave the member (as many as its share of the total
+ * weight changed by), and leaves
+ * the ring exactly as if the member had been added with the new weight. */
+Test(movement, set_weight_moves_only_keys_of_that_member_and_equals_a_fresh_add)
+{
+    shard_ring *r, *fresh;
+    cr_assert_eq(shard_ring_create(&r, NULL), 0);
+    add_n(r, 0, 4);
+    static int before[KEYS];
+    for (unsigned k = 0; k < KEYS; k++)
+        before[k] = owner_id(r, k);
+    const char *w2 = shard_ring_member(r, 2);
+    cr_assert_eq(shard_ring_set_weight(r, "w2", 3), 0); /* w2's share 1 / 4 -> 3 / 6: a quarter moves */
+    cr_assert_eq(shard_ring_member(r, 2), w2, "member strings stay valid");
+    cr_assert_eq(shard_ring_weight(r, "w2"), 3);
+    cr_assert_eq(shard_ring_point_count(r), 6u * SHARD_DEFAULT_VNODES);
+    int moved = 0;
+    for (unsigned k = 0; k < KEYS; k++) {
+        int now = owner_id(r, k);
+        if (now != before[k]) {
+            moved++;
+            cr_assert_eq(now, 2, "key %u moved from w%d to w%d, not to the heavier member", k, before[k], now);
+        }
+    }
+    double frac = (double)moved / KEYS;
+    cr_assert(frac >= 0.25 * 0.8 && frac <= 0.25 * 1.2, "moved fraction %.3f, expected about 0.25", frac);
+    cr_assert_eq(shard_ring_create(&fresh, NULL), 0);
+    add_n(fresh, 0, 2);
+    cr_assert_eq(shard_ring_add(fresh, "w2", 3), 0);
+    add_n(fresh, 3, 4);
+    cr_assert_eq(shard_ring_checksum(r), shard_ring_checksum(fresh));
+    /* And back down: only w2's keys leave it, to where they were. */
+    cr_assert_eq(shard_ring_set_weight(r, "w2", 1), 0);
+    for (unsigned k = 0; k < KEYS; k++)
+        cr_assert_eq(owner_id(r, k), before[k], "key %u is not back on w%d", k, before[k]);
+    cr_assert_eq(shard_ring_point_count(r), 4u * SHARD_DEFAULT_VNODES);
+    shard_ring_destroy(fresh);
+    shard_ring_destroy(r);
+}
+
+Test(movement, set_weight_errors_change_nothing)
+{
+    shard_ring *r;
+    cr_assert_eq(shard_ring_create(&r, NULL), 0);
+    add_n(r, 0, 2);
+    uint64_t sum = shard_ring_checksum(r);
+    cr_assert_eq(shard_ring_set_weight(NULL, "w0", 2), -EINVAL);
+    cr_assert_eq(shard_ring_set_weight(r, NULL, 2), -EINVAL);
+    cr_assert_eq(shard_ring_set_weight(r, "w0", 0), -EINVAL);
+    cr_assert_eq(shard_ring_set_weight(r, "w0", SHARD_RING_MAX_POINTS), -EINVAL);
+    cr_assert_eq(shard_ring_set_weight(r, "w0", SHARD_RING_MAX_POINTS / SHARD_DEFAULT_VNODES), -EINVAL,
+                 "the ring's total would pass SHARD_RING_MAX_POINTS");
+    cr_assert_eq(shard_ring_set_weight(r, "nope", 2), -ENOENT);
+    cr_assert_eq(shard_ring_set_weight(r, "w0", 1), 0, "the same weight is no change");
+    cr_assert_eq(shard_ring_checksum(r), sum);
     shard_ring_destroy(r);
 }

@@ -194,6 +194,14 @@ SHARD_API int shard_try_submit_many(shard_dispatcher *d, const struct shard_job 
  * -ESHUTDOWN; -ENOMEM; -EAGAIN (no thread). On error nothing changed. */
 SHARD_API int shard_worker_add(shard_dispatcher *d, const char *name, uint32_t weight);
 
+/** Gives the worker named name a new ring weight (added in 0.2): only its own points change
+ * (shard_ring_set_weight), so only keys that enter or leave it move (about as many as its share of the
+ * total weight changes by), with the same ordered handoff as add and remove: release hook, jobs in
+ * order, never on two workers. The same weight changes nothing and spends no epoch. Context: not a worker; blocks for
+ * one RCU grace period. Return: 0; -EINVAL (d or name NULL, empty name, weight 0, too many points);
+ * -ENOENT (no such worker in the ring); -EDEADLK; -ESHUTDOWN; -ENOMEM. On error nothing changed. */
+SHARD_API int shard_worker_set_weight(shard_dispatcher *d, const char *name, uint32_t weight);
+
 /** Graceful removal: the worker leaves the ring, runs every job it was given, runs its release hook,
  * and exits; its keys move to their next owners (and wait for it, in order). Returns once the new
  * ring is in force, without waiting for the worker's queue to empty (shard_drain waits for that).

@@ -89,6 +89,15 @@ SHARD_API int shard_ring_add_many(shard_ring *r, const struct shard_ring_member 
  * Context: the ring's owner thread. Return: 0; -EINVAL (r or member NULL); -ENOENT (not present). */
 SHARD_API int shard_ring_remove(shard_ring *r, const char *member);
 
+/** Gives member a new weight (added in 0.2): only its own points change (those numbered between
+ * vnodes * old weight and vnodes * new weight are added or removed), so only keys that enter or leave
+ * it move: about as many as its share of the total weight changes by (1 of 4 to 3 of 6: a quarter).
+ * The rest keep their owner. Strings returned for members stay valid. Same weight: nothing changes.
+ * Context: the ring's owner thread. Return: 0; -EINVAL (r or member NULL, weight 0, vnodes * weight
+ * or the ring's total over SHARD_RING_MAX_POINTS); -ENOENT (not present); -ENOMEM. On error the ring
+ * is unchanged. */
+SHARD_API int shard_ring_set_weight(shard_ring *r, const char *member, uint32_t weight);
+
 /** How many members r has. Context: any reader. Return: the count; 0 for NULL r. */
 SHARD_API size_t shard_ring_member_count(const shard_ring *r);
 /** How many points r has (the sum of vnodes * weight over its members). Context: any reader.
