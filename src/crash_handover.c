@@ -7,6 +7,7 @@
 #include "dispatcher_internal.h"
 #include "handoff.h"
 #include "run.h"
+#include "timer.h"
 #include "worker.h"
 
 /* Records for the jobs in a worker's ring, allocated before a crash reaches its point of no return. */
@@ -167,9 +168,14 @@ static void hand_over(shard_dispatcher *d, struct shard_worker *x, struct job *l
             }
             continue;
         }
-        if (d->cfg.on_dropped)
-            d->cfg.on_dropped(j->fn, j->arg, d->cfg.user);
-        atomic_fetch_add_explicit(&d->dropped, 1, memory_order_relaxed);
+        shard_job_fn fn = j->fn;
+        void *arg = j->arg;
+        /* A timer's arm or fire job stands for the timer's own job: dropped unless it was cancelled. */
+        bool report = (fn != shard__timer_arm && fn != shard__timer_fire) || shard__timer_dropped(d, j->arg, &fn, &arg);
+        if (report && d->cfg.on_dropped)
+            d->cfg.on_dropped(fn, arg, d->cfg.user);
+        if (report)
+            atomic_fetch_add_explicit(&d->dropped, 1, memory_order_relaxed);
         if (j->owed_to)
             shard__owed_done(d, j);
         shard__free_record(NULL, j);

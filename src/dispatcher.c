@@ -44,6 +44,7 @@ SHARD_API int shard_dispatcher_create(shard_dispatcher **out, const struct shard
     pthread_mutex_init(&d->space_lock, NULL);
     pthread_cond_init(&d->space_cond, NULL);
     shard__crash_table_init(&d->crash);
+    shard__timer_table_init(&d->timers);
     atomic_init(&d->settled, 1);
     int err = shard__placement_init(&d->placement, &c);
     if (err) {
@@ -98,6 +99,7 @@ void shard__dispatcher_free(shard_dispatcher *d)
     pthread_mutex_destroy(&d->space_lock);
     pthread_cond_destroy(&d->space_cond);
     shard__crash_table_destroy(&d->crash);
+    shard__timer_table_destroy(&d->timers);
     shard__placement_destroy(&d->placement);
     free(d);
 }

@@ -10,6 +10,8 @@
  *              drain marks;
  *   w->inbox_lock  jobs rerouted to the worker by a crash;
  *   d->crash.lock  what crashes still owe (crash.h), a leaf.
+ * w->timer_lock (a worker's timing wheel, timer.c) and d->timers.lock (timer records) are leaves:
+ * taken under any of the above or none, one at a time.
  * d->space_lock (submitters waiting for queue space) is a leaf: taken under ctl (a change sends
  * waiters back) or w->lock (a worker makes room), with nothing taken inside it. */
 #ifndef SHARD_SRC_DISPATCHER_INTERNAL_H
@@ -25,6 +27,7 @@
 #include "placement.h"
 #include "shard/dispatcher.h"
 #include "snapshot.h"
+#include "timer_table.h"
 #include "worker.h"
 
 struct shard_dispatcher {
@@ -61,6 +64,7 @@ struct shard_dispatcher {
     uint64_t         changes;       /* L */
     double           last_moved;    /* L */
     _Atomic uint64_t dropped;       /* A: jobs DROP crashes dropped (stats) */
+    struct timer_table timers;      /* keyed timers' records (its own lock) */
 };
 
 /* dispatcher.c: frees everything create made (create's failure, destroy). */

@@ -16,6 +16,7 @@
 #include "rcu.h"
 #include "registry.h"
 #include "space.h"
+#include "timer.h"
 
 /* A change, prepared in full before it is published. */
 struct change {
@@ -365,6 +366,7 @@ SHARD_API int shard_worker_crash(shard_dispatcher *d, const char *name, enum sha
     shard__crash_stop(d, x);
     publish(d, &c);
     shard__crash_handover(d, x, policy, &ho);
+    shard__timers_crash(d, x, policy);
     push_fences(&c);
 out:
     shard__ctl_unlock(d);

@@ -2,6 +2,7 @@
 #include "park.h"
 
 #include <linux/futex.h>
+#include <time.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -28,6 +29,14 @@ void shard__park_wait(struct parking *pk, uint32_t seq)
 {
     /* Returns at once if a waker bumped seq since shard__park_prepare; spurious returns are fine. */
     futex(&pk->seq, FUTEX_WAIT_PRIVATE, seq);
+    atomic_store_explicit(&pk->sleeping, 0, memory_order_relaxed);
+}
+
+void shard__park_wait_until(struct parking *pk, uint32_t seq, uint64_t deadline_ns)
+{
+    /* FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC time (plain FUTEX_WAIT a relative one). */
+    struct timespec at = { (time_t)(deadline_ns / 1000000000u), (long)(deadline_ns % 1000000000u) };
+    syscall(SYS_futex, (uint32_t *)&pk->seq, FUTEX_WAIT_BITSET_PRIVATE, seq, &at, NULL, FUTEX_BITSET_MATCH_ANY);
     atomic_store_explicit(&pk->sleeping, 0, memory_order_relaxed);
 }
 

@@ -23,6 +23,8 @@ struct parking {
 uint32_t shard__park_prepare(struct parking *pk);
 void     shard__park_cancel(struct parking *pk);
 void     shard__park_wait(struct parking *pk, uint32_t seq);
+/* As shard__park_wait, but returns by deadline (CLOCK_MONOTONIC ns) at the latest. */
+void     shard__park_wait_until(struct parking *pk, uint32_t seq, uint64_t deadline_ns);
 /* The waker's slow half: sleeping was seen set. */
 bool     shard__park_wake_sleeper(struct parking *pk);
 

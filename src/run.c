@@ -6,6 +6,7 @@
 #include "follow.h"
 #include "handoff.h"
 #include "run.h"
+#include "timer.h"
 
 struct release_ctx {
     shard_dispatcher     *d;
@@ -210,6 +211,10 @@ void shard__run_control(struct shard_worker *w, struct job *j)
             shard__inbox_pull(w);
         if (j->loses_keys && w->held.count)
             shard__follow_key(w, j->epoch);
+        /* Its timers of keys it lost go with them (all of them, and for good, when it left). */
+        long ai = shard__ring_member_index(j->fence_after->ring, w->name);
+        if (j->loses_keys || ai < 0)
+            shard__timers_release(w, j->fence_after, ai < 0 ? -1 : ai);
         pass_fence(w, j);
         if (j->loses_keys && shard__inbox_pending(w)) {
             shard__inbox_pull(w);

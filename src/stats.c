@@ -5,6 +5,7 @@
 
 #include "dispatcher_internal.h"
 #include "rcu.h"
+#include "timer.h"
 
 SHARD_API int shard_dispatcher_ring(shard_dispatcher *d, shard_ring **out)
 {
@@ -36,6 +37,7 @@ SHARD_API int shard_dispatcher_stats(shard_dispatcher *d, struct shard_stats *ou
     out->last_moved_share = d->last_moved;
     pthread_mutex_unlock(&d->lock);
     out->dropped = atomic_load_explicit(&d->dropped, memory_order_relaxed);
+    out->timers = atomic_load_explicit(&d->timers.live, memory_order_relaxed);
     return 0;
 }
 
@@ -52,6 +54,7 @@ static void fill_stats(const struct shard_worker *w, struct shard_worker_stats *
     o->handed_over = atomic_load_explicit(&w->handed_over, memory_order_relaxed);
     o->parked = atomic_load_explicit(&w->parked, memory_order_relaxed);
     o->woken = atomic_load_explicit(&w->woken, memory_order_relaxed);
+    o->timers = shard__timers_pending((struct shard_worker *)w);
 }
 
 SHARD_API long shard_dispatcher_worker_stats(shard_dispatcher *d, struct shard_worker_stats *out, size_t n)

@@ -116,18 +116,34 @@ static uint32_t detach(struct wheel *wh, unsigned level, unsigned slot)
     return first;
 }
 
+/* The list advance hands out, appended to in tick order. */
+struct out {
+    uint32_t head, tail;
+};
+
+/* Appends a detached slot's list to out. */
+static void hand_out(struct wheel *wh, struct out *out, uint32_t list)
+{
+    for (uint32_t i = list, next; i; i = next) {
+        struct timer *t = shard__timer_at(wh->tt, i - 1);
+        next = t->next;
+        t->prev = 0;
+        t->next = 0;
+        if (out->tail)
+            shard__timer_at(wh->tt, out->tail - 1)->next = i;
+        else
+            out->head = i;
+        out->tail = i;
+        wh->count--;
+    }
+}
+
 uint32_t shard__wheel_advance(struct wheel *wh, uint64_t now_ns)
 {
     uint64_t now = now_ns >> WHEEL_TICK_SHIFT; /* ticks wholly passed */
-    uint32_t out = 0;
-    if (wh->map[WHEEL_LEVELS]) {
-        for (uint32_t i = detach(wh, WHEEL_LEVELS, 0), next; i; i = next) {
-            next = shard__timer_at(wh->tt, i - 1)->next;
-            shard__timer_at(wh->tt, i - 1)->next = out;
-            out = i;
-            wh->count--;
-        }
-    }
+    struct out out = { 0, 0 };
+    if (wh->map[WHEEL_LEVELS])
+        hand_out(wh, &out, detach(wh, WHEEL_LEVELS, 0));
     while (wh->count) {
         uint64_t ev = next_tick(wh);
         if (ev > now)
@@ -146,22 +162,14 @@ uint32_t shard__wheel_advance(struct wheel *wh, uint64_t now_ns)
             }
         }
         unsigned s0 = DIGIT(ev, 0);
-        if (wh->map[0] >> s0 & 1) {
-            for (uint32_t i = detach(wh, 0, s0), next; i; i = next) {
-                struct timer *t = shard__timer_at(wh->tt, i - 1);
-                next = t->next;
-                t->prev = 0;
-                t->next = out;
-                out = i;
-                wh->count--;
-            }
-        }
+        if (wh->map[0] >> s0 & 1)
+            hand_out(wh, &out, detach(wh, 0, s0));
         wh->cur = ev + 1;
     }
     /* Nothing is due before now + 1: cur may skip the gap (every timer keeps its place). */
     if (wh->cur < now + 1)
         wh->cur = now + 1;
-    return out;
+    return out.head;
 }
 
 uint32_t shard__wheel_take_if_not(struct wheel *wh, int (*keep)(uint64_t hash, void *ctx), void *ctx)

@@ -49,7 +49,7 @@ void shard__wheel_insert(struct wheel *wh, uint32_t idx);
 /* Takes the timer of index idx, which is in wh, out of it. */
 void shard__wheel_remove(struct wheel *wh, uint32_t idx);
 /* Moves the wheel on to now_ns: takes out every timer due by then and returns them as a list through
- * next (index + 1; 0: none), in no particular order. */
+ * next (index + 1; 0: none), in the order of their ticks (late ones first), in no order within one. */
 uint32_t shard__wheel_advance(struct wheel *wh, uint64_t now_ns);
 /* When the wheel next has something to do (a timer due, or a cascade), in ns; UINT64_MAX when empty.
  * Not later than the earliest deadline it holds rounded up to a tick. */

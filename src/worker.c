@@ -14,6 +14,7 @@
 #include "run.h"
 #include "rcu.h"
 #include "space.h"
+#include "timer.h"
 
 #define SPIN_BEFORE_PARK 256
 
@@ -42,6 +43,7 @@ struct shard_worker *shard__worker_new(shard_dispatcher *d, const char *name, ui
     w->id = d->next_id++;
     w->stop_item.kind = JOB_STOP;
     w->stop_item.embedded = true;
+    shard__timers_worker_init(w);
     return w;
 }
 
@@ -67,6 +69,7 @@ void shard__worker_free(struct shard_worker *w)
     shard__queue_destroy(&w->q);
     pthread_mutex_destroy(&w->lock);
     pthread_mutex_destroy(&w->inbox_lock);
+    shard__timers_worker_destroy(w);
     free(w);
 }
 
@@ -132,7 +135,8 @@ static bool may_exit(struct shard_worker *w)
 
 static bool has_work(struct shard_worker *w)
 {
-    return shard__worker_is_crashed(w) || shard__inbox_pending(w) || shard__queue_nonempty_sc(&w->q) || shard__pass_needed(w);
+    return shard__worker_is_crashed(w) || shard__inbox_pending(w) || shard__queue_nonempty_sc(&w->q) ||
+           shard__pass_needed(w) || shard__timers_due(w);
 }
 
 /* What polling reads: as has_work, but the next slot instead of the tail (queue.h's ready). */
@@ -165,6 +169,8 @@ static bool poll_before_park(struct shard_worker *w)
         clock_gettime(CLOCK_MONOTONIC, &now);
         if ((now.tv_sec - start.tv_sec) * 1000000 + (now.tv_nsec - start.tv_nsec) / 1000 >= (long)us)
             return false;
+        if (shard__timers_due(w))
+            return true;
     }
 }
 
@@ -179,13 +185,18 @@ static void idle(struct shard_worker *w)
     /* After shard__park_prepare's seq_cst store: a submitter that found the queue full and registered is
      * seen here even if the per-job check missed it (shard__space_notify). */
     shard__space_notify(w->d);
+    /* And a timer placed after this read wakes it (timer.c's place). */
+    uint64_t wake_at = shard__timers_next(w);
     if (has_work(w)) {
         shard__park_cancel(&w->park);
         return;
     }
     shard__count(&w->parked);
     pthread_mutex_unlock(&w->lock);
-    shard__park_wait(&w->park, seq);
+    if (wake_at == UINT64_MAX)
+        shard__park_wait(&w->park, seq);
+    else
+        shard__park_wait_until(&w->park, seq, wake_at);
     pthread_mutex_lock(&w->lock);
 }
 
@@ -206,6 +217,8 @@ static void loop(struct shard_worker *w)
         yield_to_crash(w);
         if (shard__worker_is_crashed(w))
             break;
+        if (shard__timers_due(w))
+            shard__timers_fire_due(w);
         if (shard__inbox_pending(w))
             shard__inbox_pull(w);
         shard__worker_sync_holding(w);

@@ -14,6 +14,7 @@
 #include "job.h"
 #include "park.h"
 #include "queue.h"
+#include "wheel.h"
 #include "shard/dispatcher.h"
 
 /* Fields: I set before the worker is published and then read-only; C under d->ctl; L under d->lock;
@@ -95,6 +96,13 @@ struct shard_worker {
     _Atomic uint64_t executed, set_aside, handed_over, parked; /* A, written by W alone: relaxed */
     _Atomic uint64_t woken;         /* A, bumped by wakers with a relaxed load and store: stats may
                                      * miss a wake-up that raced another */
+
+    /* Keyed timers of the keys it owns (timer.c). timer_lock is a leaf. */
+    pthread_mutex_t  timer_lock;
+    struct wheel     wheel;         /* timer_lock */
+    bool             wheel_closed;  /* timer_lock: it left the ring: timers go elsewhere */
+    _Atomic uint64_t timer_next;    /* A, written under timer_lock: when the wheel next needs W (ns);
+                                     * UINT64_MAX: never */
 };
 
 extern _Thread_local struct shard_worker *shard__current_worker;

@@ -274,6 +274,8 @@ struct shard_worker_stats {
     uint64_t handed_over; /**< jobs it received from a crashed worker's queue */
     uint64_t parked;      /**< times it went to sleep for lack of work */
     uint64_t woken;       /**< times a submitter or the control thread woke it */
+    uint64_t timers;      /**< keyed timers waiting in its wheel: those of the keys it holds
+                           * (shard/timer.h; added in 0.2) */
 };
 
 /** Dispatcher-wide counters, from shard_dispatcher_stats(). */
@@ -284,6 +286,8 @@ struct shard_stats {
     double   last_moved_share; /**< share of the hash space the last change moved */
     uint64_t dropped;          /**< jobs dropped by DROP crashes */
     size_t   workers;          /**< workers in the ring */
+    uint64_t timers;           /**< keyed timers armed and not yet ended: waiting, or whose job is
+                                * queued or running (added in 0.2) */
 };
 
 /** Dispatcher-wide stats. Context: any thread. Return: 0; -EINVAL. */
