@@ -57,10 +57,11 @@ static bool insert_into(struct shard_worker *w, uint32_t idx)
         return false;
     }
     uint64_t before = atomic_load_explicit(&w->timer_next, memory_order_relaxed);
-    shard__wheel_insert(&w->wheel, idx);
+    uint64_t at = shard__wheel_insert(&w->wheel, idx);
     atomic_store_explicit(&t->home, &w->wheel, memory_order_relaxed);
-    update_next(w);
-    bool sooner = atomic_load_explicit(&w->timer_next, memory_order_relaxed) < before;
+    bool sooner = at < before;
+    if (sooner)
+        atomic_store_explicit(&w->timer_next, at, memory_order_relaxed);
     pthread_mutex_unlock(&w->timer_lock);
     /* A worker asleep until a later deadline (or for ever) looks again. It read timer_next under the
      * lock after announcing that it parks, so this wake-up is not lost (park.h). */
@@ -137,12 +138,15 @@ static int arm(shard_dispatcher *d, const void *key, size_t len, uint64_t delay,
     t->arg = arg;
     if (out)
         *out = id;
-    /* Not a cancellation point: a thread cancelled while waiting for room would leave the record
-     * held by nobody, and after it d may already be gone. */
-    int cancel_state;
-    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
-    int rc = shard__submit_hashed(d, t->hash, shard__timer_arm, timer_arg(idx), true);
-    pthread_setcancelstate(cancel_state, NULL);
+    int rc = shard__submit_hashed(d, t->hash, shard__timer_arm, timer_arg(idx), false);
+    if (rc == -EAGAIN) {
+        /* Waiting for room is not a cancellation point here: a thread cancelled there would leave
+         * the record held by nobody, and after it d may already be gone. */
+        int cancel_state;
+        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
+        rc = shard__submit_hashed(d, t->hash, shard__timer_arm, timer_arg(idx), true);
+        pthread_setcancelstate(cancel_state, NULL);
+    }
     if (rc == -ENOMEM)
         shard__timer_free(&d->timers, idx);
     /* After -ESHUTDOWN d may be gone: the record goes with it. */

@@ -44,12 +44,19 @@ static void link_in(struct wheel *wh, uint32_t idx, unsigned level, unsigned slo
     wh->map[level] |= 1ull << slot;
 }
 
-void shard__wheel_insert(struct wheel *wh, uint32_t idx)
+uint64_t shard__wheel_insert(struct wheel *wh, uint32_t idx)
 {
     unsigned level, slot;
-    locate(wh, shard__wheel_tick(shard__timer_at(wh->tt, idx)->deadline), &level, &slot);
+    uint64_t e = shard__wheel_tick(shard__timer_at(wh->tt, idx)->deadline);
+    locate(wh, e, &level, &slot);
     link_in(wh, idx, level, slot);
     wh->count++;
+    if (level == WHEEL_LEVELS)
+        return 0;
+    /* The tick at which its slot is expired (level 0) or cascaded. */
+    unsigned shift = 6 * level;
+    uint64_t at = level == 0 ? e : (wh->cur >> (shift + 6) << (shift + 6)) + ((uint64_t)slot << shift);
+    return at > (UINT64_MAX >> WHEEL_TICK_SHIFT) ? UINT64_MAX : at << WHEEL_TICK_SHIFT;
 }
 
 static void unlink_from(struct wheel *wh, uint32_t idx, unsigned level, unsigned slot)

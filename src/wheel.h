@@ -44,8 +44,10 @@ static inline uint64_t shard__wheel_tick(uint64_t ns)
 }
 
 void shard__wheel_init(struct wheel *wh, const struct timer_table *tt, uint64_t now_ns);
-/* Inserts the timer of index idx (its deadline set); one already due is due at the next advance. */
-void shard__wheel_insert(struct wheel *wh, uint32_t idx);
+/* Inserts the timer of index idx (its deadline set); one already due is due at the next advance.
+ * Return: when the wheel must next look at it (ns): shard__wheel_next() is the earlier of this and
+ * what it was. */
+uint64_t shard__wheel_insert(struct wheel *wh, uint32_t idx);
 /* Takes the timer of index idx, which is in wh, out of it. */
 void shard__wheel_remove(struct wheel *wh, uint32_t idx);
 /* Moves the wheel on to now_ns: takes out every timer due by then and returns them as a list through

@@ -169,3 +169,23 @@ Test(wheel, ids_tell_a_reused_record_apart)
     cr_assert_eq(shard__timer_find(&tt, (uint64_t)1 << 40 | 0xffffffffu), -1, "an index never allocated");
     shard__timer_table_destroy(&tt);
 }
+
+/* What insert says about when to look next agrees with next itself. */
+Test(wheel, insert_returns_when_the_wheel_must_look_at_it)
+{
+    shard__timer_table_init(&tt);
+    uint64_t x = 99, now = 5000000000ull;
+    shard__wheel_init(&wh, &tt, now);
+    uint64_t expect = UINT64_MAX;
+    for (int j = 0; j < 2000; j++) {
+        uint64_t id;
+        struct timer *t = shard__timer_alloc(&tt, &idx[j], &id);
+        t->deadline = rnd(&x) % 5 == 0 ? now - rnd(&x) % 1000000 : now + ahead(&x);
+        uint64_t at = shard__wheel_insert(&wh, idx[j]);
+        if (at < expect)
+            expect = at;
+        cr_assert_eq(shard__wheel_next(&wh), expect, "insert %d", j);
+        cr_assert_leq(at, shard__wheel_tick(t->deadline) << WHEEL_TICK_SHIFT, "not after its own tick");
+    }
+    shard__timer_table_destroy(&tt);
+}
