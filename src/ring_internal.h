@@ -110,6 +110,8 @@ size_t shard__ring_front_count(size_t npoints);
 size_t shard__ring_blocks_count(size_t nfront);
 /* Rebuilds the front table and blocks over the sorted points; the capacities are the caller's. */
 void   shard__ring_front_build(shard_ring *r);
+/* Every member's shard_ring_share, by member index, in one pass over the points (ring_query.c). */
+void   shard__ring_shares(const shard_ring *r, double *out);
 
 /* Index of member by name, or -1. */
 long shard__ring_member_index(const struct shard_ring *r, const char *name);

@@ -120,6 +120,16 @@ static double arc_length(const shard_ring *r, size_t i)
     return SHARD_HASH_SPACE - (double)(r->points[r->npoints - 1] - r->points[0]);
 }
 
+void shard__ring_shares(const shard_ring *r, double *out)
+{
+    for (size_t m = 0; m < r->nmembers; m++)
+        out[m] = 0;
+    for (size_t i = 0; i < r->npoints; i++)
+        out[r->owners[i]] += arc_length(r, i);
+    for (size_t m = 0; m < r->nmembers; m++)
+        out[m] /= SHARD_HASH_SPACE;
+}
+
 SHARD_API double shard_ring_share(const shard_ring *r, const char *member)
 {
     if (!r || !member || r->npoints == 0)

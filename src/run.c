@@ -5,6 +5,7 @@
 #include "dispatcher_internal.h"
 #include "follow.h"
 #include "handoff.h"
+#include "load.h"
 #include "run.h"
 #include "timer.h"
 
@@ -23,7 +24,10 @@ static void run_unlocked(struct shard_worker *w, bool is_job, uint64_t hash, voi
     w->running_hash = hash;
     atomic_store_explicit(&w->busy, is_job, memory_order_relaxed);
     pthread_mutex_unlock(&w->lock);
+    uint64_t started = is_job ? shard__load_start(w) : 0;
     call(w, ctx);
+    if (is_job)
+        shard__load_end(w, started);
     pthread_mutex_lock(&w->lock);
     atomic_store_explicit(&w->busy, false, memory_order_relaxed);
     w->in_fn = false;
@@ -100,6 +104,7 @@ bool shard__run_batch(struct shard_worker *w)
     atomic_store_explicit(&w->batch, 2 * pos + 1, memory_order_relaxed);
     atomic_store_explicit(&w->busy, true, memory_order_relaxed);
     pthread_mutex_unlock(&w->lock);
+    uint64_t started = shard__load_start(w);
     for (int n = 0; n < BATCH_MAX; n++) {
         const struct slot *s = shard__queue_peek_sc(q, pos);
         if (!s || !batch_may_run(d, w, pos, s->epoch))
@@ -123,6 +128,7 @@ bool shard__run_batch(struct shard_worker *w)
         }
         pos++;
     }
+    shard__load_end(w, started);
     pthread_mutex_lock(&w->lock);
     atomic_store_explicit(&w->busy, false, memory_order_relaxed);
     if (atomic_exchange_explicit(&w->batch, 0, memory_order_relaxed) == 0) {

@@ -1,9 +1,12 @@
 /* Inspection: the ring in force, dispatcher-wide and per-worker stats. SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dispatcher_internal.h"
+#include "clock.h"
+#include "load.h"
 #include "rcu.h"
 #include "timer.h"
 
@@ -55,6 +58,17 @@ static void fill_stats(const struct shard_worker *w, struct shard_worker_stats *
     o->parked = atomic_load_explicit(&w->parked, memory_order_relaxed);
     o->woken = atomic_load_explicit(&w->woken, memory_order_relaxed);
     o->timers = shard__timers_pending((struct shard_worker *)w);
+    o->busy_ns = atomic_load_explicit(&w->busy_ns, memory_order_relaxed);
+    uint64_t bits = atomic_load_explicit(&w->queued_avg, memory_order_relaxed), now = shard__now_ns();
+    memcpy(&o->queued_avg, &bits, sizeof o->queued_avg);
+    /* Brought up to now with the length now, as the worker would at its next sample: a worker stuck in
+     * a long job (or parked) samples nothing meanwhile. sampled_at is W's: a stale read only weighs the
+     * length a little more or less. */
+    uint64_t at = __atomic_load_n(&w->sampled_at, __ATOMIC_RELAXED);
+    if (at && now > at)
+        o->queued_avg += ((double)o->queued - o->queued_avg) * ((double)(now - at) >= LOAD_TAU_NS ? 1.0 : (double)(now - at) / LOAD_TAU_NS);
+    uint64_t since = atomic_load_explicit(&w->head_since, memory_order_relaxed);
+    o->head_wait_ns = o->queued && since && now > since ? now - since : 0;
 }
 
 SHARD_API long shard_dispatcher_worker_stats(shard_dispatcher *d, struct shard_worker_stats *out, size_t n)
@@ -68,9 +82,16 @@ SHARD_API long shard_dispatcher_worker_stats(shard_dispatcher *d, struct shard_w
     pthread_mutex_lock(&d->lock);
     const struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire);
     size_t members = shard_ring_member_count(s->ring);
-    for (size_t i = 0; i < members; i++, k++)
-        if (k < n)
+    double *shares = n ? malloc(members * sizeof *shares) : NULL;
+    if (shares)
+        shard__ring_shares(s->ring, shares);
+    for (size_t i = 0; i < members; i++, k++) {
+        if (k < n) {
             fill_stats(s->by_member[i], &out[k]);
+            out[k].share = shares ? shares[i] : shard_ring_share(s->ring, s->by_member[i]->name);
+        }
+    }
+    free(shares);
     for (size_t i = 0; i < d->nworkers; i++) {
         const struct shard_worker *w = d->workers[i];
         long idx = shard__ring_member_index(s->ring, w->name);

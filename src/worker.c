@@ -11,6 +11,7 @@
 #include "dispatcher_internal.h"
 #include "follow.h"
 #include "handoff.h"
+#include "load.h"
 #include "run.h"
 #include "rcu.h"
 #include "space.h"
@@ -192,6 +193,7 @@ static void idle(struct shard_worker *w)
         return;
     }
     shard__count(&w->parked);
+    shard__load_idle(w);
     pthread_mutex_unlock(&w->lock);
     if (wake_at == UINT64_MAX)
         shard__park_wait(&w->park, seq);

@@ -94,6 +94,12 @@ struct shard_worker {
     uint64_t         batch_hash[2];
     _Atomic bool     busy;          /* A, written by W: a job (or a batch of them) is running (stats) */
     _Atomic uint64_t executed, set_aside, handed_over, parked; /* A, written by W alone: relaxed */
+    /* Load, written by W alone (load.c): */
+    _Atomic uint64_t busy_ns;       /* A: time in jobs */
+    _Atomic uint64_t queued_avg;    /* A: the smoothed queue length, a double's bits */
+    _Atomic uint64_t head_since;    /* A: when it last took work with more queued (ns); 0: unknown */
+    uint64_t         sampled_at;    /* W (stats read it with a relaxed atomic load): when queued_avg was
+                                     * last updated */
     _Atomic uint64_t woken;         /* A, bumped by wakers with a relaxed load and store: stats may
                                      * miss a wake-up that raced another */
 

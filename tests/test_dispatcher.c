@@ -925,6 +925,78 @@ static void check_moves(shard_worker *w, const struct shard_handoff *h, void *us
     }
 }
 
+/* ---- load ---- */
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void spin_2ms(shard_worker *w, void *arg)
+{
+    (void)w;
+    (void)arg;
+    uint64_t end = mono_ns() + 2000000;
+    while (mono_ns() < end)
+        ;
+}
+
+static const struct shard_worker_stats *find_stats(const struct shard_worker_stats *st, long n, const char *name)
+{
+    for (long i = 0; i < n; i++)
+        if (strcmp(st[i].name, name) == 0)
+            return &st[i];
+    cr_assert_fail("no stats for %s", name);
+    return NULL;
+}
+
+Test(dispatcher, load_busy_time_queue_wait_and_share)
+{
+    shard_dispatcher *d = make(2, 0);
+    shard_ring *r;
+    cr_assert_eq(shard_dispatcher_ring(d, &r), 0);
+    const char *hot = shard_ring_owner(r, "hot", 3);
+    uint64_t t0 = mono_ns();
+    for (int i = 0; i < 10; i++)
+        cr_assert_eq(shard_submit(d, "hot", 3, spin_2ms, NULL), 0);
+    cr_assert_eq(shard_drain(d), 0);
+    uint64_t wall = mono_ns() - t0;
+    struct shard_worker_stats st[2];
+    cr_assert_eq(shard_dispatcher_worker_stats(d, st, 2), 2);
+    const struct shard_worker_stats *h = find_stats(st, 2, hot);
+    cr_assert_geq(h->busy_ns, 20000000u, "10 jobs of 2 ms: busy %.3f ms", (double)h->busy_ns / 1e6);
+    cr_assert_leq(h->busy_ns, wall, "busier than the time that passed");
+    cr_assert_eq(h->head_wait_ns, 0, "nothing queued");
+    double sum = 0;
+    for (int i = 0; i < 2; i++) {
+        cr_assert_float_eq(st[i].share, shard_ring_share(r, st[i].name), 1e-12);
+        sum += st[i].share;
+    }
+    cr_assert_float_eq(sum, 1.0, 1e-9);
+
+    /* A stuck job with 50 behind it: they wait, and the average climbs towards 50. */
+    hold_worker_of(d, "hot");
+    for (int i = 0; i < 50; i++)
+        cr_assert_eq(shard_submit(d, "hot", 3, noop, NULL), 0);
+    uint64_t held = mono_ns();
+    while (mono_ns() - held < 300000000u)
+        ; /* 300 ms pass: the figures are about elapsed time */
+    cr_assert_eq(shard_dispatcher_worker_stats(d, st, 2), 2);
+    h = find_stats(st, 2, hot);
+    cr_assert(h->queued >= 50 && h->queued <= 51, "queued %llu: 50 behind, and the running one until published", (unsigned long long)h->queued);
+    cr_assert_geq(h->head_wait_ns, 300000000u, "the head has waited %.3f ms", (double)h->head_wait_ns / 1e6);
+    cr_assert(h->queued_avg > 5 && h->queued_avg <= 50, "smoothed queue %.2f after 0.3 s of 50", h->queued_avg);
+    cr_assert(h->running);
+    sem_post(&gate);
+    cr_assert_eq(shard_drain(d), 0);
+    cr_assert_eq(shard_dispatcher_worker_stats(d, st, 2), 2);
+    cr_assert_eq(find_stats(st, 2, hot)->head_wait_ns, 0);
+    shard_ring_destroy(r);
+    shard_dispatcher_destroy(d);
+}
+
 Test(dispatcher, shard_handoff_moves_agrees_with_the_rings)
 {
     shard_dispatcher *d;

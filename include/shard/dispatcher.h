@@ -276,6 +276,14 @@ struct shard_worker_stats {
     uint64_t woken;       /**< times a submitter or the control thread woke it */
     uint64_t timers;      /**< keyed timers waiting in its wheel: those of the keys it holds
                            * (shard/timer.h; added in 0.2) */
+    /* Load (added in 0.2). */
+    uint64_t busy_ns;     /**< time spent running jobs (timers' included), in ns, since it started */
+    double   queued_avg;  /**< queue length smoothed over about a second (an exponential average,
+                           * sampled whenever the worker takes work) */
+    uint64_t head_wait_ns; /**< how long the job at the head of its queue has waited at least: since
+                           * the worker last took work while it was there; 0 for an empty queue */
+    double   share;       /**< share of the hash space, so of the keys, it owns in the ring in force
+                           * (shard_ring_share); 0 out of the ring */
 };
 
 /** Dispatcher-wide counters, from shard_dispatcher_stats(). */

@@ -1,0 +1,17 @@
+/* A worker's smoothed queue length (load.h). SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "load.h"
+
+void shard__load_sample(struct shard_worker *w, uint64_t now)
+{
+    uint64_t at = __atomic_load_n(&w->sampled_at, __ATOMIC_RELAXED);
+    double dt = (double)(now - at), len = (double)shard__queue_length(&w->q), avg;
+    uint64_t bits = atomic_load_explicit(&w->queued_avg, memory_order_relaxed);
+    memcpy(&avg, &bits, sizeof avg);
+    /* An exponential average over time: the weight of the new sample grows with the time it stands
+     * for (linearised; a gap of a second or more replaces the average). */
+    double a = at == 0 || dt >= LOAD_TAU_NS ? 1.0 : dt / LOAD_TAU_NS;
+    avg += (len - avg) * a;
+    memcpy(&bits, &avg, sizeof bits);
+    atomic_store_explicit(&w->queued_avg, bits, memory_order_relaxed);
+    __atomic_store_n(&w->sampled_at, now, __ATOMIC_RELAXED); /* stats read it too */
+}
