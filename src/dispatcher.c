@@ -27,7 +27,7 @@ SHARD_API int shard_dispatcher_create(shard_dispatcher **out, const struct shard
     if (shard__current_worker)
         return -EDEADLK;
     struct shard_config c = cfg ? *cfg : (struct shard_config){ 0 };
-    if (c.queue_capacity > SHARD_MAX_QUEUE_CAPACITY || c.workers > SHARD_MAX_WORKERS)
+    if (c.queue_capacity > SHARD_MAX_QUEUE_CAPACITY || c.workers > SHARD_MAX_WORKERS || c.hot_keys > SHARD_MAX_HOT_KEYS)
         return -EINVAL;
     if (c.workers == 0)
         c.workers = default_workers();

@@ -26,8 +26,11 @@ static void run_unlocked(struct shard_worker *w, bool is_job, uint64_t hash, voi
     pthread_mutex_unlock(&w->lock);
     uint64_t started = is_job ? shard__load_start(w) : 0;
     call(w, ctx);
-    if (is_job)
-        shard__load_end(w, started);
+    if (is_job) {
+        uint64_t ended = shard__load_end(w, started);
+        if (w->hot)
+            shard__hot_record(w->hot, hash, ended - started, ended);
+    }
     pthread_mutex_lock(&w->lock);
     atomic_store_explicit(&w->busy, false, memory_order_relaxed);
     w->in_fn = false;
@@ -104,7 +107,7 @@ bool shard__run_batch(struct shard_worker *w)
     atomic_store_explicit(&w->batch, 2 * pos + 1, memory_order_relaxed);
     atomic_store_explicit(&w->busy, true, memory_order_relaxed);
     pthread_mutex_unlock(&w->lock);
-    uint64_t started = shard__load_start(w);
+    uint64_t started = shard__load_start(w), job_start = started;
     for (int n = 0; n < BATCH_MAX; n++) {
         const struct slot *s = shard__queue_peek_sc(q, pos);
         if (!s || !batch_may_run(d, w, pos, s->epoch))
@@ -125,6 +128,12 @@ bool shard__run_batch(struct shard_worker *w)
         if (fn != shard__queue_void) {
             fn(w, arg);
             shard__count(&w->executed);
+            if (w->hot) {
+                /* Each job from the end of the one before: one clock read a job. */
+                uint64_t ended = shard__now_ns();
+                shard__hot_record(w->hot, w->batch_hash[pos & 1], ended - job_start, ended);
+                job_start = ended;
+            }
         }
         pos++;
     }

@@ -6,6 +6,7 @@
 
 #include "dispatcher_internal.h"
 #include "clock.h"
+#include "hash.h"
 #include "load.h"
 #include "rcu.h"
 #include "timer.h"
@@ -69,6 +70,38 @@ static void fill_stats(const struct shard_worker *w, struct shard_worker_stats *
         o->queued_avg += ((double)o->queued - o->queued_avg) * ((double)(now - at) >= LOAD_TAU_NS ? 1.0 : (double)(now - at) / LOAD_TAU_NS);
     uint64_t since = atomic_load_explicit(&w->head_since, memory_order_relaxed);
     o->head_wait_ns = o->queued && since && now > since ? now - since : 0;
+}
+
+SHARD_API long shard_worker_hot_keys(shard_dispatcher *d, const char *name, struct shard_hot_key *out, size_t n,
+                                     uint64_t *window_ns)
+{
+    if (!d || !name || (!out && n > 0))
+        return -EINVAL;
+    if (window_ns)
+        *window_ns = 0;
+    long rc = -ENOENT;
+    /* The registry under d->lock: a worker is freed under it (and ctl), after it left the registry.
+     * A name may be a ring member and a removed worker still finishing: the member first. */
+    pthread_mutex_lock(&d->lock);
+    struct shard_worker *found = NULL;
+    for (size_t i = 0; i < d->nworkers; i++) {
+        struct shard_worker *w = d->workers[i];
+        if (strcmp(w->name, name) != 0 || shard__worker_state(w) == SHARD_WORKER_EXITED)
+            continue;
+        if (!found || shard__worker_state(w) == SHARD_WORKER_RUNNING)
+            found = w;
+    }
+    if (found)
+        rc = found->hot ? shard__hot_read(found->hot, out, n, window_ns) : 0;
+    pthread_mutex_unlock(&d->lock);
+    return rc;
+}
+
+SHARD_API uint64_t shard_dispatcher_key_hash(shard_dispatcher *d, const void *key, size_t len)
+{
+    if (!d || (!key && len > 0))
+        return 0;
+    return shard__hash_key_cfg(&d->cfg.ring, key, len);
 }
 
 SHARD_API long shard_dispatcher_worker_stats(shard_dispatcher *d, struct shard_worker_stats *out, size_t n)

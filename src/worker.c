@@ -45,6 +45,11 @@ struct shard_worker *shard__worker_new(shard_dispatcher *d, const char *name, ui
     w->stop_item.kind = JOB_STOP;
     w->stop_item.embedded = true;
     shard__timers_worker_init(w);
+    w->hot = shard__hot_new(d->cfg.hot_keys, d->cfg.hot_window_ms);
+    if (d->cfg.hot_keys && !w->hot) {
+        shard__worker_free(w);
+        return NULL;
+    }
     return w;
 }
 
@@ -71,6 +76,7 @@ void shard__worker_free(struct shard_worker *w)
     pthread_mutex_destroy(&w->lock);
     pthread_mutex_destroy(&w->inbox_lock);
     shard__timers_worker_destroy(w);
+    shard__hot_free(w->hot);
     free(w);
 }
 
@@ -194,6 +200,8 @@ static void idle(struct shard_worker *w)
     }
     shard__count(&w->parked);
     shard__load_idle(w);
+    if (w->hot)
+        shard__hot_idle(w->hot, shard__now_ns());
     pthread_mutex_unlock(&w->lock);
     if (wake_at == UINT64_MAX)
         shard__park_wait(&w->park, seq);

@@ -11,6 +11,7 @@
 
 #include "crash.h"
 #include "held.h"
+#include "hot.h"
 #include "job.h"
 #include "park.h"
 #include "queue.h"
@@ -100,6 +101,7 @@ struct shard_worker {
     _Atomic uint64_t head_since;    /* A: when it last took work with more queued (ns); 0: unknown */
     uint64_t         sampled_at;    /* W (stats read it with a relaxed atomic load): when queued_avg was
                                      * last updated */
+    struct hot      *hot;           /* I: its heaviest keys (hot.h); NULL: not tracked */
     _Atomic uint64_t woken;         /* A, bumped by wakers with a relaxed load and store: stats may
                                      * miss a wake-up that raced another */
 

@@ -997,6 +997,62 @@ Test(dispatcher, load_busy_time_queue_wait_and_share)
     shard_dispatcher_destroy(d);
 }
 
+static void spin_us(shard_worker *w, void *arg)
+{
+    (void)w;
+    uint64_t end = mono_ns() + (uint64_t)(uintptr_t)arg * 1000;
+    while (mono_ns() < end)
+        ;
+}
+
+Test(dispatcher, hot_keys_name_the_heaviest_keys_of_a_window)
+{
+    shard_dispatcher *d;
+    struct shard_config bad = { .workers = 1, .hot_keys = SHARD_MAX_HOT_KEYS + 1 };
+    cr_assert_eq(shard_dispatcher_create(&d, &bad), -EINVAL);
+    struct shard_config cfg = { .workers = 1, .hot_keys = 4, .hot_window_ms = 200 };
+    cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
+    struct shard_hot_key hk[8];
+    uint64_t total;
+    cr_assert_eq(shard_worker_hot_keys(NULL, "w0", hk, 8, &total), -EINVAL);
+    cr_assert_eq(shard_worker_hot_keys(d, NULL, hk, 8, &total), -EINVAL);
+    cr_assert_eq(shard_worker_hot_keys(d, "w0", NULL, 8, &total), -EINVAL);
+    cr_assert_eq(shard_worker_hot_keys(d, "nope", hk, 8, &total), -ENOENT);
+    cr_assert_eq(shard_worker_hot_keys(d, "w0", hk, 8, &total), 0, "no window has ended");
+    cr_assert_eq(shard_dispatcher_key_hash(NULL, "k", 1), 0);
+    uint64_t start = mono_ns();
+    /* One hot key (30 ms of jobs) among 60 cold ones (0.2 ms each), interleaved. */
+    char k[24];
+    for (int i = 0; i < 60; i++) {
+        if (i % 2 == 0)
+            cr_assert_eq(shard_submit(d, "hot", 3, spin_us, (void *)(uintptr_t)1000), 0);
+        cr_assert_eq(shard_submit(d, k, kname(k, (unsigned)i), spin_us, (void *)(uintptr_t)200), 0);
+    }
+    cr_assert_eq(shard_drain(d), 0);
+    cr_assert_lt(mono_ns() - start, 200000000u, "the load did not fit in one window (a slow machine)");
+    long n;
+    do { /* the window ends with the first job after it */
+        cr_assert_eq(shard_submit(d, "late", 4, noop, NULL), 0);
+        cr_assert_eq(shard_drain(d), 0);
+        n = shard_worker_hot_keys(d, "w0", hk, 8, &total);
+    } while (n == 0 && mono_ns() - start < 5000000000u);
+    cr_assert_eq(n, 4, "as many as hot_keys");
+    cr_assert_eq(hk[0].hash, shard_dispatcher_key_hash(d, "hot", 3), "the hot key first");
+    cr_assert_geq(hk[0].busy_ns - hk[0].error_ns, 30000000u, "at least its 30 ms");
+    cr_assert_geq(hk[0].jobs, 30);
+    for (long i = 1; i < n; i++)
+        cr_assert_leq(hk[i].busy_ns, hk[i - 1].busy_ns, "heaviest first");
+    cr_assert_geq(total, 30000000u + 60 * 200000u, "the window's total");
+    cr_assert_eq(shard_worker_hot_keys(d, "w0", hk, 1, NULL), 4, "the count, whatever fits");
+    shard_dispatcher_destroy(d);
+    /* Off: nothing tracked. */
+    d = make(1, 0);
+    cr_assert_eq(shard_submit(d, "hot", 3, noop, NULL), 0);
+    cr_assert_eq(shard_drain(d), 0);
+    cr_assert_eq(shard_worker_hot_keys(d, "w0", hk, 8, &total), 0);
+    shard_dispatcher_destroy(d);
+}
+
 Test(dispatcher, shard_handoff_moves_agrees_with_the_rings)
 {
     shard_dispatcher *d;

@@ -117,15 +117,24 @@ struct shard_config {
      * microseconds: polling saves the wake-up's system call and latency when jobs keep coming, at
      * the price of a busy core. 0: a short spin (a few hundred pause instructions), the default. */
     uint32_t   poll_us;
+    /** Hot keys (added in 0.2): how many of the heaviest keys each worker tracks, by time spent in
+     * their jobs, over windows of hot_window_ms (shard_worker_hot_keys). 0 (the default): none, and
+     * nothing is measured; up to SHARD_MAX_HOT_KEYS. When on, a job costs one more clock read and a
+     * scan of this many entries. */
+    uint32_t   hot_keys;
+    uint32_t   hot_window_ms; /**< the window of hot_keys; 0: 1000 */
 };
 
 /** The most entries shard_config.cpus may have, and one more than the highest CPU number accepted. */
 #define SHARD_MAX_CPUS 1024
+/** The most hot keys a worker tracks (shard_config.hot_keys). */
+#define SHARD_MAX_HOT_KEYS 64
 
 /** Creates the dispatcher and starts its workers. cfg NULL or zeroed: the defaults.
  * Every worker's thread is named after the worker (its first 15 bytes: what top -H and perf show).
  * Context: any thread that is not a worker. Return: 0; -EINVAL (out NULL, queue_capacity over
- * SHARD_MAX_QUEUE_CAPACITY, workers over SHARD_MAX_WORKERS, ncpus over SHARD_MAX_CPUS, cpus NULL
+ * SHARD_MAX_QUEUE_CAPACITY, workers over SHARD_MAX_WORKERS, ncpus over SHARD_MAX_CPUS, hot_keys over
+ * SHARD_MAX_HOT_KEYS, cpus NULL
  * with ncpus > 0, a CPU number negative or from SHARD_MAX_CPUS up, or a worker's CPU that this
  * process may not run on); -EDEADLK (from a worker); -ENOMEM; -EAGAIN (no thread could be started).
  * Pair with shard_dispatcher_destroy(). */
@@ -297,6 +306,30 @@ struct shard_stats {
     uint64_t timers;           /**< keyed timers armed and not yet ended: waiting, or whose job is
                                 * queued or running (added in 0.2) */
 };
+
+/** One of a worker's heaviest keys over a window (shard_worker_hot_keys). The key is named by its hash
+ * (shard_dispatcher_key_hash() gives a key's): shard keeps no key bytes. Counts are space-saving
+ * estimates: a key's true time is between busy_ns - error_ns and busy_ns, and any key whose time
+ * was over 1 / hot_keys of the window's total is listed. */
+struct shard_hot_key {
+    uint64_t hash;     /**< the key's hash */
+    uint64_t busy_ns;  /**< time its jobs ran in the window (an overestimate by at most error_ns) */
+    uint64_t error_ns; /**< how much of busy_ns may belong to keys it displaced */
+    uint64_t jobs;     /**< jobs counted for it (overestimated alike) */
+};
+
+/** The heaviest keys of the worker named name over its last whole window (shard_config.hot_keys),
+ * heaviest first, up to n into out (out may be NULL with n 0); *window_ns (may be NULL) receives
+ * the worker's total busy time in that window. Context: any thread. Return: how many there are (at
+ * most hot_keys; 0 before the first window ends, or with hot_keys 0); -EINVAL (d or name NULL, out
+ * NULL with n > 0); -ENOENT (no such worker, or it was freed). */
+SHARD_API long shard_worker_hot_keys(shard_dispatcher *d, const char *name, struct shard_hot_key *out, size_t n,
+                                     uint64_t *window_ns);
+
+/** The hash d gives key (its ring's hash: the config's hook, or XXH3 with its seed), to match keys
+ * against shard_hot_key.hash. Context: any thread. Return: the hash; 0 for d NULL or key NULL with
+ * len > 0. */
+SHARD_API uint64_t shard_dispatcher_key_hash(shard_dispatcher *d, const void *key, size_t len);
 
 /** Dispatcher-wide stats. Context: any thread. Return: 0; -EINVAL. */
 SHARD_API int shard_dispatcher_stats(shard_dispatcher *d, struct shard_stats *out);
