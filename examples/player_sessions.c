@@ -7,13 +7,21 @@
  * release hook hands its session to the new owner before that player's next packet; a crash loses its
  * worker's sessions (that is what a crash is), and their players resume from the next packet.
  *
- * At the end it prints one row per worker (sessions held, packets, sessions handed in and out; the
- * workers added and removed again share one row) and checks, through a verification log that is not
- * part of the design, that every packet was processed exactly once, in order, by the worker holding
- * the session, and that every membership change succeeded. Exit status 0 when that held.
+ * A player who sends nothing for --idle-ms is logged out by a keyed timer: each packet cancels the
+ * session's idle timer and arms a new one, and the timer's job, a job of the player, ends the session
+ * where it is. The timers move with their players (at the release, with the sessions; with the queue
+ * at the crash), so a logout never runs beside a packet, nor where the session is not. Some players
+ * go quiet during the run, and every player at its end.
  *
- * Usage: player_sessions [--players N] [--workers W] [--seconds S] [--churn-ms M]; --help says how
- * far each goes. */
+ * At the end it prints one row per worker (sessions held, packets, sessions handed in and out,
+ * logouts; the workers added and removed again share one row) and checks, through a verification log
+ * that is not part of the design, that every packet was processed exactly once, in order, by the
+ * worker holding the session; that every player was logged out exactly once after its last packet,
+ * by the worker holding its session, and never by a timer its packets had cancelled; and that every
+ * membership change succeeded. Exit status 0 when that held.
+ *
+ * Usage: player_sessions [--players N] [--workers W] [--seconds S] [--churn-ms M] [--idle-ms I];
+ * --help says how far each goes. */
 #include <errno.h>
 #include <pthread.h>
 #include <shard.h>
@@ -27,16 +35,19 @@
 #include "options.h"
 
 struct session {
-    uint32_t player;
-    uint64_t next_seq;
-    uint64_t packets;
+    uint32_t    player;
+    uint64_t    next_seq;
+    uint64_t    packets;
+    shard_timer idle;     /* logs the player out unless a packet comes first */
+    uint64_t    idle_gen; /* which arm that was (verification) */
+    bool        rebuilt;  /* made anew after a crash lost the session: its old timer may still fire */
 };
 
 /* Worker-local state: only its own worker touches it (the release hook runs on that worker too), until
  * it stops; main reads it after shard_dispatcher_destroy has joined every worker. */
 struct local {
     struct session **sessions; /* by player; freed when the worker stops, keeping only `held` */
-    uint64_t         packets, handed_in, handed_out, rebuilt, held;
+    uint64_t         packets, handed_in, handed_out, rebuilt, held, logouts;
     char             name[SHARD_NAME_MAX + 1];
     struct local    *next_local;
 };
@@ -45,7 +56,7 @@ struct local {
  * bits; at most 64 workers, each with an array of players * 8 bytes (512 MiB at that corner); the
  * seconds and the churn period bound how many workers come and go, each leaving a struct local for the
  * final table: at most 60 s / (2 * 1 ms) = 30,000. */
-static long long players = 20000, initial_workers = 4, seconds = 3, churn_ms = 200;
+static long long players = 20000, initial_workers = 4, seconds = 3, churn_ms = 200, idle_ms = 50;
 static shard_dispatcher *disp;
 
 /* Sessions in transit between two workers, and every worker's local state (for the final table). */
@@ -57,7 +68,10 @@ static char crashed_name[SHARD_NAME_MAX + 1];
 /* Verification only: the last sequence number processed per player and which worker held it. */
 static _Atomic uint64_t *last_seq;
 static _Atomic(const struct local *) *last_holder;
-static atomic_long errors, packets_sent, packets_done, handoffs;
+static atomic_long errors, packets_sent, packets_done, handoffs, logouts, lost_logouts, stale_timers;
+/* Verification only: logouts since the player's last packet (1 at the end, never 2); arms so far. */
+static atomic_int *logged_out;
+static _Atomic uint64_t *arms;
 static atomic_int running = 1;
 
 static void on_start(shard_worker *w, void *user)
@@ -117,30 +131,92 @@ static void on_release(shard_worker *w, const struct shard_handoff *h, void *use
     }
 }
 
+static void on_idle(shard_worker *w, void *arg);
+
+/* The session's idle timer starts again. Its old one is pending (a logout would have ended the session
+ * before this packet): cancel says 0, and it will not run. */
+static void rearm_idle(struct session *s)
+{
+    if (s->idle && shard_timer_cancel(disp, s->idle) != 0)
+        atomic_fetch_add(&errors, 1);
+    s->idle_gen = atomic_fetch_add(&arms[s->player], 1) + 1;
+    char key[24];
+    void *arg = (void *)(uintptr_t)(s->idle_gen << 20 | s->player);
+    if (shard_submit_after(disp, key, player_key(key, s->player), (uint64_t)idle_ms * 1000000u, on_idle, arg, &s->idle) != 0)
+        atomic_fetch_add(&errors, 1);
+}
+
+/* A session, wherever it is for this worker: its own, or handed to it by a release hook. */
+static struct session *take_session(struct local *l, uint32_t player, int *after_crash)
+{
+    struct session *s = l->sessions[player];
+    if (s)
+        return s;
+    pthread_mutex_lock(&world_lock);
+    s = transit[player];
+    transit[player] = NULL;
+    *after_crash = atomic_load(&last_holder[player]) && strcmp(atomic_load(&last_holder[player])->name, crashed_name) == 0;
+    pthread_mutex_unlock(&world_lock);
+    if (s) {
+        l->handed_in++;
+        l->sessions[player] = s;
+    }
+    return s;
+}
+
+/* The idle timer: the player sent nothing for idle_ms, log it out. It runs as a job of the player, so
+ * no packet runs beside it, and the session is here (or was lost with a crashed worker). */
+static void on_idle(shard_worker *w, void *arg)
+{
+    uint64_t packed = (uint64_t)(uintptr_t)arg;
+    uint32_t player = (uint32_t)(packed & 0xfffff);
+    uint64_t gen = packed >> 20;
+    struct local *l = shard_worker_user(w);
+    int after_crash = 0;
+    struct session *s = take_session(l, player, &after_crash);
+    if (s && s->idle_gen != gen) {
+        /* Not the session's timer: one armed by a session a crash lost may still run; any other
+         * was cancelled, and must not. */
+        if (!s->rebuilt || gen >= s->idle_gen)
+            atomic_fetch_add(&errors, 1);
+        atomic_fetch_add(&stale_timers, 1);
+        return;
+    }
+    if (!s) {
+        if (!after_crash)
+            atomic_fetch_add(&errors, 1); /* logged out where its session is not */
+        atomic_fetch_add(&lost_logouts, 1);
+    } else {
+        if (atomic_load(&last_seq[player]) != s->next_seq)
+            atomic_fetch_add(&errors, 1); /* a packet was processed that this session did not see */
+        l->sessions[player] = NULL;
+        free(s);
+        l->logouts++;
+    }
+    if (atomic_fetch_add(&logged_out[player], 1) != 0)
+        atomic_fetch_add(&errors, 1); /* logged out twice with no packet in between */
+    atomic_fetch_add(&logouts, 1);
+}
+
 static void on_packet(shard_worker *w, void *arg)
 {
     uint64_t packed = (uint64_t)(uintptr_t)arg;
     uint32_t player = (uint32_t)(packed & 0xfffff);
     uint64_t seq = packed >> 20;
     struct local *l = shard_worker_user(w);
-    struct session *s = l->sessions[player];
+    int after_crash = 0;
+    struct session *s = take_session(l, player, &after_crash);
     if (!s) {
-        pthread_mutex_lock(&world_lock);
-        s = transit[player];
-        transit[player] = NULL;
-        int after_crash = seq > 0 && atomic_load(&last_holder[player]) &&
-                          strcmp(atomic_load(&last_holder[player])->name, crashed_name) == 0;
-        pthread_mutex_unlock(&world_lock);
-        if (s) {
-            l->handed_in++;
-        } else {
-            if (seq > 0 && !after_crash)
-                atomic_fetch_add(&errors, 1); /* moved, but its session did not arrive first */
-            l->rebuilt += seq > 0;
-            s = calloc(1, sizeof *s);
-            s->player = player;
-            s->next_seq = seq;
-        }
+        /* A new session: the player's first packet, or its first after a logout or after a crash
+         * lost its session; anything else is a session that did not arrive first. */
+        bool was_out = atomic_load(&logged_out[player]) != 0;
+        if (seq > 0 && !after_crash && !was_out)
+            atomic_fetch_add(&errors, 1);
+        l->rebuilt += seq > 0 && !was_out;
+        s = calloc(1, sizeof *s);
+        s->player = player;
+        s->next_seq = seq;
+        s->rebuilt = seq > 0 && !was_out;
         l->sessions[player] = s;
     }
     /* The session must expect this packet, and so must the log: anything else is a lost, repeated or
@@ -152,7 +228,18 @@ static void on_packet(shard_worker *w, void *arg)
     l->packets++;
     atomic_store(&last_seq[player], seq + 1);
     atomic_store(&last_holder[player], l);
+    atomic_store(&logged_out[player], 0);
+    rearm_idle(s);
     atomic_fetch_add_explicit(&packets_done, 1, memory_order_relaxed);
+}
+
+static double now(void);
+static double run_start;
+
+/* One player in 16 goes quiet partway through the run, at its own moment: it is logged out then. */
+static bool quiet(int p, double elapsed)
+{
+    return p % 16 == 0 && elapsed > seconds * (0.1 + 0.8 * (double)((unsigned)p * 2654435761u % 1000) / 1000);
 }
 
 static void *network(void *arg)
@@ -161,13 +248,16 @@ static void *network(void *arg)
     uint64_t *seq = calloc((size_t)players, sizeof *seq);
     char key[24];
     while (atomic_load(&running)) {
+        double elapsed = now() - run_start;
         for (int p = half; p < players; p += 2) {
+            if (quiet(p, elapsed))
+                continue;
             void *packet = (void *)(uintptr_t)(seq[p] << 20 | (uint64_t)p);
             if (shard_submit(disp, key, player_key(key, (uint32_t)p), on_packet, packet) != 0)
                 atomic_fetch_add(&errors, 1);
             seq[p]++;
+            atomic_fetch_add_explicit(&packets_sent, 1, memory_order_relaxed);
         }
-        atomic_fetch_add(&packets_sent, (players + 1 - half) / 2);
     }
     free(seq);
     return NULL;
@@ -257,9 +347,9 @@ static const char *churn(double start)
 
 static void print_row(const char *name, const struct local *l, const char *note)
 {
-    printf("%-12s %10llu %12llu %10llu %10llu %10llu%s\n", name, (unsigned long long)l->held,
+    printf("%-12s %10llu %12llu %10llu %10llu %10llu %10llu%s\n", name, (unsigned long long)l->held,
            (unsigned long long)l->packets, (unsigned long long)l->handed_in, (unsigned long long)l->handed_out,
-           (unsigned long long)l->rebuilt, note);
+           (unsigned long long)l->rebuilt, (unsigned long long)l->logouts, note);
 }
 
 int main(int argc, char **argv)
@@ -269,28 +359,33 @@ int main(int argc, char **argv)
         { "--workers", OPTION_INT, &initial_workers, 2, 64, "workers at the start, named w0, w1, ...; w1 crashes" },
         { "--seconds", OPTION_INT, &seconds, 1, 60, "how long the packets flow" },
         { "--churn-ms", OPTION_INT, &churn_ms, 1, 1000, "milliseconds between two membership changes" },
+        { "--idle-ms", OPTION_INT, &idle_ms, 1, 10000, "a player silent this long is logged out" },
     };
     const struct option_program prog = {
         "player_sessions", NULL,
-        "Worker-local player sessions handed over while the pool scales and a worker crashes; checks that\n"
-        "every packet ran exactly once, in order, where its session was.",
+        "Worker-local player sessions handed over while the pool scales and a worker crashes, and idle\n"
+        "players logged out by keyed timers; checks that every packet ran exactly once, in order, where\n"
+        "its session was, and every player was logged out once after its last packet, where it was.",
         options, sizeof options / sizeof options[0]
     };
     options_parse(&prog, argc, argv);
     transit = calloc((size_t)players, sizeof *transit);
     last_seq = calloc((size_t)players, sizeof *last_seq);
     last_holder = calloc((size_t)players, sizeof *last_holder);
+    logged_out = calloc((size_t)players, sizeof *logged_out);
+    arms = calloc((size_t)players, sizeof *arms);
     struct shard_config cfg = { .workers = (uint32_t)initial_workers, .on_worker_start = on_start,
                                 .on_worker_stop = on_stop, .on_release = on_release };
-    int err = transit && last_seq && last_holder ? shard_dispatcher_create(&disp, &cfg) : -ENOMEM;
+    int err = transit && last_seq && last_holder && logged_out && arms ? shard_dispatcher_create(&disp, &cfg) : -ENOMEM;
     if (err) {
         fprintf(stderr, "player_sessions: cannot start: %s\n", shard_strerror(err));
         return 1;
     }
-    printf("player_sessions: %lld players, %lld workers, %lld s, a membership change every %lld ms\n", players,
-           initial_workers, seconds, churn_ms);
+    printf("player_sessions: %lld players, %lld workers, %lld s, a membership change every %lld ms, logout after "
+           "%lld ms idle\n", players, initial_workers, seconds, churn_ms, idle_ms);
     pthread_t net[2];
     double start = now();
+    run_start = start;
     for (long i = 0; i < 2; i++)
         pthread_create(&net[i], NULL, network, (void *)i);
     const char *extra = churn(start);
@@ -299,9 +394,19 @@ int main(int argc, char **argv)
         pthread_join(net[i], NULL);
     shard_drain(disp);
     double elapsed = now() - start;
+    /* Every player is quiet now: each session's idle timer logs it out. Waiting for deadlines to pass
+     * (timers pending), then for the logouts' jobs (drain). */
+    for (struct shard_stats st;;) {
+        shard_dispatcher_stats(disp, &st);
+        if (st.timers == 0)
+            break;
+        pause_ms(idle_ms < 10 ? idle_ms : 10);
+    }
+    shard_drain(disp);
     shard_dispatcher_destroy(disp); /* every worker has stopped: their state is final */
 
-    printf("\n%-12s %10s %12s %10s %10s %10s\n", "worker", "sessions", "packets", "handed in", "handed out", "rebuilt");
+    printf("\n%-12s %10s %12s %10s %10s %10s %10s\n", "worker", "sessions", "packets", "handed in", "handed out", "rebuilt",
+           "logouts");
     struct local removed = { 0 };
     int nremoved = 0;
     for (struct local *l = locals; l; l = l->next_local) {
@@ -311,6 +416,7 @@ int main(int argc, char **argv)
             removed.handed_in += l->handed_in;
             removed.handed_out += l->handed_out;
             removed.rebuilt += l->rebuilt;
+            removed.logouts += l->logouts;
             nremoved++;
             continue;
         }
@@ -320,13 +426,21 @@ int main(int argc, char **argv)
     snprintf(note, sizeof note, "  (%d workers added, then removed)", nremoved);
     if (nremoved)
         print_row("extra-*", &removed, note);
-    long sent = atomic_load(&packets_sent), done = atomic_load(&packets_done), errs = atomic_load(&errors);
-    printf("\n%ld packets sent, %ld processed (%.0f/s), %ld handoffs, %ld violations\n", sent, done, done / elapsed,
-           atomic_load(&handoffs), errs);
+    /* Every player that sent a packet was logged out once after its last one. */
+    long not_out = 0;
+    for (int p = 0; p < players; p++)
+        not_out += atomic_load(&last_seq[p]) > 0 && atomic_load(&logged_out[p]) != 1;
+    long sent = atomic_load(&packets_sent), done = atomic_load(&packets_done), errs = atomic_load(&errors) + not_out;
+    printf("\n%ld packets sent, %ld processed (%.0f/s), %ld handoffs, %ld logouts (%ld of sessions a crash lost, %ld "
+           "timers of those ignored), %ld violations\n",
+           sent, done, done / elapsed, atomic_load(&handoffs), atomic_load(&logouts), atomic_load(&lost_logouts),
+           atomic_load(&stale_timers), errs);
     int ok = sent == done && errs == 0 && failed_changes == 0;
-    printf("%s\n", ok ? "OK: every packet processed exactly once, in order, by the worker holding its session"
+    printf("%s\n", ok ? "OK: every packet processed exactly once, in order, by the worker holding its session; every "
+                        "player logged out once after its last packet, where its session was"
                       : failed_changes ? "FAILED: a membership change failed"
-                                       : "FAILED: packets lost, repeated, out of order, or sessions handed over late");
+                                       : "FAILED: packets lost, repeated, out of order, sessions handed over late, or "
+                                         "logouts missing, repeated or misplaced");
     for (struct local *l = locals, *next; l; l = next) {
         next = l->next_local;
         free(l);
@@ -336,5 +450,7 @@ int main(int argc, char **argv)
     free(transit);
     free(last_seq);
     free(last_holder);
+    free((void *)logged_out);
+    free((void *)arms);
     return ok ? 0 : 1;
 }

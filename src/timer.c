@@ -6,9 +6,12 @@
  * that holds that state:
  *   - arming submits a job of the key (shard__timer_arm) that puts the record into the wheel of the
  *     worker it runs on: it runs where the key's state is, in order with the key's jobs;
- *   - at a fence where that worker loses keys it hands their timers to their owners in the fence's
- *     ring, with the release hook's state (shard__timers_release); a crash gives the crashed worker's
- *     to their owners in the ring in force (shard__timers_crash), or to on_dropped;
+ *   - at a fence where that worker loses keys it hands their timers on, with the release hook's
+ *     state, to their owners in the ring in force (shard__timers_release): they hold the keys once
+ *     the owners before them are done; a crash gives the crashed worker's to the same owners
+ *     (shard__timers_crash), or to on_dropped. A wheel takes a timer placed by a ring only if its
+ *     worker has not lost keys under a newer one (wheel_epoch), so a timer never waits with a
+ *     worker that has already handed its key on;
  *   - at the deadline the worker submits a job of the key (shard__timer_fire) that runs the user's
  *     job, so every promise about a key's jobs (order, one at a time, handoffs, crashes) holds for it.
  * So a key's timers fire in deadline order: they sit in one wheel, which hands them out by deadline,
@@ -47,12 +50,13 @@ static void update_next(struct shard_worker *w)
     atomic_store_explicit(&w->timer_next, shard__wheel_next(&w->wheel), memory_order_relaxed);
 }
 
-/* Puts timer idx into w's wheel unless w left the ring. Return: false when it did. */
-static bool insert_into(struct shard_worker *w, uint32_t idx)
+/* Puts timer idx into w's wheel unless w left the ring, or lost keys at a fence of a ring newer than
+ * epoch (then the caller's ring is out of date for it). Return: false when it did not. */
+static bool insert_into(struct shard_worker *w, uint32_t idx, uint64_t epoch)
 {
     struct timer *t = shard__timer_at(&w->d->timers, idx);
     pthread_mutex_lock(&w->timer_lock);
-    if (w->wheel_closed) {
+    if (w->wheel_closed || w->wheel_epoch > epoch) {
         pthread_mutex_unlock(&w->timer_lock);
         return false;
     }
@@ -80,7 +84,7 @@ static void place(shard_dispatcher *d, uint32_t idx)
         /* acquire: pairs with the release that published the snapshot. A worker that left has left
          * that ring (published before it closes its wheel): the next look finds another. */
         struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire);
-        if (insert_into(snap_worker(s, shard__ring_owner_index(s->ring, hash)), idx))
+        if (insert_into(snap_worker(s, shard__ring_owner_index(s->ring, hash)), idx, s->epoch))
             return;
     }
 }
@@ -89,7 +93,7 @@ static void place(shard_dispatcher *d, uint32_t idx)
  * state); one that left the ring (a crashed worker's job) places it by the ring. */
 static void own_insert(struct shard_worker *w, uint32_t idx)
 {
-    if (insert_into(w, idx))
+    if (insert_into(w, idx, UINT64_MAX))
         return;
     shard__rcu_read_lock();
     place(w->d, idx);
@@ -401,22 +405,16 @@ void shard__timers_release(struct shard_worker *w, const struct snap *after, lon
     for (uint32_t i = list; i; i = shard__timer_at(&w->d->timers, i - 1)->next)
         atomic_store_explicit(&shard__timer_at(&w->d->timers, i - 1)->home, NULL, memory_order_relaxed);
     w->wheel_closed = after_index < 0;
+    w->wheel_epoch = after->epoch;
     update_next(w);
     pthread_mutex_unlock(&w->timer_lock);
     if (!list)
         return;
-    /* To the owners in the fence's ring, where the release hook sends the keys' state: none of them
-     * has passed a later fence (fences pass in epoch order), so each still holds the key. */
+    /* To the owners in the ring in force, not the fence's: the fence's owner of a key may have passed
+     * a later fence already (moving the key on), or left and been freed. The owner in force holds
+     * the key's state once the owners before it are done, and fires through the key's order. */
     shard__rcu_read_lock();
-    while (list) {
-        uint32_t idx = list - 1;
-        struct timer *t = shard__timer_at(&w->d->timers, idx);
-        list = t->next;
-        if (shard__timer_state(atomic_load_explicit(&t->word, memory_order_acquire)) == TIMER_CANCELLED)
-            shard__timer_free(&w->d->timers, idx);
-        else if (!insert_into(snap_worker(after, shard__ring_owner_index(after->ring, t->hash)), idx))
-            place(w->d, idx); /* that owner crashed since: its keys' state went by the ring in force */
-    }
+    place_all(w->d, list);
     shard__rcu_read_unlock();
 }
 

@@ -109,6 +109,7 @@ struct shard_worker {
     pthread_mutex_t  timer_lock;
     struct wheel     wheel;         /* timer_lock */
     bool             wheel_closed;  /* timer_lock: it left the ring: timers go elsewhere */
+    uint64_t         wheel_epoch;   /* timer_lock: epoch of the last fence at which it lost keys */
     _Atomic uint64_t timer_next;    /* A, written under timer_lock: when the wheel next needs W (ns);
                                      * UINT64_MAX: never */
 };

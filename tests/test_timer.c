@@ -624,3 +624,57 @@ Test(timer, an_idle_dispatcher_with_many_pending_timers_sleeps)
     cr_assert_lt(used, 0.05, "an idle dispatcher with 100,000 timers used %.3f s of CPU in one second", used);
     shard_dispatcher_destroy(d);
 }
+
+/* The worker holding a key's timer is stuck while the key moves to a new worker that then leaves and
+ * is freed: when it passes its fence, the timer goes to the key's owner now, not to the one the
+ * fence's ring named (a freed worker's place in a kept ring is a placeholder nobody runs). */
+static bool worker_listed(shard_dispatcher *d, const char *name)
+{
+    struct shard_worker_stats st[16];
+    long n = shard_dispatcher_worker_stats(d, st, 16);
+    for (long i = 0; i < n && i < 16; i++)
+        if (strcmp(st[i].name, name) == 0)
+            return true;
+    return false;
+}
+
+Test(timer, a_timer_reaches_its_key_after_the_next_owner_came_and_went)
+{
+    shard_dispatcher *d = make(2, NULL);
+    shard_ring *now, *next;
+    cr_assert_eq(shard_dispatcher_ring(d, &now), 0);
+    cr_assert_eq(shard_ring_clone(now, &next), 0);
+    cr_assert_eq(shard_ring_add(next, "c", 1), 0);
+    char k[24], stay[24];
+    unsigned i = 0, j = 0;
+    while (strcmp(shard_ring_owner(now, k, kname(k, i)), "w0") != 0 || strcmp(shard_ring_owner(next, k, kname(k, i)), "c") != 0)
+        i++; /* a key that moves from w0 to c */
+    while (strcmp(shard_ring_owner(next, stay, kname(stay, j)), "w0") != 0)
+        j++; /* one that stays on w0 */
+    kname(k, i);
+    kname(stay, j);
+    static struct shot shot;
+    static sem_t done;
+    sem_init(&done, 0, 0);
+    shot = (struct shot){ .not_before = now_ns() + 1000 * MS, .done = &done };
+    cr_assert_eq(shard_submit_after(d, k, strlen(k), 1000 * MS, record_shot, &shot, NULL), 0);
+    cr_assert_eq(shard_drain(d), 0); /* in w0's wheel */
+    sem_init(&gate, 0, 0);
+    sem_init(&inside, 0, 0);
+    cr_assert_eq(shard_submit(d, stay, strlen(stay), blocker, NULL), 0);
+    sem_wait(&inside); /* w0 cannot pass a fence now */
+    cr_assert_eq(shard_worker_add(d, "c", 1), 0);
+    cr_assert_eq(shard_worker_remove(d, "c"), 0);
+    while (worker_listed(d, "c"))
+        cr_assert_eq(shard_worker_add(d, "x", 1) == 0 ? shard_worker_remove(d, "x") : -1, 0); /* c exits, is freed */
+    sem_post(&gate);
+    struct timespec limit;
+    clock_gettime(CLOCK_REALTIME, &limit);
+    limit.tv_sec += 20;
+    cr_assert_eq(sem_timedwait(&done, &limit), 0, "the timer never ran: lost with the worker that left");
+    cr_assert_eq(atomic_load(&shot.runs), 1);
+    cr_assert_geq(shot.ran_at, shot.not_before);
+    shard_ring_destroy(now);
+    shard_ring_destroy(next);
+    shard_dispatcher_destroy(d);
+}
