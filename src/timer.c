@@ -177,14 +177,17 @@ SHARD_API int shard_submit_every(shard_dispatcher *d, const void *key, size_t le
 /* A cancel on the thread of the worker whose wheel holds idx takes it out at once; elsewhere the
  * record waits in its wheel until its deadline (taking another worker's lock for it would make every
  * cancel contend with that worker's firing). */
-static void unlink_if_mine(shard_dispatcher *d, uint32_t idx)
+static void unlink_if_mine(shard_dispatcher *d, uint32_t idx, uint64_t cancelled)
 {
     struct shard_worker *me = shard__current_worker;
     struct timer *t = shard__timer_at(&d->timers, idx);
     if (!me || me->d != d || atomic_load_explicit(&t->home, memory_order_relaxed) != &me->wheel)
         return;
     pthread_mutex_lock(&me->timer_lock);
-    bool mine = atomic_load_explicit(&t->home, memory_order_relaxed) == &me->wheel;
+    /* Still the timer cancelled: a crash may have taken it from this wheel meanwhile and freed it,
+     * and the record may be a new timer placed here since (a new generation). */
+    bool mine = atomic_load_explicit(&t->home, memory_order_relaxed) == &me->wheel &&
+                atomic_load_explicit(&t->word, memory_order_relaxed) == cancelled;
     if (mine) {
         shard__wheel_remove(&me->wheel, idx);
         atomic_store_explicit(&t->home, NULL, memory_order_relaxed);
@@ -219,7 +222,7 @@ SHARD_API int shard_timer_cancel(shard_dispatcher *d, shard_timer timer)
                                                       memory_order_acq_rel, memory_order_acquire)) {
                 rc = st == TIMER_PENDING ? 0 : -EBUSY;
                 if (st == TIMER_PENDING)
-                    unlink_if_mine(d, (uint32_t)found);
+                    unlink_if_mine(d, (uint32_t)found, shard__timer_word(gen, TIMER_CANCELLED));
                 break;
             }
         }

@@ -76,8 +76,8 @@ static void unlink_from(struct wheel *wh, uint32_t idx, unsigned level, unsigned
 void shard__wheel_remove(struct wheel *wh, uint32_t idx)
 {
     unsigned level, slot;
-    /* Where insert put it, as long as the wheel keeps its invariant: cur has not passed the tick at
-     * which its slot is cascaded or expired. */
+    /* Where insert (or a cascade) put it: the wheel keeps every timer of level l >= 1 in a slot after
+     * cur's digit (cascade_at_cur), so its level is still the highest digit in which it differs. */
     locate(wh, shard__wheel_tick(shard__timer_at(wh->tt, idx)->deadline), &level, &slot);
     unlink_from(wh, idx, level, slot);
     wh->count--;
@@ -145,6 +145,24 @@ static void hand_out(struct wheel *wh, struct out *out, uint32_t list)
     }
 }
 
+/* Cascades every slot of level 1 and up at cur's digit there (cur has just reached it), top down:
+ * what comes down from one may land in the next one's. Keeps the invariant that a timer at level l
+ * >= 1 sits in a slot after cur's digit, which locate (so remove) relies on. */
+static void cascade_at_cur(struct wheel *wh)
+{
+    for (unsigned l = WHEEL_LEVELS - 1; l > 0; l--) {
+        unsigned s = DIGIT(wh->cur, l);
+        if (!(wh->map[l] >> s & 1))
+            continue;
+        for (uint32_t i = detach(wh, l, s), next; i; i = next) {
+            next = shard__timer_at(wh->tt, i - 1)->next;
+            unsigned nl, ns;
+            locate(wh, shard__wheel_tick(shard__timer_at(wh->tt, i - 1)->deadline), &nl, &ns);
+            link_in(wh, i - 1, nl, ns);
+        }
+    }
+}
+
 uint32_t shard__wheel_advance(struct wheel *wh, uint64_t now_ns)
 {
     uint64_t now = now_ns >> WHEEL_TICK_SHIFT; /* ticks wholly passed */
@@ -156,26 +174,18 @@ uint32_t shard__wheel_advance(struct wheel *wh, uint64_t now_ns)
         if (ev > now)
             break;
         wh->cur = ev;
-        /* Higher levels first: what comes down from one may land in the next one's slot for ev. */
-        for (unsigned l = WHEEL_LEVELS - 1; l > 0; l--) {
-            unsigned s = DIGIT(ev, l);
-            if (!(wh->map[l] >> s & 1))
-                continue;
-            for (uint32_t i = detach(wh, l, s), next; i; i = next) {
-                next = shard__timer_at(wh->tt, i - 1)->next;
-                unsigned nl, ns;
-                locate(wh, shard__wheel_tick(shard__timer_at(wh->tt, i - 1)->deadline), &nl, &ns);
-                link_in(wh, i - 1, nl, ns);
-            }
-        }
+        cascade_at_cur(wh);
         unsigned s0 = DIGIT(ev, 0);
         if (wh->map[0] >> s0 & 1)
             hand_out(wh, &out, detach(wh, 0, s0));
         wh->cur = ev + 1;
     }
-    /* Nothing is due before now + 1: cur may skip the gap (every timer keeps its place). */
+    /* Nothing is due before now + 1: cur may skip the gap (every timer keeps its place). Wherever cur
+     * stops, a slot it has reached is cascaded now, not at the next advance: a remove in between
+     * would look for its timers a level down. */
     if (wh->cur < now + 1)
         wh->cur = now + 1;
+    cascade_at_cur(wh);
     return out.head;
 }
 

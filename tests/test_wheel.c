@@ -189,3 +189,112 @@ Test(wheel, insert_returns_when_the_wheel_must_look_at_it)
     }
     shard__timer_table_destroy(&tt);
 }
+
+/* An advance that ends exactly where a higher level's slot is due for its cascade (cur on the first
+ * tick of a block of 64) must leave no timer there: a remove right after it looks for the timer by
+ * the highest digit in which it differs from cur. */
+Test(wheel, a_remove_right_after_an_advance_that_stopped_at_a_cascade_point)
+{
+    shard__timer_table_init(&tt);
+    uint64_t C = 1000 * WHEEL_SLOTS; /* the first tick of a block */
+    shard__wheel_init(&wh, &tt, (C - 10) << WHEEL_TICK_SHIFT);
+    uint64_t id;
+    uint32_t a, b1, b2;
+    shard__timer_alloc(&tt, &a, &id)->deadline = (C - 1) << WHEEL_TICK_SHIFT;
+    shard__timer_alloc(&tt, &b1, &id)->deadline = (C + 5) << WHEEL_TICK_SHIFT;
+    shard__timer_alloc(&tt, &b2, &id)->deadline = (C + 5) << WHEEL_TICK_SHIFT;
+    shard__wheel_insert(&wh, a);
+    shard__wheel_insert(&wh, b1); /* level 1: they differ from cur in the second digit */
+    shard__wheel_insert(&wh, b2);
+    /* Hands out a (tick C - 1); cur moves to C, where b1 and b2's slot is cascaded. */
+    uint32_t out = shard__wheel_advance(&wh, ((C - 1) << WHEEL_TICK_SHIFT) + 100);
+    cr_assert_eq(out, a + 1);
+    cr_assert_eq(shard__timer_at(&tt, a)->next, 0);
+    shard__wheel_remove(&wh, b2);
+    cr_assert_eq(wh.count, 1);
+    out = shard__wheel_advance(&wh, (C + 100) << WHEEL_TICK_SHIFT);
+    cr_assert_eq(out, b1 + 1, "only b1 comes out");
+    cr_assert_eq(shard__timer_at(&tt, b1)->next, 0, "b2 was removed, not left in its old slot");
+    cr_assert_eq(wh.count, 0);
+    cr_assert_eq(shard__wheel_next(&wh), UINT64_MAX);
+    shard__timer_table_destroy(&tt);
+}
+
+/* The model again, with the deadlines and times that find edges: ticks and block boundaries of every
+ * level, the past, the largest delay, advances to the wheel's own next event, and removes after all
+ * of them. */
+static uint64_t edge_deadline(uint64_t *x, uint64_t now)
+{
+    switch (rnd(x) % 8) {
+    case 0:
+        return now - rnd(x) % (now < 1000000 ? now + 1 : 1000000); /* past */
+    case 1:
+        return now + rnd(x) % (1ull << 61); /* up to SHARD_TIMER_MAX_NS */
+    case 2:
+        return now + (1ull << 61);
+    case 3: { /* around tick boundaries */
+        uint64_t b = ((now >> WHEEL_TICK_SHIFT) + rnd(x) % 5000) << WHEEL_TICK_SHIFT;
+        return b + (uint64_t)((int)(rnd(x) % 3) - 1);
+    }
+    case 4: { /* around block boundaries of a level */
+        uint64_t span = 1ull << (WHEEL_TICK_SHIFT + 6 * (unsigned)(rnd(x) % WHEEL_LEVELS));
+        return (now / span + 1 + rnd(x) % 3) * span + (uint64_t)((int)(rnd(x) % 3) - 1);
+    }
+    default:
+        return now + (rnd(x) & ((1ull << (10 + rnd(x) % 40)) - 1));
+    }
+}
+
+static uint64_t edge_now(uint64_t *x, uint64_t now)
+{
+    uint64_t next = shard__wheel_next(&wh), tick = 1ull << WHEEL_TICK_SHIFT;
+    switch (rnd(x) % 16) {
+    case 0: { /* a jump of any size a clock makes, up to 2^62 ns */
+        uint64_t to = now + ((rnd(x) % (1ull << 62)) >> (rnd(x) % 40));
+        return to < (1ull << 62) ? to : now + rnd(x) % (1u << 22);
+    }
+    case 1:
+        return ((now >> WHEEL_TICK_SHIFT) + 1) * tick + (rnd(x) % 2 ? 0 : tick - 1);
+    case 2:
+        return now;
+    case 3:
+        return next != UINT64_MAX && next > now ? next : now;
+    default:
+        return now + rnd(x) % (1u << 22);
+    }
+}
+
+Test(wheel, the_model_holds_at_the_edges)
+{
+    for (uint64_t seed = 1; seed <= 2; seed++) {
+        shard__timer_table_init(&tt);
+        for (int j = 0; j < N; j++) {
+            uint64_t id;
+            shard__timer_alloc(&tt, &idx[j], &id);
+            who[idx[j]] = j;
+            pending[j] = false;
+        }
+        uint64_t x = 0x9e3779b97f4a7c15ull * seed, now = seed == 1 ? 5 : 123456789012345ull * seed;
+        shard__wheel_init(&wh, &tt, now);
+        for (int round = 0; round < 200000; round++) {
+            int j = (int)(rnd(&x) % N);
+            unsigned op = (unsigned)(rnd(&x) % 20);
+            if (op < 9 && !pending[j]) {
+                shard__timer_at(&tt, idx[j])->deadline = edge_deadline(&x, now);
+                shard__wheel_insert(&wh, idx[j]);
+                pending[j] = true;
+            } else if (op < 12 && pending[j]) {
+                shard__wheel_remove(&wh, idx[j]);
+                pending[j] = false;
+            } else if (op >= 13) {
+                now = edge_now(&x, now);
+                take(shard__wheel_advance(&wh, now), now);
+                check_none_overdue(now);
+                cr_assert(wh.count == 0 || shard__wheel_next(&wh) > now, "next is due already: a busy loop");
+            }
+        }
+        take(shard__wheel_advance(&wh, now), now); /* late ones inserted since the last advance */
+        check_none_overdue(now);
+        shard__timer_table_destroy(&tt);
+    }
+}
