@@ -4,8 +4,9 @@
  * A timer is a record (timer_table.h) waiting in a worker's wheel (wheel.h, under its timer_lock),
  * and it enters and leaves wheels as its key's state moves, so that it is always held by the worker
  * that holds that state:
- *   - arming submits a job of the key (shard__timer_arm) that puts the record into the wheel of the
- *     worker it runs on: it runs where the key's state is, in order with the key's jobs;
+ *   - arming puts the record into the wheel of the key's owner when every fence of the ring in force
+ *     has been passed (that owner holds the key's state); during a change it submits a job of the
+ *     key (shard__timer_arm) that does so on the worker it runs on, where the key's state is then;
  *   - at a fence where that worker loses keys it hands their timers on, with the release hook's
  *     state, to their owners in the ring in force (shard__timers_release): they hold the keys once
  *     the owners before them are done; a crash gives the crashed worker's to the same owners
@@ -142,6 +143,15 @@ static int arm(shard_dispatcher *d, const void *key, size_t len, uint64_t delay,
     t->arg = arg;
     if (out)
         *out = id;
+    /* Straight into the owner's wheel when every fence of the ring in force has been passed: its
+     * owner then holds the key's state (a wheel that has lost keys under a newer ring refuses it).
+     * Otherwise a job of the key takes it there, through the key's order. */
+    struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire);
+    if (atomic_load_explicit(&d->settled, memory_order_acquire) >= s->epoch &&
+        insert_into(snap_worker(s, shard__ring_owner_index(s->ring, t->hash)), idx, s->epoch)) {
+        shard__rcu_read_unlock();
+        return 0;
+    }
     int rc = shard__submit_hashed(d, t->hash, shard__timer_arm, timer_arg(idx), false);
     if (rc == -EAGAIN) {
         /* Waiting for room is not a cancellation point here: a thread cancelled there would leave

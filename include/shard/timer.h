@@ -4,11 +4,11 @@
  *
  * A timer's job runs on the key's owner, one at a time and in order with the key's other jobs, never
  * beside one of them: at its deadline it is submitted as a job of the key, so it waits behind the
- * jobs of the key submitted before then, and follows every handoff as they do. Arming is itself a
- * job of the key: the timer enters the timing wheel of the worker that holds the key when that worker
- * reaches it, after the key's jobs submitted before the arm. A key's timers run in deadline order
- * (the wheel hands them out so), except that a timer armed after another of its key fell due and was
- * submitted runs after it, whatever its own deadline.
+ * jobs of the key submitted before then, and follows every handoff as they do. A timer waits in the
+ * timing wheel of the worker that holds its key: armed while no membership change is in progress, it
+ * goes straight there; during one, a job of the key takes it there, through the key's order. A key's
+ * timers run in deadline order (the wheel hands them out so), except that a timer armed after another
+ * of its key fell due and was submitted runs after it, whatever its own deadline.
  *
  * Pending timers live with their key: each worker's wheel holds the timers of the keys it owns, and
  * when a key moves (add, remove, a new weight) its worker hands its timers to the new owner with the
@@ -49,8 +49,8 @@ typedef uint64_t shard_timer;
 /** Runs fn(worker, arg) once, as a job of key, at or after delay_ns from now (CLOCK_MONOTONIC): on the
  * key's owner at that time, in order with the key's other jobs. key is hashed here, its bytes not
  * kept. *timer (timer may be NULL) receives the id for shard_timer_cancel(), before the job can run.
- * Arming submits a job of the key: it waits for room in a full queue as shard_submit() does (never on
- * a worker thread), but is not a cancellation point.
+ * Arming during a membership change submits a job of the key: it then waits for room in a full queue
+ * as shard_submit() does (never on a worker thread), but is not a cancellation point.
  * Context: any thread, including a running job. Return: 0; -EINVAL (d or fn NULL, key NULL with
  * len > 0, delay_ns over SHARD_TIMER_MAX_NS); -ESHUTDOWN (destroy has begun); -ENOMEM (no memory, or
  * 2^26 timers pending). A failed call arms nothing. */
