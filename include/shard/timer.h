@@ -43,6 +43,11 @@ extern "C" {
 /** A timer's id: names one timer for its whole life, and no other timer after it (0 never does). */
 typedef uint64_t shard_timer;
 
+/** n milliseconds in ns, for delays and periods. */
+#define SHARD_MS(n) ((uint64_t)(n) * UINT64_C(1000000))
+/** n seconds in ns. */
+#define SHARD_SECONDS(n) ((uint64_t)(n) * UINT64_C(1000000000))
+
 /** The longest delay and period accepted, in ns: about 73 years. */
 #define SHARD_TIMER_MAX_NS (UINT64_C(1) << 61)
 
