@@ -25,12 +25,18 @@ static inline uint64_t shard__load_start(struct shard_worker *w)
 
 void shard__load_sample(struct shard_worker *w, uint64_t now);
 
-/* W ran work from start to now. */
-static inline void shard__load_end(struct shard_worker *w, uint64_t start)
+/* W ran work from start to now. Return: now. */
+static inline uint64_t shard__load_end(struct shard_worker *w, uint64_t start)
 {
     uint64_t now = shard__now_ns();
     atomic_store_explicit(&w->busy_ns, atomic_load_explicit(&w->busy_ns, memory_order_relaxed) + (now - start),
                           memory_order_relaxed);
+    return now;
+}
+
+/* W has taken what it ran off its queue (its head is past it), at now: the length, sampled. */
+static inline void shard__load_taken(struct shard_worker *w, uint64_t now)
+{
     if (now - __atomic_load_n(&w->sampled_at, __ATOMIC_RELAXED) >= LOAD_SAMPLE_NS)
         shard__load_sample(w, now);
 }

@@ -24,14 +24,16 @@ static void run_unlocked(struct shard_worker *w, bool is_job, uint64_t hash, voi
     w->running_hash = hash;
     atomic_store_explicit(&w->busy, is_job, memory_order_relaxed);
     pthread_mutex_unlock(&w->lock);
-    uint64_t started = is_job ? shard__load_start(w) : 0;
+    uint64_t started = is_job ? shard__load_start(w) : 0, ended = 0;
     call(w, ctx);
     if (is_job) {
-        uint64_t ended = shard__load_end(w, started);
+        ended = shard__load_end(w, started);
         if (w->hot)
             shard__hot_record(w->hot, hash, ended - started, ended);
     }
     pthread_mutex_lock(&w->lock);
+    if (is_job)
+        shard__load_taken(w, ended); /* under the lock: a crash meanwhile moves the queue's head */
     atomic_store_explicit(&w->busy, false, memory_order_relaxed);
     w->in_fn = false;
 }
@@ -137,7 +139,7 @@ bool shard__run_batch(struct shard_worker *w)
         }
         pos++;
     }
-    shard__load_end(w, started);
+    uint64_t ended = shard__load_end(w, started);
     pthread_mutex_lock(&w->lock);
     atomic_store_explicit(&w->busy, false, memory_order_relaxed);
     if (atomic_exchange_explicit(&w->batch, 0, memory_order_relaxed) == 0) {
@@ -146,6 +148,7 @@ bool shard__run_batch(struct shard_worker *w)
         return true;
     }
     shard__queue_advance_sc(q, pos);
+    shard__load_taken(w, ended);
     return pos != start;
 }
 

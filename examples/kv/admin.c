@@ -148,18 +148,20 @@ void admin_stats(struct server *srv, struct request *r)
     char line[512];
     int k = snprintf(line, sizeof line,
                      "epoch:%" PRIu64 "\r\nring_checksum:%016" PRIx64 "\r\nworkers:%zu\r\nchanges:%" PRIu64
-                     "\r\nlast_moved_share:%.4f\r\nkeys:%zu\r\nkeys_in_transit:%zu\r\nconnections:%llu"
+                     "\r\nlast_moved_share:%.4f\r\ntimers:%" PRIu64 "\r\nkeys:%zu\r\nkeys_in_transit:%zu\r\nconnections:%llu"
                      "\r\ncommands:%llu\r\nprotocol_errors:%llu\r\n",
-                     st.epoch, st.ring_checksum, st.workers, st.changes, st.last_moved_share,
+                     st.epoch, st.ring_checksum, st.workers, st.changes, st.last_moved_share, st.timers,
                      store_total_keys(), store_transit_keys(), atomic_load(&srv->connections),
                      atomic_load(&srv->commands), atomic_load(&srv->protocol_errors));
     buf_put(&text, line, (size_t)k);
     for (long i = 0; i < n; i++) {
         k = snprintf(line, sizeof line,
-                     "worker:%s state=%s keys=%zu queued=%" PRIu64 " executed=%" PRIu64
-                     " set_aside=%" PRIu64 " handed_over=%" PRIu64 "\r\n",
-                     ws[i].name, state_name(ws[i].state), store_worker_keys(ws[i].name), ws[i].queued,
-                     ws[i].executed, ws[i].set_aside, ws[i].handed_over);
+                     "worker:%s state=%s keys=%zu share=%.4f queued=%" PRIu64 " queued_avg=%.1f head_wait_us=%" PRIu64
+                     " busy_ms=%" PRIu64 " executed=%" PRIu64 " set_aside=%" PRIu64 " handed_over=%" PRIu64
+                     " timers=%" PRIu64 "\r\n",
+                     ws[i].name, state_name(ws[i].state), store_worker_keys(ws[i].name), ws[i].share, ws[i].queued,
+                     ws[i].queued_avg, ws[i].head_wait_ns / 1000, ws[i].busy_ns / 1000000, ws[i].executed,
+                     ws[i].set_aside, ws[i].handed_over, ws[i].timers);
         buf_put(&text, line, (size_t)k);
     }
     resp_bulk(&r->reply, text.p, text.len);

@@ -129,6 +129,8 @@ expect "SET options" "ERR syntax error (SET takes no options here)" "$(cli SET a
 [[ $(cli SHARD.REMOVE nobody) == "ERR shard_worker_remove: "* ]] || fail "SHARD.REMOVE of an unknown worker"
 [[ $(cli SHARD.CRASH nobody) == "ERR shard_worker_crash: "* ]] || fail "SHARD.CRASH of an unknown worker"
 cli SHARD.STATS | grep -q '^ring_checksum:[0-9a-f]\{16\}' || fail "SHARD.STATS has no ring checksum"
+cli SHARD.STATS | grep -q '^worker:w0 state=running keys=[0-9]* share=0\.[0-9]* queued=[0-9]* queued_avg=[0-9.]* head_wait_us=[0-9]* busy_ms=[0-9]*' ||
+    fail "SHARD.STATS does not show a worker's load"
 
 # --- Pipelining: 2,000 SET/GET pairs in one write on one connection; the keys live on both workers,
 # and the replies must come back in request order.
