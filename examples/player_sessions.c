@@ -13,8 +13,10 @@
  * at the crash), so a logout never runs beside a packet, nor where the session is not. Some players
  * go quiet during the run, and every player at its end.
  *
- * At the end it prints one row per worker (sessions held, packets, sessions handed in and out,
- * logouts; the workers added and removed again share one row) and checks, through a verification log
+ * When traffic stops it prints the load shard measured for each worker in the ring (share of players,
+ * time in jobs, averaged queue, pending timers). At the end it prints one row per worker (sessions
+ * held, packets, sessions handed in and out, logouts; the workers added and removed again share one
+ * row) and checks, through a verification log
  * that is not part of the design, that every packet was processed exactly once, in order, by the
  * worker holding the session; that every player was logged out exactly once after its last packet,
  * by the worker holding its session, and never by a timer its packets had cancelled; and that every
@@ -345,6 +347,20 @@ static const char *churn(double start)
     return extra;
 }
 
+/* The load each worker in the ring carries, as shard measures it: the share of players the ring gives
+ * it, its time in jobs, its queue averaged over the last second, its pending idle timers. */
+static void print_load(void)
+{
+    struct shard_worker_stats st[64];
+    long n = shard_dispatcher_worker_stats(disp, st, 64);
+    printf("\n%-12s %8s %10s %12s %11s %8s\n", "load", "share", "busy ms", "jobs", "queue avg", "timers");
+    for (long i = 0; i < n && i < 64; i++)
+        if (st[i].state == SHARD_WORKER_RUNNING)
+            printf("%-12s %7.1f%% %10llu %12llu %11.1f %8llu\n", st[i].name, 100 * st[i].share,
+                   (unsigned long long)(st[i].busy_ns / 1000000), (unsigned long long)st[i].executed, st[i].queued_avg,
+                   (unsigned long long)st[i].timers);
+}
+
 static void print_row(const char *name, const struct local *l, const char *note)
 {
     printf("%-12s %10llu %12llu %10llu %10llu %10llu %10llu%s\n", name, (unsigned long long)l->held,
@@ -393,6 +409,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < 2; i++)
         pthread_join(net[i], NULL);
     shard_drain(disp);
+    print_load();
     double elapsed = now() - start;
     /* Every player is quiet now: each session's idle timer logs it out. Waiting for deadlines to pass
      * (timers pending), then for the logouts' jobs (drain). */

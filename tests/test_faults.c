@@ -164,6 +164,26 @@ Test(faults, set_weight_fails_cleanly)
     membership_under_failure(WEIGHT);
 }
 
+/* A timer's record comes from a chunk of 16,384 allocated on demand: without memory an arm fails with
+ * -ENOMEM and leaves nothing pending. */
+Test(faults, arm_without_memory_arms_nothing)
+{
+    shard_dispatcher *d;
+    struct shard_config cfg = { .workers = 2 };
+    cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
+    shard_timer t = 5;
+    arm(1);
+    int rc = shard_submit_after(d, "k", 1, 1000000, count, NULL, &t);
+    arm(0);
+    cr_assert_eq(rc, -ENOMEM);
+    cr_assert_eq(t, 0);
+    struct shard_stats st;
+    shard_dispatcher_stats(d, &st);
+    cr_assert_eq(st.timers, 0);
+    cr_assert_eq(shard_submit_after(d, "k", 1, 0, count, NULL, &t), 0, "and works once memory is back");
+    shard_dispatcher_destroy(d);
+}
+
 /* A worker's batch submit to its own full queue goes beyond it, a record a job: when a record cannot be
  * had, shard_submit_many returns how many went before (-ENOMEM with none), and those not accepted
  * never run. */

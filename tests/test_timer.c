@@ -678,3 +678,85 @@ Test(timer, a_timer_reaches_its_key_after_the_next_owner_came_and_went)
     shard_ring_destroy(next);
     shard_dispatcher_destroy(d);
 }
+
+/* Arms and cancels from a job while destroy runs: each answers 0 (or its usual answer) until destroy
+ * has begun, then -ESHUTDOWN; destroy discards the pending timers without running them. */
+struct shutdown_probe {
+    shard_dispatcher *d;
+    atomic_int        looping, armed, arm_down, cancel_down, other, other_rc;
+};
+
+static void arm_until_shutdown(shard_worker *w, void *arg)
+{
+    (void)w;
+    struct shutdown_probe *p = arg;
+    while (!atomic_load(&p->arm_down) || !atomic_load(&p->cancel_down)) {
+        shard_timer t;
+        int rc = shard_submit_after(p->d, "other", 5, SHARD_SECONDS(3600), noop, NULL, &t);
+        if (rc == 0) {
+            if (atomic_fetch_add(&p->armed, 1) == 0)
+                atomic_store(&p->looping, 1); /* armed once before destroy begins */
+        } else if (rc == -ESHUTDOWN)
+            atomic_store(&p->arm_down, 1);
+        else if (atomic_fetch_add(&p->other, 1) == 0)
+            atomic_store(&p->other_rc, rc);
+        rc = shard_timer_cancel(p->d, t ? t : 1);
+        if (rc == -ESHUTDOWN)
+            atomic_store(&p->cancel_down, 1);
+        else if (rc != 0 && rc != -ENOENT && atomic_fetch_add(&p->other, 1) == 0)
+            atomic_store(&p->other_rc, 1000 + rc);
+    }
+}
+
+Test(timer, arm_and_cancel_during_destroy_answer_eshutdown)
+{
+    static struct shutdown_probe p;
+    p.d = make(2, NULL);
+    cr_assert_eq(shard_submit(p.d, "k", 1, arm_until_shutdown, &p), 0);
+    while (!atomic_load(&p.looping))
+        ; /* the job is arming now */
+    shard_dispatcher_destroy(p.d);
+    cr_assert(atomic_load(&p.arm_down) && atomic_load(&p.cancel_down));
+    cr_assert_eq(atomic_load(&p.other), 0, "an answer other than 0, -ENOENT or -ESHUTDOWN: %d", atomic_load(&p.other_rc));
+    cr_assert_gt(atomic_load(&p.armed), 0);
+}
+
+/* Cancel while the timer's key is moving (its holder has not reached the fence that hands it on):
+ * 0, and it never runs, wherever it goes. */
+Test(timer, cancel_while_its_key_moves_returns_0_and_it_never_runs)
+{
+    shard_dispatcher *d = make(2, NULL);
+    shard_ring *now, *next;
+    cr_assert_eq(shard_dispatcher_ring(d, &now), 0);
+    cr_assert_eq(shard_ring_clone(now, &next), 0);
+    cr_assert_eq(shard_ring_add(next, "c", 1), 0);
+    char k[24], stay[24];
+    unsigned i = 0, j = 0;
+    while (strcmp(shard_ring_owner(now, k, kname(k, i)), "w0") != 0 || strcmp(shard_ring_owner(next, k, kname(k, i)), "c") != 0)
+        i++;
+    while (strcmp(shard_ring_owner(next, stay, kname(stay, j)), "w0") != 0)
+        j++;
+    kname(k, i);
+    kname(stay, j);
+    atomic_store(&runs, 0);
+    shard_timer t;
+    cr_assert_eq(shard_submit_after(d, k, strlen(k), 20 * MS, count_run, NULL, &t), 0);
+    cr_assert_eq(shard_drain(d), 0); /* in w0's wheel */
+    sem_init(&gate, 0, 0);
+    sem_init(&inside, 0, 0);
+    cr_assert_eq(shard_submit(d, stay, strlen(stay), blocker, NULL), 0);
+    sem_wait(&inside);
+    cr_assert_eq(shard_worker_add(d, "c", 1), 0); /* the key moves to c once w0 passes its fence */
+    cr_assert_eq(shard_timer_cancel(d, t), 0);
+    sem_post(&gate);
+    wait_past(d, k, 40 * MS); /* on c now: a later timer of the key has run */
+    cr_assert_eq(atomic_load(&runs), 0);
+    cr_assert_eq(shard_timer_cancel(d, t), -ENOENT);
+    cr_assert_eq(shard_drain(d), 0);
+    struct shard_stats st;
+    shard_dispatcher_stats(d, &st);
+    cr_assert_eq(st.timers, 0, "the cancelled record was freed where the move found it");
+    shard_ring_destroy(now);
+    shard_ring_destroy(next);
+    shard_dispatcher_destroy(d);
+}
