@@ -42,6 +42,7 @@ SHARD_API void shard_ring_destroy(shard_ring *r)
     free(r->owners);
     free(r->front);
     free(r->blocks);
+    shard__ring_pins_free(r);
     free(r);
 }
 
@@ -85,6 +86,8 @@ SHARD_API int shard_ring_clone(const shard_ring *r, shard_ring **out)
     c->nblocks = r->nblocks;
     c->min = r->min;
     c->span = r->span;
+    if (shard__ring_pins_copy(c, r) != 0)
+        goto fail;
     *out = c;
     return 0;
 fail:
@@ -333,6 +336,7 @@ SHARD_API int shard_ring_add_many(shard_ring *r, const struct shard_ring_member 
     /* From here on nothing fails. */
     for (size_t i = 0; i < r->npoints; i++)
         r->owners[i] = remap[r->owners[i]];
+    shard__ring_pins_remap(r, remap);
     memcpy(r->members, merged, (old_n + n) * sizeof *merged);
     r->nmembers = old_n + n;
     merge_points(r, recs, m);
@@ -435,6 +439,7 @@ SHARD_API int shard_ring_remove(shard_ring *r, const char *member)
         r->owners[k++] = o > gone ? o - 1 : o;
     }
     r->npoints = k;
+    shard__ring_pins_drop_member(r, gone);
     free(r->members[gone].name);
     memmove(&r->members[gone], &r->members[gone + 1], (r->nmembers - gone - 1) * sizeof *r->members);
     r->nmembers--;

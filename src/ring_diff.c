@@ -44,30 +44,65 @@ static size_t next(const struct diff *d, size_t i)
     return i + 1 == d->n ? 0 : i + 1;
 }
 
+/* The owner of the arc ending at boundary x (x increasing from call to call): its pin if x is a
+ * pinned hash; else the member of the first point >= x. */
 static int32_t owner_at(const shard_ring *r, size_t *pos, uint64_t x)
 {
     if (r->npoints == 0)
         return -1;
+    if (r->npins) {
+        int64_t m = shard__ring_pinned(r, x);
+        if (m >= 0)
+            return (int32_t)m;
+    }
     while (*pos < r->npoints && r->points[*pos] < x)
         (*pos)++;
     return (int32_t)r->owners[*pos == r->npoints ? 0 : *pos];
 }
 
-static void collect_boundaries(struct diff *d)
+static int cmp_u64(const void *p, const void *q)
+{
+    uint64_t x = *(const uint64_t *)p, y = *(const uint64_t *)q;
+    return x < y ? -1 : x > y;
+}
+
+/* Each pinned hash h of either ring is an arc of its own, (h - 1, h]: boundaries h - 1 and h, sorted.
+ * Return: how many (into out). */
+static size_t pin_boundaries(const shard_ring *a, const shard_ring *b, uint64_t *out)
+{
+    size_t n = 0;
+    for (uint32_t k = 0; k < a->npins; k++) {
+        out[n++] = a->pins[k].hash - 1;
+        out[n++] = a->pins[k].hash;
+    }
+    for (uint32_t k = 0; k < b->npins; k++) {
+        out[n++] = b->pins[k].hash - 1;
+        out[n++] = b->pins[k].hash;
+    }
+    qsort(out, n, sizeof *out, cmp_u64);
+    return n;
+}
+
+/* The union of both rings' points and the pins' boundaries, in order, each with both owners. */
+static void collect_boundaries(struct diff *d, const uint64_t *pb_x, size_t npb)
 {
     const shard_ring *a = d->ra, *b = d->rb;
-    size_t i = 0, j = 0, pa = 0, pb = 0;
+    size_t i = 0, j = 0, k = 0, pa = 0, pb = 0;
     d->n = 0;
-    while (i < a->npoints || j < b->npoints) {
-        uint64_t x;
-        if (j == b->npoints || (i < a->npoints && a->points[i] <= b->points[j]))
+    while (i < a->npoints || j < b->npoints || k < npb) {
+        uint64_t x = UINT64_MAX;
+        if (i < a->npoints && a->points[i] < x)
             x = a->points[i];
-        else
+        if (j < b->npoints && b->points[j] < x)
             x = b->points[j];
+        if (k < npb && pb_x[k] < x)
+            x = pb_x[k];
         while (i < a->npoints && a->points[i] == x)
             i++;
         while (j < b->npoints && b->points[j] == x)
             j++;
+        while (k < npb && pb_x[k] == x)
+            k++;
         d->bd[d->n++] = (struct boundary){ x, owner_at(a, &pa, x), owner_at(b, &pb, x) };
     }
 }
@@ -103,15 +138,19 @@ SHARD_API int shard_ring_diff(const shard_ring *a, const shard_ring *b, shard_di
     if (a->npoints + b->npoints == 0)
         return 0;
     struct diff d = { .ra = a, .rb = b };
-    d.bd = malloc((a->npoints + b->npoints) * sizeof *d.bd);
+    size_t npins = 2 * ((size_t)a->npins + b->npins);
+    d.bd = malloc((a->npoints + b->npoints + npins) * sizeof *d.bd);
     d.a_in_b = malloc((a->nmembers ? a->nmembers : 1) * sizeof *d.a_in_b);
-    if (!d.bd || !d.a_in_b) {
+    uint64_t *pin_x = npins ? malloc(npins * sizeof *pin_x) : NULL;
+    if (!d.bd || !d.a_in_b || (npins && !pin_x)) {
         free(d.bd);
         free(d.a_in_b);
+        free(pin_x);
         return -ENOMEM;
     }
     map_members(&d);
-    collect_boundaries(&d);
+    collect_boundaries(&d, pin_x, npins ? pin_boundaries(a, b, pin_x) : 0);
+    free(pin_x);
 
     /* Start at the run holding boundary 0 (the arc that holds hash 0), found by walking back over
      * boundaries with the same pair of owners; if every boundary has the same pair, one whole arc. */

@@ -32,12 +32,25 @@ struct ring_member {
  * (8 MiB, beyond L2: see ring.c, front_count).
  * Every add and remove rebuilds all of it (ring.c), so it is published with the ring; a published ring
  * is read-only. */
+/* A pinned hash (ring_pin.c): its owner whatever the points say. */
+struct ring_pin {
+    uint64_t hash;
+    uint32_t member;
+};
+
 struct shard_ring {
     /* Read by every lookup, first so they share a cache line. */
     uint64_t  min, span;
     uint16_t *front;
     unsigned  front_shift;
+    uint32_t  npins;     /* pinned hashes: a lookup asks the pin table first when there are any */
     uint32_t *owners;
+    /* Read by lookups when there are pins: an open-addressing table of index + 1 into pins (0:
+     * empty), pin_mask + 1 slots, at least twice npins. */
+    uint32_t *pin_slots;
+    uint32_t  pin_mask;
+    struct ring_pin *pins; /* sorted by hash */
+    uint32_t  pins_cap;
     /* Read by lookups in mixed buckets. */
     uint32_t *blocks;
     uint64_t *points;
@@ -85,11 +98,29 @@ static inline size_t shard__ring_find(const struct shard_ring *r, uint64_t hash)
     return r->points[i] >= hash ? i : shard__ring_gallop(r, i, hash);
 }
 
-/* Member index owning hash: the owner of shard__ring_find(r, hash), from the front table when one
- * member owns the hash's bucket. The ring must not be empty. Context: any reader of r (a published
- * ring: inside the RCU read-side section that loaded it); no allocation, no lock. */
+/* The member hash is pinned to, or -1. Context: any reader of r. */
+static inline int64_t shard__ring_pinned(const struct shard_ring *r, uint64_t hash)
+{
+    for (uint32_t i = (uint32_t)hash & r->pin_mask;; i = (i + 1) & r->pin_mask) {
+        uint32_t s = r->pin_slots[i];
+        if (!s)
+            return -1;
+        if (r->pins[s - 1].hash == hash)
+            return r->pins[s - 1].member;
+    }
+}
+
+/* Member index owning hash: its pin if it has one; else the owner of shard__ring_find(r, hash), from
+ * the front table when one member owns the hash's bucket. The ring must not be empty. Context: any
+ * reader of r (a published ring: inside the RCU read-side section that loaded it); no allocation,
+ * no lock. */
 static inline uint32_t shard__ring_owner_index(const struct shard_ring *r, uint64_t hash)
 {
+    if (__builtin_expect(r->npins != 0, 0)) {
+        int64_t m = shard__ring_pinned(r, hash);
+        if (m >= 0)
+            return (uint32_t)m;
+    }
     uint64_t off = hash - r->min;
     if (off > r->span)
         return r->owners[0]; /* wraps to the smallest point, as shard__ring_find */
@@ -110,6 +141,13 @@ size_t shard__ring_front_count(size_t npoints);
 size_t shard__ring_blocks_count(size_t nfront);
 /* Rebuilds the front table and blocks over the sorted points; the capacities are the caller's. */
 void   shard__ring_front_build(shard_ring *r);
+/* ring_pin.c. Pins of a clone (c has none yet). Return: 0; -ENOMEM. */
+int    shard__ring_pins_copy(shard_ring *c, const shard_ring *r);
+/* Member indices changed: remap[old] is the new index of each (add). */
+void   shard__ring_pins_remap(shard_ring *r, const uint32_t *remap);
+/* Member gone was removed: its pins go, indices above it drop by one. Cannot fail. */
+void   shard__ring_pins_drop_member(shard_ring *r, uint32_t gone);
+void   shard__ring_pins_free(shard_ring *r);
 /* Every member's shard_ring_share, by member index, in one pass over the points (ring_query.c). */
 void   shard__ring_shares(const shard_ring *r, double *out);
 

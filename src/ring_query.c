@@ -51,7 +51,8 @@ SHARD_API size_t shard_ring_memory(const shard_ring *r)
     if (!r)
         return 0;
     return r->npoints * (sizeof *r->points + sizeof *r->owners) + r->nfront * sizeof *r->front +
-           r->nblocks * sizeof *r->blocks;
+           r->nblocks * sizeof *r->blocks +
+           (r->npins ? r->npins * sizeof *r->pins + (r->pin_mask + 1) * sizeof *r->pin_slots : 0);
 }
 
 SHARD_API uint64_t shard_ring_hash(const shard_ring *r, const void *key, size_t len)
@@ -88,6 +89,13 @@ SHARD_API size_t shard_ring_owners_of_hash(const shard_ring *r, uint64_t hash, c
     bool use_bitmap = r->nmembers <= SEEN_BITS;
     if (use_bitmap)
         memset(seen, 0, ((r->nmembers + 63) / 64) * sizeof *seen);
+    /* A pinned hash: its pin first, then the ring's order without it. */
+    int64_t pinned = r->npins && n > 0 ? shard__ring_pinned(r, hash) : -1;
+    if (pinned >= 0) {
+        out[found++] = r->members[pinned].name;
+        if (use_bitmap)
+            seen[pinned / 64] |= 1ull << (pinned % 64);
+    }
     for (size_t step = 0; step < r->npoints && found < n; step++, pos = pos + 1 == r->npoints ? 0 : pos + 1) {
         uint32_t o = r->owners[pos];
         bool dup = false;
@@ -154,5 +162,9 @@ SHARD_API uint64_t shard_ring_checksum(const shard_ring *r)
         XXH3_64bits_update(&st, r->members[i].name, strlen(r->members[i].name) + 1);
     XXH3_64bits_update(&st, r->points, r->npoints * sizeof *r->points);
     XXH3_64bits_update(&st, r->owners, r->npoints * sizeof *r->owners);
+    for (uint32_t k = 0; k < r->npins; k++) { /* field by field: the struct has padding */
+        XXH3_64bits_update(&st, &r->pins[k].hash, sizeof r->pins[k].hash);
+        XXH3_64bits_update(&st, &r->pins[k].member, sizeof r->pins[k].member);
+    }
     return XXH3_64bits_digest(&st);
 }

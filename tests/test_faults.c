@@ -71,6 +71,13 @@ Test(faults, ring_calls_fail_cleanly)
         cr_assert(e4 == 0 || e4 == -ENOMEM);
         if (e4 == -ENOMEM)
             cr_assert_eq(shard_ring_checksum(r), sum2, "a failed set_weight changed the ring (n=%ld)", n);
+        uint64_t sum3 = shard_ring_checksum(r);
+        arm(n);
+        int e5 = shard_ring_pin(r, 77, "a");
+        arm(0);
+        cr_assert(e5 == 0 || e5 == -ENOMEM);
+        if (e5 == -ENOMEM)
+            cr_assert_eq(shard_ring_checksum(r), sum3, "a failed pin changed the ring (n=%ld)", n);
         arm(n);
         int e3 = shard_ring_clone(r, &c);
         arm(0);

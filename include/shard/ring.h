@@ -98,6 +98,27 @@ SHARD_API int shard_ring_remove(shard_ring *r, const char *member);
  * is unchanged. */
 SHARD_API int shard_ring_set_weight(shard_ring *r, const char *member, uint32_t weight);
 
+/** The most hashes a ring pins (shard_ring_pin). */
+#define SHARD_RING_MAX_PINS 65536u
+
+/** Pins a hash to member (added in 0.2): shard_ring_owner() and every lookup of that hash answer
+ * member, whatever the points say; other hashes are untouched. A hash pinned already moves to member.
+ * Pins follow their member's renumbering; removing the member drops its pins. For placing a few hot
+ * keys (shard_key_place() does it on a dispatcher's ring); a lookup pays a probe of the pin table
+ * only while the ring has pins. Context: the ring's owner thread. Return: 0; -EINVAL (r or member
+ * NULL); -ENOENT (no such member); -E2BIG (SHARD_RING_MAX_PINS pins already); -ENOMEM. On error
+ * the ring is unchanged. */
+SHARD_API int shard_ring_pin(shard_ring *r, uint64_t hash, const char *member);
+/** Unpins a hash: the points decide its owner again. Context: the ring's owner thread.
+ * Return: 0; -EINVAL (r NULL); -ENOENT (not pinned). */
+SHARD_API int shard_ring_unpin(shard_ring *r, uint64_t hash);
+/** How many hashes r pins. Context: any reader. Return: the count; 0 for NULL r. */
+SHARD_API size_t shard_ring_pin_count(const shard_ring *r);
+/** The i-th pin in hash order, i < shard_ring_pin_count: its hash and member (valid like
+ * shard_ring_owner()'s result); either out pointer may be NULL. Context: any reader.
+ * Return: 0; -EINVAL (r NULL); -ERANGE (i past the last pin). */
+SHARD_API int shard_ring_pin_at(const shard_ring *r, size_t i, uint64_t *hash, const char **member);
+
 /** How many members r has. Context: any reader. Return: the count; 0 for NULL r. */
 SHARD_API size_t shard_ring_member_count(const shard_ring *r);
 /** How many points r has (the sum of vnodes * weight over its members). Context: any reader.
@@ -140,18 +161,19 @@ SHARD_API size_t shard_ring_owners(const shard_ring *r, const void *key, size_t 
 SHARD_API size_t shard_ring_owners_of_hash(const shard_ring *r, uint64_t hash,
                                            const char **out, size_t n);
 
-/** Fraction of the 2^64 hash space that member owns (0 when absent). Over all members: 1.
- * Context: any reader; O(points). */
+/** Fraction of the 2^64 hash space that member owns (0 when absent). Over all members: 1. Pins,
+ * single hashes, do not count. Context: any reader; O(points). */
 SHARD_API double shard_ring_share(const shard_ring *r, const char *member);
 
-/** A 64-bit digest of the member names, the points and their owners: two rings with equal checksums
- * route every hash identically. 0 for NULL. Context: any reader; O(points). */
+/** A 64-bit digest of the member names, the points and their owners, and the pins: two rings with
+ * equal checksums route every hash identically. 0 for NULL. Context: any reader; O(points). */
 SHARD_API uint64_t shard_ring_checksum(const shard_ring *r);
 
 /** Bytes used by the lookup structures: points and their owners (12 bytes a point), and a direct table
  * that names the owner of most hashes in one load (2 bytes an entry, 8 to 16 entries a point while they
  * take at most 1 MiB, 4 to 8 beyond, plus 4 bytes every 64 entries). Under 45 bytes a point; under 29
- * for rings of more than 65,536 points. Member names and the ring header are not counted.
+ * for rings of more than 65,536 points; pins add 16 bytes each and their table. Member names and the
+ * ring header are not counted.
  * Context: any reader. Return: 0 for NULL r. */
 SHARD_API size_t shard_ring_memory(const shard_ring *r);
 
@@ -162,7 +184,8 @@ typedef void (*shard_diff_fn)(uint64_t first, uint64_t last,
 /** Calls fn for every arc of the hash space whose owner differs between a and b, in clockwise order
  * starting with the arc that holds hash 0. An arc is (first, last] in hash space: keys with
  * first < hash <= last, wrapping past 2^64-1; first == last means the whole space. Adjacent arcs
- * with the same pair of owners are reported as one. An owner is NULL where its ring is empty. The
+ * with the same pair of owners are reported as one. A pinned hash h (shard_ring_pin) owned
+ * differently is the arc (h - 1, h]. An owner is NULL where its ring is empty. The
  * strings are valid during the call. Both rings must use the same hash function for the arcs to
  * mean the same keys. Context: any reader of both. Return: 0; -EINVAL (a, b or fn NULL); -ENOMEM. */
 SHARD_API int shard_ring_diff(const shard_ring *a, const shard_ring *b, shard_diff_fn fn, void *ctx);
