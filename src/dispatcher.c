@@ -52,7 +52,7 @@ SHARD_API int shard_dispatcher_create(shard_dispatcher **out, const struct shard
         return err;
     }
 
-    d->gone = shard__worker_new(d, "", 1, UINT64_MAX);
+    d->gone = shard__worker_new(d, "", UINT64_MAX);
     if (!d->gone) {
         shard__dispatcher_free(d);
         return -ENOMEM;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "crash_handover.h"
+#include "hash.h"
 #include "ctl.h"
 #include "dispatcher_internal.h"
 #include "handoff.h"
@@ -176,7 +177,7 @@ int shard__membership_init(shard_dispatcher *d)
     for (uint32_t i = 0; i < n; i++) {
         char name[16];
         snprintf(name, sizeof name, "w%u", i);
-        struct shard_worker *w = shard__worker_new(d, name, 1, 1);
+        struct shard_worker *w = shard__worker_new(d, name, 1);
         if (!w || shard__registry_add(d, w) != 0) {
             if (w)
                 shard__worker_free(w);
@@ -238,7 +239,7 @@ SHARD_API int shard_worker_add(shard_dispatcher *d, const char *name, uint32_t w
         goto out;
     if ((err = shard_ring_add(ring, name, weight)) != 0)
         goto out;
-    w = shard__worker_new(d, name, weight, cur->epoch + 1);
+    w = shard__worker_new(d, name, cur->epoch + 1);
     if (!w) {
         err = -ENOMEM;
         goto out;
@@ -268,37 +269,112 @@ out:
     return err;
 }
 
-SHARD_API int shard_worker_set_weight(shard_dispatcher *d, const char *name, uint32_t weight)
+/* An edit of the ring that keeps its members (a weight, a pin): on the clone it is given. Return: 0,
+ * with *changed false when the ring would be the same; or an error, the clone unchanged. */
+typedef int (*ring_edit)(shard_ring *r, const void *ctx, bool *changed);
+
+/* A change made of one ring edit: every worker fenced, the workers losing keys run their release
+ * hooks, moved keys' jobs and timers follow in order, as for add and remove. */
+static int edit_ring(shard_dispatcher *d, ring_edit edit, const void *ctx)
 {
-    int err = shard__ring_check_name(name);
-    if (err || weight == 0)
-        return err == -ENAMETOOLONG ? -ENOENT : -EINVAL;
-    if ((err = ctl_enter(d)) != 0)
+    int err = ctl_enter(d);
+    if (err)
         return err;
     struct snap *cur = atomic_load_explicit(&d->snap, memory_order_relaxed);
     shard_ring *ring;
     struct change c;
-    struct shard_worker *w = shard__registry_member(d, name);
-    if (!w) {
-        err = -ENOENT;
-        goto out;
-    }
-    if (shard_ring_weight(cur->ring, name) == weight)
-        goto out; /* nothing moves: no epoch spent */
+    bool changed = false;
     if ((err = shard_ring_clone(cur->ring, &ring)) != 0)
         goto out;
-    if ((err = shard_ring_set_weight(ring, name, weight)) != 0) {
-        shard_ring_destroy(ring);
+    if ((err = edit(ring, ctx, &changed)) != 0 || !changed) {
+        shard_ring_destroy(ring); /* nothing moves: no epoch spent */
         goto out;
     }
     if ((err = change_prepare(d, ring, NULL, NULL, &c)) != 0) /* takes the ring over */
         goto out;
-    w->weight = weight;
     publish(d, &c);
     push_fences(&c);
 out:
     shard__ctl_unlock(d);
     return err;
+}
+
+struct weight_edit {
+    const char *name;
+    uint32_t    weight;
+};
+
+static int set_weight_edit(shard_ring *r, const void *ctx, bool *changed)
+{
+    const struct weight_edit *e = ctx;
+    uint32_t old = shard_ring_weight(r, e->name);
+    if (old == 0)
+        return -ENOENT;
+    *changed = old != e->weight;
+    return *changed ? shard_ring_set_weight(r, e->name, e->weight) : 0;
+}
+
+SHARD_API int shard_worker_set_weight(shard_dispatcher *d, const char *name, uint32_t weight)
+{
+    int err = shard__ring_check_name(name);
+    if (err || weight == 0)
+        return err == -ENAMETOOLONG ? -ENOENT : -EINVAL;
+    if (!d)
+        return -EINVAL;
+    struct weight_edit e = { name, weight };
+    return edit_ring(d, set_weight_edit, &e);
+}
+
+struct place_edit {
+    uint64_t    hash;
+    const char *name; /* NULL: unplace */
+};
+
+static int place_edit(shard_ring *r, const void *ctx, bool *changed)
+{
+    const struct place_edit *e = ctx;
+    if (!e->name) {
+        *changed = true;
+        return shard_ring_unpin(r, e->hash);
+    }
+    if (shard__ring_member_index(r, e->name) < 0)
+        return -ENOENT;
+    int64_t now = r->npins ? shard__ring_pinned(r, e->hash) : -1;
+    *changed = now < 0 || strcmp(r->members[now].name, e->name) != 0;
+    return *changed ? shard_ring_pin(r, e->hash, e->name) : 0;
+}
+
+SHARD_API int shard_key_place_hash(shard_dispatcher *d, uint64_t hash, const char *worker)
+{
+    int err = shard__ring_check_name(worker);
+    if (err)
+        return err == -ENAMETOOLONG ? -ENOENT : err;
+    if (!d)
+        return -EINVAL;
+    struct place_edit e = { hash, worker };
+    return edit_ring(d, place_edit, &e);
+}
+
+SHARD_API int shard_key_place(shard_dispatcher *d, const void *key, size_t len, const char *worker)
+{
+    if (!d || (!key && len > 0))
+        return -EINVAL;
+    return shard_key_place_hash(d, shard__hash_key_cfg(&d->cfg.ring, key, len), worker);
+}
+
+SHARD_API int shard_key_unplace_hash(shard_dispatcher *d, uint64_t hash)
+{
+    if (!d)
+        return -EINVAL;
+    struct place_edit e = { hash, NULL };
+    return edit_ring(d, place_edit, &e);
+}
+
+SHARD_API int shard_key_unplace(shard_dispatcher *d, const void *key, size_t len)
+{
+    if (!d || (!key && len > 0))
+        return -EINVAL;
+    return shard_key_unplace_hash(d, shard__hash_key_cfg(&d->cfg.ring, key, len));
 }
 
 /* The common start of remove and crash: checks, then the next ring (without name) prepared as a change,

@@ -35,6 +35,7 @@ SHARD_API int shard_dispatcher_stats(shard_dispatcher *d, struct shard_stats *ou
     out->epoch = s->epoch;
     out->ring_checksum = shard_ring_checksum(s->ring);
     out->workers = shard_ring_member_count(s->ring);
+    out->placements = shard_ring_pin_count(s->ring);
     shard__rcu_read_unlock();
     pthread_mutex_lock(&d->lock);
     out->changes = d->changes;

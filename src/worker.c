@@ -21,7 +21,7 @@
 
 _Thread_local struct shard_worker *shard__current_worker;
 
-struct shard_worker *shard__worker_new(shard_dispatcher *d, const char *name, uint32_t weight, uint64_t epoch)
+struct shard_worker *shard__worker_new(shard_dispatcher *d, const char *name, uint64_t epoch)
 {
     struct shard_worker *w = aligned_alloc(SHARD_CACHELINE, (sizeof *w + SHARD_CACHELINE - 1) / SHARD_CACHELINE * SHARD_CACHELINE);
     if (!w)
@@ -40,7 +40,6 @@ struct shard_worker *shard__worker_new(shard_dispatcher *d, const char *name, ui
     atomic_init(&w->state, SHARD_WORKER_RUNNING);
     w->d = d;
     snprintf(w->name, sizeof w->name, "%s", name);
-    w->weight = weight;
     w->id = d->next_id++;
     w->stop_item.kind = JOB_STOP;
     w->stop_item.embedded = true;

@@ -74,7 +74,6 @@ struct shard_worker {
 
     shard_dispatcher *d;            /* I */
     char             name[SHARD_NAME_MAX + 1]; /* I */
-    uint32_t         weight;        /* C: its ring weight */
     pthread_t        thread;        /* C */
     bool             started, joined; /* C */
     bool             finished;      /* L: its thread is returning and touches it no more */
@@ -149,7 +148,7 @@ static inline bool shard__inbox_pending(struct shard_worker *w)
 
 /* worker.c. A worker that is not started yet is freed with shard__worker_free; one started is
  * stopped (its STOP item, or a crash) and joined first. */
-struct shard_worker *shard__worker_new(shard_dispatcher *d, const char *name, uint32_t weight, uint64_t epoch);
+struct shard_worker *shard__worker_new(shard_dispatcher *d, const char *name, uint64_t epoch);
 /* Return: 0, or -EAGAIN when no thread could be started. */
 int   shard__worker_start(struct shard_worker *w);
 void  shard__worker_free(struct shard_worker *w);

@@ -125,11 +125,12 @@ static void membership_from_job(shard_worker *w, void *arg)
     shard_dispatcher *d = arg;
     (void)w;
     int a = shard_worker_add(d, "inner", 1), r = shard_worker_remove(d, "w0"),
-        c = shard_worker_crash(d, "w0", SHARD_CRASH_DROP), dr = shard_drain(d), sw = shard_worker_set_weight(d, "w0", 2);
+        c = shard_worker_crash(d, "w0", SHARD_CRASH_DROP), dr = shard_drain(d), sw = shard_worker_set_weight(d, "w0", 2),
+        pl = shard_key_place(d, "k", 1, "w0"), up = shard_key_unplace(d, "k", 1);
     shard_dispatcher *other;
     int cr = shard_dispatcher_create(&other, NULL);
     atomic_store(&deadlk_seen, a == -EDEADLK && r == -EDEADLK && c == -EDEADLK && dr == -EDEADLK && cr == -EDEADLK &&
-                                   sw == -EDEADLK);
+                                   sw == -EDEADLK && pl == -EDEADLK && up == -EDEADLK);
 }
 
 Test(dispatcher, membership_calls_from_a_worker_are_refused)
@@ -255,6 +256,102 @@ Test(dispatcher, a_new_weight_moves_only_keys_entering_or_leaving_the_worker)
     cr_assert_eq(shard_dispatcher_ring(d, &r), 0);
     cr_assert_eq(shard_ring_weight(r, "w1"), 1);
     shard_ring_destroy(r);
+    shard_dispatcher_destroy(d);
+}
+
+/* ---- placements ---- */
+
+static atomic_int moves_seen;
+static uint64_t watched_hash;
+static void watch_release(shard_worker *w, const struct shard_handoff *h, void *user)
+{
+    (void)w;
+    (void)user;
+    /* The key is named by its bytes; its hash is what was placed. */
+    if (strcmp(shard_ring_owner_of_hash(h->before, watched_hash), shard_worker_name(w)) == 0 &&
+        strcmp(shard_ring_owner_of_hash(h->after, watched_hash), shard_worker_name(w)) != 0)
+        atomic_fetch_add(&moves_seen, 1);
+}
+
+Test(dispatcher, placing_a_key_moves_it_alone_and_unplacing_brings_it_back)
+{
+    shard_dispatcher *d;
+    struct shard_config cfg = { .workers = 3, .on_release = watch_release };
+    cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
+    static struct placed before, placed, back;
+    static struct placed_job jb[2000], jp[2000], jk[2000];
+    char k[24];
+    for (unsigned i = 0; i < 2000; i++) {
+        jb[i] = (struct placed_job){ &before, i };
+        cr_assert_eq(shard_submit(d, k, kname(k, i), record_worker, &jb[i]), 0);
+    }
+    cr_assert_eq(shard_drain(d), 0);
+    char pk[24];
+    size_t n = kname(pk, 77);
+    const char *to = strcmp(before.ran_on[77], "w2") == 0 ? "w0" : "w2";
+    watched_hash = shard_dispatcher_key_hash(d, pk, n);
+    cr_assert_eq(shard_key_place(d, pk, n, to), 0);
+    struct shard_stats st;
+    shard_dispatcher_stats(d, &st);
+    cr_assert_eq(st.epoch, 2);
+    cr_assert_eq(st.placements, 1);
+    cr_assert_eq(shard_key_place(d, pk, n, to), 0, "placed there already");
+    shard_dispatcher_stats(d, &st);
+    cr_assert_eq(st.epoch, 2, "and no epoch spent");
+    for (unsigned i = 0; i < 2000; i++) {
+        jp[i] = (struct placed_job){ &placed, i };
+        cr_assert_eq(shard_submit(d, k, kname(k, i), record_worker, &jp[i]), 0);
+    }
+    cr_assert_eq(shard_drain(d), 0);
+    for (unsigned i = 0; i < 2000; i++)
+        cr_assert_str_eq(placed.ran_on[i], i == 77 ? to : before.ran_on[i], "key %u", i);
+    cr_assert_eq(atomic_load(&moves_seen), 1, "the old owner's release hook was told the key moves");
+    shard_ring *r;
+    cr_assert_eq(shard_dispatcher_ring(d, &r), 0);
+    uint64_t ph;
+    const char *pm;
+    cr_assert_eq(shard_ring_pin_at(r, 0, &ph, &pm), 0);
+    cr_assert_eq(ph, watched_hash);
+    cr_assert_str_eq(pm, to);
+    shard_ring_destroy(r);
+    cr_assert_eq(shard_key_unplace(d, pk, n), 0);
+    cr_assert_eq(shard_key_unplace(d, pk, n), -ENOENT);
+    for (unsigned i = 0; i < 2000; i++) {
+        jk[i] = (struct placed_job){ &back, i };
+        cr_assert_eq(shard_submit(d, k, kname(k, i), record_worker, &jk[i]), 0);
+    }
+    cr_assert_eq(shard_drain(d), 0);
+    for (unsigned i = 0; i < 2000; i++)
+        cr_assert_str_eq(back.ran_on[i], before.ran_on[i], "key %u", i);
+    /* A placement goes with its worker. */
+    cr_assert_eq(shard_key_place(d, pk, n, to), 0);
+    cr_assert_eq(shard_worker_remove(d, to), 0);
+    shard_dispatcher_stats(d, &st);
+    cr_assert_eq(st.placements, 0);
+    shard_dispatcher_destroy(d);
+}
+
+Test(dispatcher, placement_errors)
+{
+    shard_dispatcher *d = make(2, 0);
+    char longname[SHARD_NAME_MAX + 2];
+    memset(longname, 'x', sizeof longname - 1);
+    longname[sizeof longname - 1] = 0;
+    cr_assert_eq(shard_key_place(NULL, "k", 1, "w0"), -EINVAL);
+    cr_assert_eq(shard_key_place(d, NULL, 1, "w0"), -EINVAL);
+    cr_assert_eq(shard_key_place(d, "k", 1, NULL), -EINVAL);
+    cr_assert_eq(shard_key_place(d, "k", 1, ""), -EINVAL);
+    cr_assert_eq(shard_key_place(d, "k", 1, "nope"), -ENOENT);
+    cr_assert_eq(shard_key_place(d, "k", 1, longname), -ENOENT);
+    cr_assert_eq(shard_key_place_hash(NULL, 1, "w0"), -EINVAL);
+    cr_assert_eq(shard_key_unplace(NULL, "k", 1), -EINVAL);
+    cr_assert_eq(shard_key_unplace(d, NULL, 1), -EINVAL);
+    cr_assert_eq(shard_key_unplace(d, "k", 1), -ENOENT);
+    cr_assert_eq(shard_key_unplace_hash(NULL, 1), -EINVAL);
+    struct shard_stats st;
+    shard_dispatcher_stats(d, &st);
+    cr_assert_eq(st.epoch, 1, "a failed call changes nothing");
+    cr_assert_eq(st.placements, 0);
     shard_dispatcher_destroy(d);
 }
 

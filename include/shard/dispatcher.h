@@ -211,6 +211,25 @@ SHARD_API int shard_worker_add(shard_dispatcher *d, const char *name, uint32_t w
  * -ENOENT (no such worker in the ring); -EDEADLK; -ESHUTDOWN; -ENOMEM. On error nothing changed. */
 SHARD_API int shard_worker_set_weight(shard_dispatcher *d, const char *name, uint32_t weight);
 
+/** Places key on the worker named worker (added in 0.2), whatever the ring says, until
+ * shard_key_unplace() or that worker leaves the ring (its placements go with it): for isolating or
+ * spreading hot keys. Only that key moves, with the
+ * ordered handoff of add and remove (its jobs in order, never on two workers; the release hook is
+ * told, shard_handoff_moves() answers for it; its timers follow); the keys that shared its old
+ * worker stay. Placing it where it is placed already changes nothing. Placements are the ring's pins
+ * (shard_ring_pin; shard_dispatcher_ring() shows them). Context: not a worker; blocks for one RCU
+ * grace period. Return: 0; -EINVAL (d or worker NULL, empty name, key NULL with len > 0); -ENOENT (no
+ * such worker in the ring); -E2BIG (SHARD_RING_MAX_PINS keys placed); -EDEADLK; -ESHUTDOWN; -ENOMEM. */
+SHARD_API int shard_key_place(shard_dispatcher *d, const void *key, size_t len, const char *worker);
+/** As shard_key_place(), for a key known by its hash (shard_dispatcher_key_hash(), shard_hot_key). */
+SHARD_API int shard_key_place_hash(shard_dispatcher *d, uint64_t hash, const char *worker);
+/** Ends a placement: the ring decides the key's owner again, with the same handoff. Context: as
+ * shard_key_place(). Return: 0; -EINVAL; -ENOENT (the key is not placed); -EDEADLK; -ESHUTDOWN;
+ * -ENOMEM. */
+SHARD_API int shard_key_unplace(shard_dispatcher *d, const void *key, size_t len);
+/** As shard_key_unplace(), for a key known by its hash. */
+SHARD_API int shard_key_unplace_hash(shard_dispatcher *d, uint64_t hash);
+
 /** Graceful removal: the worker leaves the ring, runs every job it was given, runs its release hook,
  * and exits; its keys move to their next owners (and wait for it, in order). Returns once the new
  * ring is in force, without waiting for the worker's queue to empty (shard_drain waits for that).
@@ -305,6 +324,7 @@ struct shard_stats {
     size_t   workers;          /**< workers in the ring */
     uint64_t timers;           /**< keyed timers armed and not yet ended: waiting, or whose job is
                                 * queued or running (added in 0.2) */
+    size_t   placements;       /**< keys placed (shard_key_place), pins of the ring in force (0.2) */
 };
 
 /** One of a worker's heaviest keys over a window (shard_worker_hot_keys). The key is named by its hash
