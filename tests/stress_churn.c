@@ -1,8 +1,9 @@
 /* Churn torture: several producers submit sequenced jobs for hundreds of keys while a control thread
- * adds, removes, reweights and crashes (REROUTE) workers every few milliseconds. Asserts that every job ran
- * exactly once, no key ever ran on two workers at once, and per-(producer, key) order held; one
- * producer submits in batches (shard_submit_many). Then a DROP crash: executed + dropped = submitted.
+ * adds, removes, reweights and crashes (REROUTE) workers and places keys on workers every few
+ * milliseconds. Asserts that every job ran exactly once, no key ever ran on two workers at once, and
+ * per-(producer, key) order held; one producer submits in batches (shard_submit_many). Then a DROP crash: executed + dropped = submitted.
  * Runs under ThreadSanitizer too (smaller). */
+#include <errno.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -81,17 +82,26 @@ static int live_names(char names[][SHARD_NAME_MAX + 1], int max, int *others)
 static void *control(void *arg)
 {
     (void)arg;
-    unsigned x = 777, next_id = 0, changes = 0, crashes = 0, reweights = 0;
+    unsigned x = 777, next_id = 0, changes = 0, crashes = 0, reweights = 0, placements = 0;
     while (atomic_load(&producers_done) < PRODUCERS) {
         stress_pause_ms(2);
         char names[64][SHARD_NAME_MAX + 1];
         int others, live = live_names(names, 64, &others);
         x = x * 1103515245u + 12345u;
-        int op = (int)((x >> 8) % 4);
+        int op = (int)((x >> 8) % 6);
         int err;
         if (op == 3) {
             err = shard_worker_set_weight(disp, names[(x >> 12) % (unsigned)live], 1 + (x >> 20) % 3);
             reweights++;
+        } else if (op >= 4) {
+            /* Place one of the hot few keys on a worker, or let it go back to the ring. */
+            char key[16];
+            size_t len = key_name(key, (int)((x >> 16) % 16));
+            err = op == 4 ? shard_key_place(disp, key, len, names[(x >> 12) % (unsigned)live])
+                          : shard_key_unplace(disp, key, len);
+            if (err == -ENOENT && op == 5)
+                continue; /* not placed, or its worker left */
+            placements++;
         } else if (op == 0 && live < 6 && others < 8) {
             char name[16];
             snprintf(name, sizeof name, "c%u", next_id++);
@@ -106,7 +116,8 @@ static void *control(void *arg)
         CHECK(err == 0, "membership change: %s", shard_strerror(err));
         changes++;
     }
-    printf("control: %u membership changes, %u crashes, %u weight changes\n", changes, crashes, reweights);
+    printf("control: %u membership changes, %u crashes, %u weight changes, %u placements\n", changes, crashes,
+           reweights, placements);
     CHECK(changes >= 5, "only %u membership changes happened during the run", changes);
     return NULL;
 }
