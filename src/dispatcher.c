@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "balance.h"
 #include "ctl.h"
 #include "dispatcher_internal.h"
 #include "hash.h"
@@ -27,8 +28,10 @@ SHARD_API int shard_dispatcher_create(shard_dispatcher **out, const struct shard
     if (shard__current_worker)
         return -EDEADLK;
     struct shard_config c = cfg ? *cfg : (struct shard_config){ 0 };
-    if (c.queue_capacity > SHARD_MAX_QUEUE_CAPACITY || c.workers > SHARD_MAX_WORKERS || c.hot_keys > SHARD_MAX_HOT_KEYS)
+    if (c.queue_capacity > SHARD_MAX_QUEUE_CAPACITY || c.workers > SHARD_MAX_WORKERS || c.hot_keys > SHARD_MAX_HOT_KEYS ||
+        shard__balance_check(&c))
         return -EINVAL;
+    shard__balance_defaults(&c);
     if (c.workers == 0)
         c.workers = default_workers();
     if (c.ring.vnodes == 0)
@@ -64,6 +67,11 @@ SHARD_API int shard_dispatcher_create(shard_dispatcher **out, const struct shard
         shard__dispatcher_free(d);
         return err;
     }
+    if ((err = shard__balance_start(d)) != 0) {
+        shard__membership_stop_all(d);
+        shard__dispatcher_free(d);
+        return err;
+    }
     *out = d;
     return 0;
 }
@@ -72,6 +80,7 @@ SHARD_API void shard_dispatcher_destroy(shard_dispatcher *d)
 {
     if (!d || shard__ctl_forbidden(d))
         return; /* documented: ignored where it could only deadlock */
+    shard__balance_stop(d); /* it makes changes: before destroy holds the control lock */
     shard__ctl_lock(d);
     atomic_store_explicit(&d->shutdown, 1, memory_order_seq_cst);
     /* Every submit that read shutdown == 0 is inside a read-side section, or registered as a waiter
@@ -100,6 +109,7 @@ void shard__dispatcher_free(shard_dispatcher *d)
     pthread_cond_destroy(&d->space_cond);
     shard__crash_table_destroy(&d->crash);
     shard__timer_table_destroy(&d->timers);
+    shard__balance_free(d);
     shard__placement_destroy(&d->placement);
     free(d);
 }

@@ -65,6 +65,7 @@ struct shard_dispatcher {
     double           last_moved;    /* L */
     _Atomic uint64_t dropped;       /* A: jobs DROP crashes dropped (stats) */
     struct timer_table timers;      /* keyed timers' records (its own lock) */
+    struct balancer  *balancer;     /* I: NULL when off (balance.c) */
 };
 
 /* dispatcher.c: frees everything create made (create's failure, destroy). */

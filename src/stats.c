@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "dispatcher_internal.h"
+#include "balance.h"
 #include "clock.h"
 #include "hash.h"
 #include "load.h"
@@ -43,6 +44,7 @@ SHARD_API int shard_dispatcher_stats(shard_dispatcher *d, struct shard_stats *ou
     pthread_mutex_unlock(&d->lock);
     out->dropped = atomic_load_explicit(&d->dropped, memory_order_relaxed);
     out->timers = atomic_load_explicit(&d->timers.live, memory_order_relaxed);
+    shard__balance_stats(d, out);
     return 0;
 }
 

@@ -1,7 +1,8 @@
 /* Churn torture: several producers submit sequenced jobs for hundreds of keys while a control thread
  * adds, removes, reweights and crashes (REROUTE) workers and places keys on workers every few
- * milliseconds. Asserts that every job ran exactly once, no key ever ran on two workers at once, and
- * per-(producer, key) order held; one producer submits in batches (shard_submit_many). Then a DROP crash: executed + dropped = submitted.
+ * milliseconds, while the balancer places keys too. Asserts that every job ran exactly once, no key
+ * ever ran on two workers at once, and per-(producer, key) order held; one producer submits in
+ * batches (shard_submit_many). Then a DROP crash: executed + dropped = submitted.
  * Runs under ThreadSanitizer too (smaller). */
 #include <errno.h>
 #include <pthread.h>
@@ -134,7 +135,10 @@ static void on_dropped(shard_job_fn fn, void *arg, void *user)
 
 static void churn(void)
 {
-    struct shard_config cfg = { .workers = 3, .queue_capacity = 256, .on_dropped = on_dropped };
+    /* The balancer on, eager (a low threshold, no hysteresis): it places keys as it sees fit while the
+     * control thread changes the pool. */
+    struct shard_config cfg = { .workers = 3, .queue_capacity = 256, .on_dropped = on_dropped,
+                                .balance = { .interval_ms = 5, .threshold = 1.02, .rounds = 1, .by_jobs = true } };
     int err = shard_dispatcher_create(&disp, &cfg);
     CHECK(err == 0, "create: %s", shard_strerror(err));
     pthread_t prod[PRODUCERS], ctl;
@@ -145,6 +149,10 @@ static void churn(void)
         pthread_join(prod[p], NULL);
     pthread_join(ctl, NULL);
     CHECK(shard_drain(disp) == 0, "drain");
+    struct shard_stats bs;
+    shard_dispatcher_stats(disp, &bs);
+    printf("balancer: %llu rounds, %llu keys placed, %llu weights changed\n", (unsigned long long)bs.balance_rounds,
+           (unsigned long long)bs.balance_moves, (unsigned long long)bs.balance_weights);
     long total = (long)PRODUCERS * jobs_per_producer;
     CHECK(atomic_load(&executed) == total, "executed %ld of %ld", atomic_load(&executed), total);
     for (int p = 0; p < PRODUCERS; p++)

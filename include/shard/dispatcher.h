@@ -79,6 +79,24 @@ struct shard_handoff {
  * hook. Return: false also for h NULL, or key NULL with len > 0. */
 SHARD_API bool shard_handoff_moves(const struct shard_handoff *h, const void *key, size_t len);
 
+/** The balancer (shard_config.balance; added in 0.2). Off unless interval_ms is set. Every interval it
+ * measures each ring member's load over the interval (time in jobs, or jobs run with by_jobs); when
+ * the busiest is over threshold times the mean for `rounds` intervals in a row, it moves hot keys
+ * (shard_key_place_hash) from the busiest worker to the least busy, heaviest first among those that
+ * lower the maximum, up to max_moves a round, and starts counting again (hysteresis: no flapping). A
+ * key alone heavier than a worker's fair share cannot be split (that is the order promise): it is
+ * given a worker to itself as far as placements go, that worker's ring weight is lowered (or the
+ * others' raised) so that fewer cold keys share it, and shard_stats names it (unsplittable_hash).
+ * Keys it places stay placed until shard_key_unplace() or their worker leaves. It needs hot keys
+ * (shard_config.hot_keys; 16 when 0, over windows of interval_ms when hot_window_ms is 0). */
+struct shard_balance_config {
+    uint32_t interval_ms; /**< how often it looks; 0: no balancer */
+    double   threshold;   /**< acts when max / mean load exceeds this; 0: 1.15; else at least 1.0 */
+    uint32_t rounds;      /**< intervals in a row over the threshold before it acts; 0: 3 */
+    uint32_t max_moves;   /**< keys it places a round at most; 0: 8 */
+    bool     by_jobs;     /**< load is jobs run (for jobs of equal cost), not time in jobs */
+};
+
 /** How shard_dispatcher_create() sets a dispatcher up. Zeroed: the defaults. It can grow at its end
  * (README: ABI). */
 struct shard_config {
@@ -123,6 +141,7 @@ struct shard_config {
      * scan of this many entries. */
     uint32_t   hot_keys;
     uint32_t   hot_window_ms; /**< the window of hot_keys; 0: 1000 */
+    struct shard_balance_config balance; /**< the balancer; zeroed: off (added in 0.2) */
 };
 
 /** The most entries shard_config.cpus may have, and one more than the highest CPU number accepted. */
@@ -134,7 +153,7 @@ struct shard_config {
  * Every worker's thread is named after the worker (its first 15 bytes: what top -H and perf show).
  * Context: any thread that is not a worker. Return: 0; -EINVAL (out NULL, queue_capacity over
  * SHARD_MAX_QUEUE_CAPACITY, workers over SHARD_MAX_WORKERS, ncpus over SHARD_MAX_CPUS, hot_keys over
- * SHARD_MAX_HOT_KEYS, cpus NULL
+ * SHARD_MAX_HOT_KEYS, a balance threshold below 1.0, cpus NULL
  * with ncpus > 0, a CPU number negative or from SHARD_MAX_CPUS up, or a worker's CPU that this
  * process may not run on); -EDEADLK (from a worker); -ENOMEM; -EAGAIN (no thread could be started).
  * Pair with shard_dispatcher_destroy(). */
@@ -325,6 +344,14 @@ struct shard_stats {
     uint64_t timers;           /**< keyed timers armed and not yet ended: waiting, or whose job is
                                 * queued or running (added in 0.2) */
     size_t   placements;       /**< keys placed (shard_key_place), pins of the ring in force (0.2) */
+    /* The balancer's (shard_config.balance; 0.2): */
+    uint64_t balance_rounds;   /**< intervals it measured */
+    uint64_t balance_moves;    /**< keys it placed */
+    uint64_t balance_weights;  /**< ring weights it changed */
+    double   balance_ratio;    /**< max / mean load of the ring's workers over its last interval */
+    uint64_t unsplittable_hash; /**< a key alone heavier than a worker's fair share in its last
+                                * interval (its hash), which only a faster worker could help; 0: none */
+    double   unsplittable_share; /**< that key's share of all the load */
 };
 
 /** One of a worker's heaviest keys over a window (shard_worker_hot_keys). The key is named by its hash

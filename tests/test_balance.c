@@ -1,0 +1,132 @@
+/* The balancer (shard_config.balance): it moves hot keys off a worker that carries more than its
+ * share, keeps every key's jobs in order and exactly once while it does, names a key no worker can
+ * share, and refuses a threshold below 1. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <shard.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+#define KEYS 64
+
+/* Each key's jobs carry a sequence number from the one submitting thread: they must run in order. */
+static uint64_t next_seq[KEYS];
+static atomic_int running[KEYS], misordered, overlapped;
+
+static void seq_job(shard_worker *w, void *arg)
+{
+    (void)w;
+    uintptr_t v = (uintptr_t)arg;
+    unsigned key = (unsigned)(v % KEYS);
+    uint64_t seq = v / KEYS;
+    if (atomic_fetch_add(&running[key], 1) != 0)
+        atomic_fetch_add(&overlapped, 1);
+    if (next_seq[key] != seq)
+        atomic_fetch_add(&misordered, 1);
+    next_seq[key] = seq + 1;
+    atomic_fetch_sub(&running[key], 1);
+}
+
+static size_t kname(char *buf, unsigned i)
+{
+    return (size_t)snprintf(buf, 24, "bk-%u", i);
+}
+
+/* Three hot keys that the ring puts on one worker, and cold ones. */
+static void hot_on_one(shard_dispatcher *d, unsigned hot[3])
+{
+    shard_ring *r;
+    cr_assert_eq(shard_dispatcher_ring(d, &r), 0);
+    char k[24];
+    const char *first = shard_ring_owner(r, k, kname(k, 0));
+    for (unsigned i = 0, n = 0; n < 3; i++) {
+        cr_assert_lt(i, KEYS);
+        if (strcmp(shard_ring_owner(r, k, kname(k, i)), first) == 0)
+            hot[n++] = i;
+    }
+    shard_ring_destroy(r);
+}
+
+/* Submits until the balancer has acted (or 10 s): the hot keys take `hot_share` of the jobs. */
+static void drive(shard_dispatcher *d, const unsigned *hot, int nhot, double hot_share, uint64_t *seq)
+{
+    char k[24];
+    uint64_t x = 7, start = now_ns();
+    struct shard_stats st;
+    do {
+        for (int i = 0; i < 2000; i++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            double u = (double)(x >> 11) / (double)(1ull << 53);
+            unsigned key = u < hot_share ? hot[(x >> 3) % (unsigned)nhot] : (unsigned)((x >> 20) % KEYS);
+            cr_assert_eq(shard_submit(d, k, kname(k, key), seq_job, (void *)(uintptr_t)(seq[key]++ * KEYS + key)), 0);
+        }
+        shard_dispatcher_stats(d, &st);
+    } while ((st.balance_moves == 0 || st.balance_rounds < 20) && now_ns() - start < 10000000000ull);
+}
+
+Test(balance, a_threshold_below_one_is_refused)
+{
+    shard_dispatcher *d;
+    struct shard_config cfg = { .workers = 2, .balance = { .interval_ms = 10, .threshold = 0.9 } };
+    cr_assert_eq(shard_dispatcher_create(&d, &cfg), -EINVAL);
+}
+
+Test(balance, hot_keys_leave_an_overloaded_worker_in_order)
+{
+    shard_dispatcher *d;
+    struct shard_config cfg = { .workers = 4, .balance = { .interval_ms = 20, .rounds = 2, .by_jobs = true } };
+    cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
+    unsigned hot[3];
+    hot_on_one(d, hot);
+    static uint64_t seq[KEYS];
+    drive(d, hot, 3, 0.6, seq);
+    cr_assert_eq(shard_drain(d), 0);
+    struct shard_stats st;
+    shard_dispatcher_stats(d, &st);
+    cr_assert_gt(st.balance_moves, 0, "the balancer never moved a key (ratio %.2f)", st.balance_ratio);
+    cr_assert_gt(st.placements, 0);
+    /* The hot keys no longer share one worker. */
+    shard_ring *r;
+    cr_assert_eq(shard_dispatcher_ring(d, &r), 0);
+    char k0[24], k1[24], k2[24];
+    const char *o0 = shard_ring_owner(r, k0, kname(k0, hot[0])), *o1 = shard_ring_owner(r, k1, kname(k1, hot[1])),
+               *o2 = shard_ring_owner(r, k2, kname(k2, hot[2]));
+    cr_assert(strcmp(o0, o1) != 0 || strcmp(o1, o2) != 0, "all three hot keys still on %s", o0);
+    shard_ring_destroy(r);
+    cr_assert_eq(atomic_load(&misordered), 0);
+    cr_assert_eq(atomic_load(&overlapped), 0);
+    for (unsigned i = 0; i < KEYS; i++)
+        cr_assert_eq(next_seq[i], seq[i], "key %u: %llu of %llu jobs ran", i, (unsigned long long)next_seq[i],
+                     (unsigned long long)seq[i]);
+    shard_dispatcher_destroy(d);
+}
+
+Test(balance, a_key_heavier_than_a_worker_is_named_and_isolated)
+{
+    shard_dispatcher *d;
+    struct shard_config cfg = { .workers = 4, .balance = { .interval_ms = 20, .rounds = 2, .by_jobs = true } };
+    cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
+    unsigned hot[3];
+    hot_on_one(d, hot);
+    static uint64_t seq[KEYS];
+    drive(d, hot, 1, 0.6, seq); /* one key, 60 % of all jobs: more than any worker's 25 % */
+    cr_assert_eq(shard_drain(d), 0);
+    struct shard_stats st;
+    shard_dispatcher_stats(d, &st);
+    char k[24];
+    cr_assert_eq(st.unsplittable_hash, shard_dispatcher_key_hash(d, k, kname(k, hot[0])));
+    cr_assert(st.unsplittable_share > 0.4 && st.unsplittable_share < 0.8, "share %.2f", st.unsplittable_share);
+    cr_assert_gt(st.balance_weights, 0, "the other workers take its cold keys");
+    cr_assert_eq(atomic_load(&misordered), 0);
+    cr_assert_eq(atomic_load(&overlapped), 0);
+    shard_dispatcher_destroy(d);
+}
