@@ -6,15 +6,20 @@
  * The policy, each interval:
  *   1. load_i: what worker i did in the interval (time in jobs, or jobs run), for the ring's members;
  *      a member it has not seen before skips the round (no baseline yet).
- *   2. ratio = max / mean. Not over the threshold: the streak ends. Over it `rounds` times in a row:
- *      act, and count again from zero (a move shows in the next interval's figures, not this one's).
+ *   2. ratio = max / mean (reported). Not over the threshold: the streak ends. Over it `rounds` times
+ *      in a row: act, and count again from zero (a move shows in the next interval's figures, not
+ *      this one's). A worker isolated for an unsplittable key (step 4) is left out of max and mean.
  *   3. Moves: up to max_moves times, from the busiest worker W to the least busy V, the heaviest of
  *      W's hot keys whose load is at most half the gap (it narrows it most without overshooting), or
  *      failing that the lightest one that still lowers the maximum; the estimates are updated after
- *      each move.
- *   4. A key heavier than the mean (a worker's fair share) cannot be split: it is named in the stats,
- *      and its worker is made to carry fewer cold keys: its ring weight halves, or when it is 1
- *      every other member's doubles (up to 64), one step a round.
+ *      each move. A key over the mean stays (moving it moves its overload), and so does an isolated
+ *      key (step 4).
+ *   4. A key heavier than the mean (a worker's fair share) cannot be split, and is never moved (that
+ *      would only move its overload): it is named in the stats, and its worker keeps it (pinned there)
+ *      and sends its cold keys away: weight 1 against 64 for every other member, once; the weights
+ *      return to equal after ISOLATION_CALM rounds without such a key.
+ * A round's moves and weights are one ring edit, published as one change (shard__membership_edit):
+ * one handoff a round, whose moved keys are only those whose owner the whole round changes.
  * Hot keys are the workers' own space-saving summaries (hot.c) of the last window, which the
  * balancer's interval sets by default. */
 #include <errno.h>
@@ -26,9 +31,12 @@
 
 #include "balance.h"
 #include "dispatcher_internal.h"
+#include "membership.h"
+#include "ring_internal.h"
 
 #define MAX_MEMBERS 128 /* workers it looks at: the first this many ring members by name */
 #define MAX_WEIGHT  64
+#define ISOLATION_CALM 20 /* rounds without an unsplittable key before weights return to equal */
 
 struct seen {
     char     name[SHARD_NAME_MAX + 1];
@@ -42,6 +50,16 @@ struct member {
     long        nhot;
 };
 
+/* A round's decisions, applied as one ring edit: one change, one handoff, however many moves. */
+struct plan {
+    uint32_t    nmoves;
+    uint64_t    hash[SHARD_MAX_HOT_KEYS];
+    const char *to[SHARD_MAX_HOT_KEYS];
+    const char *isolate;  /* this member's weight 1, every other member's MAX_WEIGHT, and ... */
+    uint64_t    isolated_hash; /* ... this key pinned on it, or the weights would move it too */
+    bool        equalise; /* every member's weight 1 */
+};
+
 struct balancer {
     shard_dispatcher           *d;
     struct shard_balance_config cfg;
@@ -50,6 +68,9 @@ struct balancer {
     pthread_cond_t              cond;
     bool                        stop;  /* lock */
     uint32_t                    streak;
+    char                        isolated[SHARD_NAME_MAX + 1]; /* whose cold keys it sent away; "" */
+    uint64_t                    isolated_hash; /* the key it was for: never moved while isolated */
+    uint32_t                    calm; /* rounds since it last saw an unsplittable key */
     struct seen                 seen[MAX_MEMBERS]; /* the members of the last round */
     size_t                      nseen;
     /* The balancer thread's scratch (about 300 KiB, only while it is on). */
@@ -100,53 +121,76 @@ static long measure(struct balancer *b, struct member *m)
     return fresh ? -1 : k;
 }
 
-/* Moves one of w's hot keys to v. Return: whether it did. */
-static bool move_one(struct balancer *b, struct member *w, struct member *v)
+/* Plans moving one of w's hot keys to v: never one heavier than the mean, nor the isolated one,
+ * which would only take their overload elsewhere. Return: whether it did. */
+static bool move_one(struct balancer *b, struct member *w, struct member *v, double mean, struct plan *p)
 {
     double gap = w->load - v->load, best = -1;
     long pick = -1;
     for (long i = 0; i < w->nhot; i++) {
         double l = hot_load(b, &w->hot[i]);
-        if (l > 0 && l <= gap / 2 && l > best) {
+        if (w->hot[i].hash == b->isolated_hash && b->isolated[0])
+            continue;
+        if (l > 0 && l <= gap / 2 && l <= mean && l > best) {
             best = l;
             pick = i;
         }
     }
     for (long i = 0; pick < 0 && i < w->nhot; i++) {
         double l = hot_load(b, &w->hot[i]);
-        if (l > 0 && v->load + l < w->load && (pick < 0 || l < best)) {
+        if (w->hot[i].hash == b->isolated_hash && b->isolated[0])
+            continue;
+        if (l > 0 && l <= mean && v->load + l < w->load && (pick < 0 || l < best)) {
             best = l;
             pick = i;
         }
     }
-    if (pick < 0 || shard_key_place_hash(b->d, w->hot[pick].hash, v->at.name) != 0)
+    if (pick < 0 || p->nmoves == SHARD_MAX_HOT_KEYS)
         return false;
+    p->hash[p->nmoves] = w->hot[pick].hash;
+    p->to[p->nmoves++] = v->at.name;
     w->load -= best;
     v->load += best;
     w->hot[pick] = w->hot[--w->nhot];
     return true;
 }
 
-/* The worker holding an unsplittable key is given fewer cold keys: its weight halves, or every other
- * member's doubles. One change a round. Return: whether it changed one. */
-static bool shape_weights(struct balancer *b, const struct member *m, long n, const char *holder)
+/* Applies a plan to a clone of the ring (shard__membership_edit's edit). */
+static int apply_plan(shard_ring *r, const void *ctx, bool *changed)
 {
-    shard_ring *r;
-    if (shard_dispatcher_ring(b->d, &r) != 0)
-        return false;
-    bool changed = false;
-    uint32_t w = shard_ring_weight(r, holder);
-    if (w > 1) {
-        changed = shard_worker_set_weight(b->d, holder, w / 2) == 0;
-    } else {
-        for (long i = 0; i < n && !changed; i++) {
-            uint32_t o = shard_ring_weight(r, m[i].at.name);
-            if (strcmp(m[i].at.name, holder) != 0 && o > 0 && o < MAX_WEIGHT)
-                changed = shard_worker_set_weight(b->d, m[i].at.name, o * 2) == 0;
+    const struct plan *p = ctx;
+    int err = 0;
+    for (uint32_t i = 0; i < p->nmoves && !err; i++) {
+        int64_t now = r->npins ? shard__ring_pinned(r, p->hash[i]) : -1;
+        if (now >= 0 && strcmp(r->members[now].name, p->to[i]) == 0)
+            continue;
+        err = shard_ring_pin(r, p->hash[i], p->to[i]);
+        *changed |= !err;
+    }
+    if (p->isolate && !err) {
+        err = shard_ring_pin(r, p->isolated_hash, p->isolate);
+        *changed |= !err;
+    }
+    for (size_t i = 0; (p->isolate || p->equalise) && i < r->nmembers && !err; i++) {
+        uint32_t want = p->equalise || strcmp(r->members[i].name, p->isolate) == 0 ? 1 : MAX_WEIGHT;
+        if (r->members[i].weight != want) {
+            err = shard_ring_set_weight(r, r->members[i].name, want);
+            *changed |= !err;
         }
     }
-    shard_ring_destroy(r);
-    return changed;
+    return err;
+}
+
+/* Publishes the plan. Return: the weights it changes (0 on failure). */
+static uint64_t apply(struct balancer *b, const struct plan *p, uint64_t *moves)
+{
+    if (!p->nmoves && !p->isolate && !p->equalise)
+        return 0;
+    if (shard__membership_edit(b->d, apply_plan, p) != 0) {
+        *moves = 0;
+        return 0;
+    }
+    return p->isolate || p->equalise;
 }
 
 static void round_once(struct balancer *b)
@@ -184,7 +228,33 @@ static void round_once(struct balancer *b)
     b->unsplittable = unsplittable;
     b->unsplittable_share = total > 0 ? unsplittable_load / total : 0;
     pthread_mutex_unlock(&b->lock);
-    if (ratio <= b->cfg.threshold) {
+    /* An isolated worker whose key has cooled gets its cold keys back, after a calm spell. */
+    if (holder)
+        b->calm = 0;
+    if (!holder && b->isolated[0] && ++b->calm >= ISOLATION_CALM) {
+        struct plan back = { .equalise = true };
+        uint64_t none, w = apply(b, &back, &none);
+        b->isolated[0] = '\0';
+        pthread_mutex_lock(&b->lock);
+        b->weights += w;
+        pthread_mutex_unlock(&b->lock);
+        return;
+    }
+    /* The worker isolated for an unsplittable key is as good as it gets: the others are balanced
+     * among themselves (their mean is what they should each carry). */
+    long isolated = -1;
+    double others = total;
+    for (long i = 0; b->isolated[0] && i < n; i++) {
+        if (strcmp(m[i].at.name, b->isolated) == 0) {
+            isolated = i;
+            others -= m[i].load;
+        }
+    }
+    double target = isolated >= 0 && n > 2 ? others / (double)(n - 1) : mean, worst = 0;
+    for (long i = 0; i < n; i++)
+        if (i != isolated && m[i].load > worst)
+            worst = m[i].load;
+    if (target <= 0 || worst <= b->cfg.threshold * target) {
         b->streak = 0;
         return;
     }
@@ -192,20 +262,31 @@ static void round_once(struct balancer *b)
         return;
     b->streak = 0;
     uint64_t moves = 0, weights = 0;
+    struct plan p = { 0 };
     for (uint32_t k = 0; k < b->cfg.max_moves; k++) {
-        struct member *w = &m[0], *v = &m[0];
-        for (long i = 1; i < n; i++) {
-            if (m[i].load > w->load)
+        struct member *w = NULL, *v = NULL;
+        for (long i = 0; i < n; i++) {
+            if (i == isolated)
+                continue;
+            if (!w || m[i].load > w->load)
                 w = &m[i];
-            if (m[i].load < v->load)
+            if (!v || m[i].load < v->load)
                 v = &m[i];
         }
-        if (w == v || w->load <= b->cfg.threshold * mean || !move_one(b, w, v))
+        if (!w || w == v || w->load <= b->cfg.threshold * target || !move_one(b, w, v, target, &p))
             break;
         moves++;
     }
-    if (holder && shape_weights(b, m, n, holder))
-        weights++;
+    /* A key no worker can share: its worker keeps it and sends its cold keys away (weight 1 against
+     * MAX_WEIGHT: about 1 / (64 (n - 1) + 1) of the ring), once, until the key cools. In the same
+     * change as the moves: one handoff. */
+    if (holder && strcmp(holder, b->isolated) != 0) {
+        p.isolate = holder;
+        p.isolated_hash = unsplittable;
+        snprintf(b->isolated, sizeof b->isolated, "%s", holder);
+        b->isolated_hash = unsplittable;
+    }
+    weights = apply(b, &p, &moves);
     pthread_mutex_lock(&b->lock);
     b->moves += moves;
     b->weights += weights;

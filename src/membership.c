@@ -269,13 +269,9 @@ out:
     return err;
 }
 
-/* An edit of the ring that keeps its members (a weight, a pin): on the clone it is given. Return: 0,
- * with *changed false when the ring would be the same; or an error, the clone unchanged. */
-typedef int (*ring_edit)(shard_ring *r, const void *ctx, bool *changed);
-
 /* A change made of one ring edit: every worker fenced, the workers losing keys run their release
  * hooks, moved keys' jobs and timers follow in order, as for add and remove. */
-static int edit_ring(shard_dispatcher *d, ring_edit edit, const void *ctx)
+int shard__membership_edit(shard_dispatcher *d, shard__ring_edit edit, const void *ctx)
 {
     int err = ctl_enter(d);
     if (err)
@@ -322,7 +318,7 @@ SHARD_API int shard_worker_set_weight(shard_dispatcher *d, const char *name, uin
     if (!d)
         return -EINVAL;
     struct weight_edit e = { name, weight };
-    return edit_ring(d, set_weight_edit, &e);
+    return shard__membership_edit(d, set_weight_edit, &e);
 }
 
 struct place_edit {
@@ -352,7 +348,7 @@ SHARD_API int shard_key_place_hash(shard_dispatcher *d, uint64_t hash, const cha
     if (!d)
         return -EINVAL;
     struct place_edit e = { hash, worker };
-    return edit_ring(d, place_edit, &e);
+    return shard__membership_edit(d, place_edit, &e);
 }
 
 SHARD_API int shard_key_place(shard_dispatcher *d, const void *key, size_t len, const char *worker)
@@ -367,7 +363,7 @@ SHARD_API int shard_key_unplace_hash(shard_dispatcher *d, uint64_t hash)
     if (!d)
         return -EINVAL;
     struct place_edit e = { hash, NULL };
-    return edit_ring(d, place_edit, &e);
+    return shard__membership_edit(d, place_edit, &e);
 }
 
 SHARD_API int shard_key_unplace(shard_dispatcher *d, const void *key, size_t len)

@@ -11,5 +11,13 @@
 int  shard__membership_init(shard_dispatcher *d);
 /* Destroy: lets every fence pass, then stops and joins every worker. Context: ctl held. */
 void shard__membership_stop_all(shard_dispatcher *d);
+/* An edit of the ring that keeps its members (weights, pins), applied to a clone of the ring in
+ * force. Return: 0, with *changed false when the ring stays the same; or an error, the clone then
+ * discarded. */
+typedef int (*shard__ring_edit)(shard_ring *r, const void *ctx, bool *changed);
+/* Publishes one ring edit as one change: fences, release hooks, ordered handoff of the keys it moves
+ * (add and remove's guarantees). Context: as shard_worker_add. Return: 0 (also when nothing changed:
+ * no epoch spent); the edit's error; -EDEADLK; -ESHUTDOWN; -ENOMEM. */
+int  shard__membership_edit(shard_dispatcher *d, shard__ring_edit edit, const void *ctx);
 
 #endif
