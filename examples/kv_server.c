@@ -7,7 +7,8 @@
  *   GET SET DEL EXISTS INCR DECR INCRBY DECRBY MGET MSET PING ECHO DBSIZE SELECT QUIT SHUTDOWN
  *   SHARD.ADD name [weight]   add a worker             SHARD.REMOVE name   remove one gracefully
  *   SHARD.CRASH name          crash one (REROUTE)      SHARD.STATS         per-worker stats, ring checksum
- *   SHARD.OWNER key           the worker holding key
+ *   SHARD.OWNER key           the worker holding key   SHARD.PLACE key name  put a key on a worker
+ *   SHARD.UNPLACE key         back to the ring
  *
  * Adding, removing or crashing a worker while clients run loses no key and no acknowledged write:
  * the release hook hands moved keys to their new owners (kv/store.h says how, also for crashes).
@@ -19,6 +20,7 @@
  * Usage: kv_server [--port P (0: any; default 7379)] [--bind ADDR (IPv4, IPv6 or a name; default
  *                  127.0.0.1)] [--workers N]
  *                  [--net-threads N] [--queue N] [--pipeline N] [--max-request BYTES] [--max-args N]
+ *                  [--hot-keys N (default 8)] [--balance-ms MS (the balancer; default 0: off)]
  * (--help lists defaults and ranges; a mistake on the command line exits 2 with a message.)
  * Prints "kv_server: listening on ADDR:PORT" once it accepts connections; stops on SIGINT, SIGTERM
  * or SHUTDOWN, after finishing every command it accepted. */
@@ -54,7 +56,7 @@ __attribute__((noreturn, format(printf, 1, 2))) static void refuse(const char *f
 static struct server_options parse_options(int argc, char **argv)
 {
     long long port = 7379, workers = 2, net_threads = 1, queue = SHARD_DEFAULT_QUEUE_CAPACITY, pipeline = 1024,
-              max_request = 1 << 20, max_args = 1024;
+              max_request = 1 << 20, max_args = 1024, hot_keys = 8, balance_ms = 0;
     const char *bind = "127.0.0.1";
     const struct option_spec options[] = {
         { "--port", OPTION_INT, &port, 0, 65535, "port to listen on; 0: any free one, printed" },
@@ -65,6 +67,8 @@ static struct server_options parse_options(int argc, char **argv)
         { "--pipeline", OPTION_INT, &pipeline, 1, 1 << 20, "requests in flight per connection" },
         { "--max-request", OPTION_INT, &max_request, 64, 512ll << 20, "bytes of one request, at most" },
         { "--max-args", OPTION_INT, &max_args, 3, 1 << 20, "arguments of one request, at most" },
+        { "--hot-keys", OPTION_INT, &hot_keys, 0, SHARD_MAX_HOT_KEYS, "heaviest keys each worker tracks (SHARD.STATS)" },
+        { "--balance-ms", OPTION_INT, &balance_ms, 0, 60000, "the balancer's interval, ms; 0: off" },
     };
     const struct option_program prog = {
         "kv_server", NULL, "A Redis-protocol key-value server, sharded per core with shard; stops on SIGINT,\n"
@@ -113,7 +117,8 @@ static struct server_options parse_options(int argc, char **argv)
     }
     return (struct server_options){
         .bind = bind, .port = (int)port, .workers = (uint32_t)workers, .net_threads = (uint32_t)net_threads,
-        .queue_capacity = (uint32_t)queue, .max_pipeline = (uint32_t)pipeline,
+        .queue_capacity = (uint32_t)queue, .max_pipeline = (uint32_t)pipeline, .hot_keys = (uint32_t)hot_keys,
+        .balance_ms = (uint32_t)balance_ms,
         .limits = { .max_request = (size_t)max_request, .max_args = (size_t)max_args },
     };
 }
@@ -136,6 +141,8 @@ int main(int argc, char **argv)
         .on_worker_start = store_on_start,
         .on_worker_stop = store_on_stop,
         .on_release = store_on_release,
+        .hot_keys = srv.opt.hot_keys,
+        .balance = { .interval_ms = srv.opt.balance_ms },
     };
     int err = store_global_init();
     if (!err)

@@ -6,7 +6,8 @@
  * The policy, each interval:
  *   1. load_i: what worker i did in the interval (time in jobs, or jobs run), for the ring's members;
  *      a member it has not seen before skips the round (no baseline yet).
- *   2. ratio = max / mean (reported). Not over the threshold: the streak ends. Over it `rounds` times
+ *   2. ratio = max / mean (reported). An interval in which the workers were busy under 5 % of the time
+ *      (or ran under 100 jobs each, by jobs) decides nothing: skew in a trickle is noise. Not over the threshold: the streak ends. Over it `rounds` times
  *      in a row: act, and count again from zero (a move shows in the next interval's figures, not
  *      this one's). A worker isolated for an unsplittable key (step 4) is left out of max and mean.
  *   3. Moves: up to max_moves times, from the busiest worker W to the least busy V, the heaviest of
@@ -228,6 +229,12 @@ static void round_once(struct balancer *b)
     b->unsplittable = unsplittable;
     b->unsplittable_share = total > 0 ? unsplittable_load / total : 0;
     pthread_mutex_unlock(&b->lock);
+    /* A trickle is noise, not skew: under 5 % busy (100 jobs a worker), nothing is decided. */
+    double floor = b->cfg.by_jobs ? 100.0 * (double)n : 0.05 * (double)b->cfg.interval_ms * 1e6 * (double)n;
+    if (total < floor) {
+        b->streak = 0;
+        return;
+    }
     /* An isolated worker whose key has cooled gets its cold keys back, after a calm spell. */
     if (holder)
         b->calm = 0;

@@ -32,6 +32,16 @@ void admin_add(struct server *srv, struct request *r)
     reply_result(r, "shard_worker_add", shard_worker_add(srv->d, r->argv[1].p, (uint32_t)weight));
 }
 
+void admin_place(struct server *srv, struct request *r)
+{
+    reply_result(r, "shard_key_place", shard_key_place(srv->d, r->argv[1].p, r->argv[1].len, r->argv[2].p));
+}
+
+void admin_unplace(struct server *srv, struct request *r)
+{
+    reply_result(r, "shard_key_unplace", shard_key_unplace(srv->d, r->argv[1].p, r->argv[1].len));
+}
+
 void admin_remove(struct server *srv, struct request *r)
 {
     reply_result(r, "shard_worker_remove", shard_worker_remove(srv->d, r->argv[1].p));
@@ -148,9 +158,12 @@ void admin_stats(struct server *srv, struct request *r)
     char line[512];
     int k = snprintf(line, sizeof line,
                      "epoch:%" PRIu64 "\r\nring_checksum:%016" PRIx64 "\r\nworkers:%zu\r\nchanges:%" PRIu64
-                     "\r\nlast_moved_share:%.4f\r\ntimers:%" PRIu64 "\r\nkeys:%zu\r\nkeys_in_transit:%zu\r\nconnections:%llu"
+                     "\r\nlast_moved_share:%.4f\r\ntimers:%" PRIu64 "\r\nplacements:%zu\r\nbalance_ratio:%.2f"
+                     "\r\nbalance_moves:%" PRIu64 "\r\nunsplittable_hash:%016" PRIx64 "\r\nunsplittable_share:%.3f"
+                     "\r\nkeys:%zu\r\nkeys_in_transit:%zu\r\nconnections:%llu"
                      "\r\ncommands:%llu\r\nprotocol_errors:%llu\r\n",
                      st.epoch, st.ring_checksum, st.workers, st.changes, st.last_moved_share, st.timers,
+                     st.placements, st.balance_ratio, st.balance_moves, st.unsplittable_hash, st.unsplittable_share,
                      store_total_keys(), store_transit_keys(), atomic_load(&srv->connections),
                      atomic_load(&srv->commands), atomic_load(&srv->protocol_errors));
     buf_put(&text, line, (size_t)k);
@@ -163,6 +176,28 @@ void admin_stats(struct server *srv, struct request *r)
                      ws[i].queued_avg, ws[i].head_wait_ns / 1000, ws[i].busy_ns / 1000000, ws[i].executed,
                      ws[i].set_aside, ws[i].handed_over, ws[i].timers);
         buf_put(&text, line, (size_t)k);
+        /* Its heaviest keys over the last window, by hash (shard keeps no key bytes). */
+        struct shard_hot_key hk[3];
+        uint64_t window;
+        long nh = shard_worker_hot_keys(srv->d, ws[i].name, hk, 3, &window);
+        for (long h = 0; h < nh && h < 3; h++) {
+            k = snprintf(line, sizeof line, "hot:%s hash=%016" PRIx64 " busy_us=%" PRIu64 " jobs=%" PRIu64 " of_window=%.3f\r\n",
+                         ws[i].name, hk[h].hash, hk[h].busy_ns / 1000, hk[h].jobs,
+                         window ? (double)hk[h].busy_ns / (double)window : 0.0);
+            buf_put(&text, line, (size_t)k);
+        }
+    }
+    /* Placed keys, by hash, and where. */
+    shard_ring *ring;
+    if (shard_dispatcher_ring(srv->d, &ring) == 0) {
+        for (size_t p = 0; p < shard_ring_pin_count(ring); p++) {
+            uint64_t hash;
+            const char *where;
+            shard_ring_pin_at(ring, p, &hash, &where);
+            k = snprintf(line, sizeof line, "placed:%016" PRIx64 " on=%s\r\n", hash, where);
+            buf_put(&text, line, (size_t)k);
+        }
+        shard_ring_destroy(ring);
     }
     resp_bulk(&r->reply, text.p, text.len);
     r->reply.failed |= text.failed;

@@ -277,6 +277,8 @@ static const struct command commands[] = {
     { "SHARD.ADD", -2, CMD_ADMIN, 0, NULL, NULL, admin_add, 0 },
     { "SHARD.REMOVE", 2, CMD_ADMIN, 0, NULL, NULL, admin_remove, 0 },
     { "SHARD.CRASH", 2, CMD_ADMIN, 0, NULL, NULL, admin_crash, 0 },
+    { "SHARD.PLACE", 3, CMD_ADMIN, 0, NULL, NULL, admin_place, 0 },
+    { "SHARD.UNPLACE", 2, CMD_ADMIN, 0, NULL, NULL, admin_unplace, 0 },
 };
 
 const struct command *command_lookup(const struct resp_arg *arg)

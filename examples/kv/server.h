@@ -40,6 +40,8 @@ struct server_options {
     uint32_t    net_threads;    /* network threads, each with its own epoll and listening socket */
     uint32_t    queue_capacity; /* shard queue capacity per worker */
     uint32_t    max_pipeline;   /* requests in flight per connection before it is read no further */
+    uint32_t    hot_keys;       /* heaviest keys each worker tracks (SHARD.STATS) */
+    uint32_t    balance_ms;     /* the balancer's interval; 0: off */
     struct resp_limits limits;
 };
 
@@ -167,6 +169,8 @@ int  admin_start(struct server *srv);
 void admin_stop(struct server *srv);
 void admin_enqueue(struct server *srv, struct request *r);
 void admin_add(struct server *srv, struct request *r);
+void admin_place(struct server *srv, struct request *r);
+void admin_unplace(struct server *srv, struct request *r);
 void admin_remove(struct server *srv, struct request *r);
 void admin_crash(struct server *srv, struct request *r);
 void admin_stats(struct server *srv, struct request *r);

@@ -87,7 +87,8 @@ SHARD_API bool shard_handoff_moves(const struct shard_handoff *h, const void *ke
  * key alone heavier than a worker's fair share cannot be split (that is the order promise): it is
  * given a worker to itself as far as placements go, that worker's ring weight is lowered (or the
  * others' raised) so that fewer cold keys share it, and shard_stats names it (unsplittable_hash).
- * Keys it places stay placed until shard_key_unplace() or their worker leaves. It needs hot keys
+ * Intervals in which the workers were busy under 5 % of the time (ran under 100 jobs each, by_jobs)
+ * decide nothing. Keys it places stay placed until shard_key_unplace() or their worker leaves. It needs hot keys
  * (shard_config.hot_keys; 16 when 0, over windows of interval_ms when hot_window_ms is 0). */
 struct shard_balance_config {
     uint32_t interval_ms; /**< how often it looks; 0: no balancer */

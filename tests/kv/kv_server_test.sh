@@ -129,6 +129,12 @@ expect "SET options" "ERR syntax error (SET takes no options here)" "$(cli SET a
 [[ $(cli SHARD.REMOVE nobody) == "ERR shard_worker_remove: "* ]] || fail "SHARD.REMOVE of an unknown worker"
 [[ $(cli SHARD.CRASH nobody) == "ERR shard_worker_crash: "* ]] || fail "SHARD.CRASH of an unknown worker"
 cli SHARD.STATS | grep -q '^ring_checksum:[0-9a-f]\{16\}' || fail "SHARD.STATS has no ring checksum"
+expect "SHARD.PLACE" "OK" "$(cli SHARD.PLACE placed-key w1)"
+expect "SHARD.OWNER of a placed key" "w1" "$(cli SHARD.OWNER placed-key)"
+cli SHARD.STATS | grep -q '^placed:[0-9a-f]\{16\} on=w1' || fail "SHARD.STATS does not list the placement"
+[[ $(cli SHARD.PLACE placed-key nobody) == "ERR shard_key_place: "* ]] || fail "SHARD.PLACE on an unknown worker"
+expect "SHARD.UNPLACE" "OK" "$(cli SHARD.UNPLACE placed-key)"
+[[ $(cli SHARD.UNPLACE placed-key) == "ERR shard_key_unplace: "* ]] || fail "SHARD.UNPLACE of a key not placed"
 cli SHARD.STATS | grep -q '^worker:w0 state=running keys=[0-9]* share=0\.[0-9]* queued=[0-9]* queued_avg=[0-9.]* head_wait_us=[0-9]* busy_ms=[0-9]*' ||
     fail "SHARD.STATS does not show a worker's load"
 
