@@ -625,6 +625,23 @@ Test(timer, an_idle_dispatcher_with_many_pending_timers_sleeps)
     shard_dispatcher_destroy(d);
 }
 
+/* Names into moves a key that an added worker "c" takes from w0, and into stay one that w0 keeps. */
+static void keys_for_c(shard_dispatcher *d, char *moves, char *stay)
+{
+    shard_ring *now, *next;
+    cr_assert_eq(shard_dispatcher_ring(d, &now), 0);
+    cr_assert_eq(shard_ring_clone(now, &next), 0);
+    cr_assert_eq(shard_ring_add(next, "c", 1), 0);
+    unsigned i = 0, j = 0;
+    while (strcmp(shard_ring_owner(now, moves, kname(moves, i)), "w0") != 0 ||
+           strcmp(shard_ring_owner(next, moves, kname(moves, i)), "c") != 0)
+        i++;
+    while (strcmp(shard_ring_owner(next, stay, kname(stay, j)), "w0") != 0)
+        j++;
+    shard_ring_destroy(now);
+    shard_ring_destroy(next);
+}
+
 /* The worker holding a key's timer is stuck while the key moves to a new worker that then leaves and
  * is freed: when it passes its fence, the timer goes to the key's owner now, not to the one the
  * fence's ring named (a freed worker's place in a kept ring is a placeholder nobody runs). */
@@ -641,18 +658,8 @@ static bool worker_listed(shard_dispatcher *d, const char *name)
 Test(timer, a_timer_reaches_its_key_after_the_next_owner_came_and_went)
 {
     shard_dispatcher *d = make(2, NULL);
-    shard_ring *now, *next;
-    cr_assert_eq(shard_dispatcher_ring(d, &now), 0);
-    cr_assert_eq(shard_ring_clone(now, &next), 0);
-    cr_assert_eq(shard_ring_add(next, "c", 1), 0);
     char k[24], stay[24];
-    unsigned i = 0, j = 0;
-    while (strcmp(shard_ring_owner(now, k, kname(k, i)), "w0") != 0 || strcmp(shard_ring_owner(next, k, kname(k, i)), "c") != 0)
-        i++; /* a key that moves from w0 to c */
-    while (strcmp(shard_ring_owner(next, stay, kname(stay, j)), "w0") != 0)
-        j++; /* one that stays on w0 */
-    kname(k, i);
-    kname(stay, j);
+    keys_for_c(d, k, stay);
     static struct shot shot;
     static sem_t done;
     sem_init(&done, 0, 0);
@@ -674,8 +681,6 @@ Test(timer, a_timer_reaches_its_key_after_the_next_owner_came_and_went)
     cr_assert_eq(sem_timedwait(&done, &limit), 0, "the timer never ran: lost with the worker that left");
     cr_assert_eq(atomic_load(&shot.runs), 1);
     cr_assert_geq(shot.ran_at, shot.not_before);
-    shard_ring_destroy(now);
-    shard_ring_destroy(next);
     shard_dispatcher_destroy(d);
 }
 
@@ -726,18 +731,8 @@ Test(timer, arm_and_cancel_during_destroy_answer_eshutdown)
 Test(timer, cancel_while_its_key_moves_returns_0_and_it_never_runs)
 {
     shard_dispatcher *d = make(2, NULL);
-    shard_ring *now, *next;
-    cr_assert_eq(shard_dispatcher_ring(d, &now), 0);
-    cr_assert_eq(shard_ring_clone(now, &next), 0);
-    cr_assert_eq(shard_ring_add(next, "c", 1), 0);
     char k[24], stay[24];
-    unsigned i = 0, j = 0;
-    while (strcmp(shard_ring_owner(now, k, kname(k, i)), "w0") != 0 || strcmp(shard_ring_owner(next, k, kname(k, i)), "c") != 0)
-        i++;
-    while (strcmp(shard_ring_owner(next, stay, kname(stay, j)), "w0") != 0)
-        j++;
-    kname(k, i);
-    kname(stay, j);
+    keys_for_c(d, k, stay);
     atomic_store(&runs, 0);
     shard_timer t;
     cr_assert_eq(shard_submit_after(d, k, strlen(k), 20 * MS, count_run, NULL, &t), 0);
@@ -756,7 +751,5 @@ Test(timer, cancel_while_its_key_moves_returns_0_and_it_never_runs)
     struct shard_stats st;
     shard_dispatcher_stats(d, &st);
     cr_assert_eq(st.timers, 0, "the cancelled record was freed where the move found it");
-    shard_ring_destroy(now);
-    shard_ring_destroy(next);
     shard_dispatcher_destroy(d);
 }
