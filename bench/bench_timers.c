@@ -1,7 +1,7 @@
-/* Keyed timers: arm and cancel cost with 1M pending, memory a pending timer, and how late a timer's job
- * runs with idle and with busy workers; against what a user would write instead: one timer thread
- * with a binary heap (O(log n) arm and cancel, a mutex and a condition variable) that submits each
- * due job into shard. Output: key=value lines (bench/run makes the table). --quick: smaller. */
+/* Keyed timers: arm and cancel cost with 1M pending, memory a pending timer, how late a timer's job runs
+ * with idle and with busy workers, and what an idle dispatcher with them pending costs; against what a
+ * user would write instead: one timer thread with a binary heap (O(log n) arm and cancel, a mutex and
+ * a condition variable) that submits each due job into shard. Output: key=value lines (bench/run makes the table). --quick: smaller. */
 #include <pthread.h>
 #include <shard.h>
 #include <stdatomic.h>
@@ -363,10 +363,32 @@ static void lateness_case(size_t n, uint64_t spread_ms, bool busy)
            busy ? "busy" : "idle", n, (double)s50 / 1e3, (double)s99 / 1e3, (double)h50 / 1e3, (double)h99 / 1e3);
 }
 
+/* An idle dispatcher with many timers far ahead: the share of a core it uses while nothing is due. */
+static void idle_cpu(size_t pending, double seconds)
+{
+    shard_dispatcher *d = make();
+    char k[16];
+    uint64_t x = 3;
+    for (size_t i = 0; i < pending; i++)
+        shard_submit_after(d, k, kname(k, i), SHARD_SECONDS(3600) + bench_mix(&x) % SHARD_SECONDS(3600), noop, NULL, NULL);
+    shard_drain(d);
+    struct timespec c0, c1;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+    uint64_t t0 = bench_now_ns();
+    struct timespec ts = { (time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9) };
+    nanosleep(&ts, NULL); /* the measured idle time */
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+    double cpu = (double)(c1.tv_sec - c0.tv_sec) + (double)(c1.tv_nsec - c0.tv_nsec) / 1e9;
+    double wall = (double)(bench_now_ns() - t0) / 1e9;
+    shard_dispatcher_destroy(d);
+    printf("case=idle_cpu pending=%zu seconds=%.1f cpu_percent_of_a_core=%.3f\n", pending, wall, 100 * cpu / wall);
+}
+
 int main(int argc, char **argv)
 {
     bool quick = bench_quick(argc, argv);
     arm_cancel(quick ? 100000 : 1000000);
+    idle_cpu(quick ? 100000 : 1000000, quick ? 0.5 : 3.0);
     lateness_case(quick ? 500 : 5000, quick ? 50 : 500, false);
     lateness_case(quick ? 500 : 5000, quick ? 50 : 500, true);
     return 0;
