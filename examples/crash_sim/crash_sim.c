@@ -8,7 +8,8 @@
  *   3. replicas: 3 copies on distinct nodes survive any single crash; "next 3 points" does not;
  *   4. the alternatives on the same sessions and the same crash: rendezvous (HRW), jump consistent
  *      hash, a Maglev table, and consistent hashing with bounded loads under a skewed popularity;
- *   5. a live run on the real dispatcher: workers stand for nodes, one crashes mid-run (REROUTE).
+ *   5. a live run on the real dispatcher: workers stand for nodes, one crashes mid-run (REROUTE);
+ *   6. skewed popularity on the real dispatcher, with and without its balancer.
  * How to read it: "moved" is the share of sessions that changed node (each one a disrupted session);
  * the ideal on a crash is the crashed node's own share, about 1/N. Every check is printed as
  * ok/FAILED; each allows for chance (stats.c), so it holds for every accepted --nodes and --keys.
@@ -74,6 +75,7 @@ int main(int argc, char **argv)
     ring_tables(&s);
     alternatives(&s);
     live_run();
+    skew_run_table();
     report_nodes(&s);
     int status = report_failures() ? 1 : 0;
     if (svg) {

@@ -64,6 +64,7 @@ int   report_failures(void);
 
 void ring_tables(const struct sim *s);  /* tables 1-3 */
 void alternatives(const struct sim *s); /* table 4 */
+void skew_run_table(void);               /* table 6 */
 void live_run(void);                    /* table 5 */
 
 /* Writes the picture of s's crash to f (opened by the caller, who closes it). */
