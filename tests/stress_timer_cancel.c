@@ -21,7 +21,8 @@
 
 #define KEYS       500
 #define MAX_TIMERS 20000
-#define MAX_DELAY  SHARD_MS(3) /* a one-shot falls due within 3 ms of its arm */
+#define MAX_DELAY  SHARD_MS(3) /* a one-shot falls due within 3 ms of its arm... */
+#define FAR_DELAY  SHARD_MS(100) /* ... but one in ten, which a thread's cancel finds pending */
 #define LAST_RUN   4           /* a periodic timer cancels itself in its fourth run */
 #define CHANGES    30          /* membership changes a round, at least */
 
@@ -35,6 +36,8 @@ struct tmr {
     shard_timer id;
     int         key;
     bool        periodic, arm_failed;
+    bool        far; /* due after FAR_DELAY, always cancelled by a thread: some cancel finds a timer
+                      * pending, however the threads are scheduled */
     atomic_bool armed;
     atomic_int  runs;      /* runs started */
     atomic_int  dropped;   /* times on_dropped had it */
@@ -138,7 +141,8 @@ static void *armer(void *arg)
         struct tmr *t = &tms[i];
         t->key = (int)(rnd(&x) % KEYS);
         t->periodic = i % 10 == 0;
-        uint64_t delay = i % 97 == 0 ? 0 : rnd(&x) % MAX_DELAY;
+        t->far = i % 10 == 5;
+        uint64_t delay = t->far ? FAR_DELAY : i % 97 == 0 ? 0 : rnd(&x) % MAX_DELAY;
         int err = t->periodic ? shard_submit_every(disp, k, kname(k, t->key), 100000 + delay, fire, t, &t->id)
                               : shard_submit_after(disp, k, kname(k, t->key), delay, fire, t, &t->id);
         CHECK(err == 0, "arm: %s", shard_strerror(err));
@@ -161,7 +165,7 @@ static void *canceller(void *arg)
         struct tmr *t = &tms[i];
         while (!atomic_load_explicit(&t->armed, memory_order_acquire))
             sched_yield();
-        if (t->periodic || t->arm_failed || rnd(&x) % 3 == 0)
+        if (t->periodic || t->arm_failed || (!t->far && rnd(&x) % 3 == 0))
             continue;
         if (cancel(t) == 0)
             atomic_fetch_add(&thread_cancels, 1);
@@ -286,7 +290,7 @@ static bool run_round(int round)
      * wheel hands out a key's timers in deadline order), and the drain waits for the jobs in flight. */
     char k[16];
     for (int key = 0; key < KEYS; key++) {
-        err = shard_submit_after(disp, k, kname(k, key), MAX_DELAY + SHARD_MS(1), sentinel, NULL, NULL);
+        err = shard_submit_after(disp, k, kname(k, key), FAR_DELAY + SHARD_MS(1), sentinel, NULL, NULL);
         CHECK(err == 0, "sentinel: %s", shard_strerror(err));
     }
     if (!wait_posts(&sentinels, KEYS)) {
