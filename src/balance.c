@@ -1,28 +1,27 @@
 /* The balancer (dispatcher.h: struct shard_balance_config): a thread that, when the load of the ring's
  * workers stays skewed, places hot keys on less busy workers and reshapes weights around a key that
- * no worker can share. It only calls the public membership functions, like an operator would, so
- * every move has the handoff's guarantees. SPDX-License-Identifier: LGPL-2.1-or-later
+ * no worker can share. It changes the ring only through shard__membership_edit, as add and remove
+ * do, so every move has the handoff's guarantees. SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * The policy, each interval:
- *   1. load_i: what worker i did in the interval (time in jobs, or jobs run), for the ring's members;
- *      a member it has not seen before skips the round (no baseline yet).
- *   2. ratio = max / mean (reported). An interval in which the workers were busy under 5 % of the time
- *      (or ran under 100 jobs each, by jobs) decides nothing: skew in a trickle is noise. Not over the threshold: the streak ends. Over it `rounds` times
- *      in a row: act, and count again from zero (a move shows in the next interval's figures, not
- *      this one's). A worker isolated for an unsplittable key (step 4) is left out of max and mean.
+ *   1. load_i: what worker i did in the interval (time in jobs, or jobs run), for the first
+ *      MAX_MEMBERS ring members; a member it has not seen before skips the round (no baseline yet).
+ *      A hot key's load is its share of its worker's last hot-key window times the worker's load.
+ *   2. Under 5 % busy (100 jobs a worker, by jobs) nothing is decided: skew in a trickle is noise.
+ *      ratio = max / mean is reported. Over the threshold `rounds` times in a row: act, and count
+ *      again from zero (a move shows in the next interval's figures, not this one's).
  *   3. Moves: up to max_moves times, from the busiest worker W to the least busy V, the heaviest of
- *      W's hot keys whose load is at most half the gap (it narrows it most without overshooting), or
- *      failing that the lightest one that still lowers the maximum; the estimates are updated after
- *      each move. A key over the mean stays (moving it moves its overload), and so does an isolated
- *      key (step 4).
- *   4. A key heavier than the mean (a worker's fair share) cannot be split, and is never moved (that
- *      would only move its overload): it is named in the stats, and its worker keeps it (pinned there)
- *      and sends its cold keys away: weight 1 against 64 for every other member, once; the weights
- *      return to equal after ISOLATION_CALM rounds without such a key.
- * A round's moves and weights are one ring edit, published as one change (shard__membership_edit):
- * one handoff a round, whose moved keys are only those whose owner the whole round changes.
- * Hot keys are the workers' own space-saving summaries (hot.c) of the last window, which the
- * balancer's interval sets by default. */
+ *      W's hot keys whose load is at most half the gap, or failing that the lightest that still
+ *      lowers the maximum. Never a key over the mean (it would move its overload), nor an isolated
+ *      one, nor one the user placed (shard_key_place): only its own placements are its to change.
+ *      Its own placements are bounded: past OWN_MAX the oldest go back to the ring.
+ *   4. A key heavier than the mean cannot be split: it is named in the stats, pinned on its worker,
+ *      and every other member's weight is multiplied by ISOLATION_FACTOR, so that worker carries
+ *      few cold keys (skipped when the ring would pass ISOLATION_MAX_POINTS). The weights saved then
+ *      are restored after ISOLATION_CALM rounds without such a key. The isolated worker is left
+ *      out of max and mean.
+ * A round's moves, unplacements and weights are one ring edit, published as one change: one handoff
+ * a round, whose moved keys are only those whose owner the whole round changes. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -36,8 +35,10 @@
 #include "ring_internal.h"
 
 #define MAX_MEMBERS 128 /* workers it looks at: the first this many ring members by name */
-#define MAX_WEIGHT  64
-#define ISOLATION_CALM 20 /* rounds without an unsplittable key before weights return to equal */
+#define OWN_MAX     1024 /* keys it keeps placed; beyond, the oldest go back to the ring */
+#define ISOLATION_FACTOR     8       /* the other members' weights during an isolation, times theirs */
+#define ISOLATION_MAX_POINTS (1u << 22) /* no isolation that would make the ring larger than this */
+#define ISOLATION_CALM       20      /* rounds without an unsplittable key before weights return */
 
 struct seen {
     char     name[SHARD_NAME_MAX + 1];
@@ -48,17 +49,28 @@ struct member {
     struct seen at;
     double      load; /* over the last interval */
     struct shard_hot_key hot[SHARD_MAX_HOT_KEYS];
+    double      hot_load[SHARD_MAX_HOT_KEYS]; /* each hot key's share of the worker's last window,
+                                               * times the worker's load over the interval */
     long        nhot;
+};
+
+struct saved_weight {
+    char     name[SHARD_NAME_MAX + 1];
+    uint32_t weight;
 };
 
 /* A round's decisions, applied as one ring edit: one change, one handoff, however many moves. */
 struct plan {
-    uint32_t    nmoves;
+    uint32_t    nmoves, nunpins;
     uint64_t    hash[SHARD_MAX_HOT_KEYS];
     const char *to[SHARD_MAX_HOT_KEYS];
-    const char *isolate;  /* this member's weight 1, every other member's MAX_WEIGHT, and ... */
-    uint64_t    isolated_hash; /* ... this key pinned on it, or the weights would move it too */
-    bool        equalise; /* every member's weight 1 */
+    uint64_t    unpin[SHARD_MAX_HOT_KEYS]; /* its oldest own placements, past OWN_MAX */
+    /* Isolation: pin isolated_hash on isolate, multiply every other member's weight by
+     * ISOLATION_FACTOR; or, restore, set the weights saved when it began. */
+    const char *isolate;
+    uint64_t    isolated_hash;
+    const struct saved_weight *restore;
+    size_t      nrestore;
 };
 
 struct balancer {
@@ -69,8 +81,15 @@ struct balancer {
     pthread_cond_t              cond;
     bool                        stop;  /* lock */
     uint32_t                    streak;
-    char                        isolated[SHARD_NAME_MAX + 1]; /* whose cold keys it sent away; "" */
-    uint64_t                    isolated_hash; /* the key it was for: never moved while isolated */
+    /* The keys it placed, oldest first: only these it moves again or unplaces; a user's placement
+     * (shard_key_place) is left alone. */
+    uint64_t                    own[OWN_MAX + SHARD_MAX_HOT_KEYS];
+    uint32_t                    nown;
+    /* An isolation in force: the worker, its key, and every member's weight before it. */
+    char                        isolated[SHARD_NAME_MAX + 1]; /* "" when none */
+    uint64_t                    isolated_hash;
+    struct saved_weight         saved[MAX_MEMBERS];
+    size_t                      nsaved;
     uint32_t                    calm; /* rounds since it last saw an unsplittable key */
     struct seen                 seen[MAX_MEMBERS]; /* the members of the last round */
     size_t                      nseen;
@@ -85,11 +104,6 @@ struct balancer {
 static uint64_t counter_of(const struct balancer *b, const struct shard_worker_stats *st)
 {
     return b->cfg.by_jobs ? st->executed : st->busy_ns;
-}
-
-static double hot_load(const struct balancer *b, const struct shard_hot_key *k)
-{
-    return b->cfg.by_jobs ? (double)k->jobs : (double)k->busy_ns;
 }
 
 static const struct seen *find_seen(const struct balancer *b, const char *name)
@@ -122,28 +136,58 @@ static long measure(struct balancer *b, struct member *m)
     return fresh ? -1 : k;
 }
 
-/* Plans moving one of w's hot keys to v: never one heavier than the mean, nor the isolated one,
- * which would only take their overload elsewhere. Return: whether it did. */
-static bool move_one(struct balancer *b, struct member *w, struct member *v, double mean, struct plan *p)
+/* Each member's hot keys, with loads in the units of its interval load: a key's share of its worker's
+ * last window (whatever the window's length) times the worker's load. */
+static void read_hot(struct balancer *b, struct member *m)
+{
+    uint64_t window = 0;
+    m->nhot = shard_worker_hot_keys(b->d, m->at.name, m->hot, SHARD_MAX_HOT_KEYS, &window);
+    if (m->nhot < 0 || window == 0)
+        m->nhot = 0;
+    for (long k = 0; k < m->nhot; k++)
+        m->hot_load[k] = (double)m->hot[k].busy_ns / (double)window * m->load;
+}
+
+static long own_index(const struct balancer *b, uint64_t hash)
+{
+    for (uint32_t i = 0; i < b->nown; i++)
+        if (b->own[i] == hash)
+            return i;
+    return -1;
+}
+
+static void own_drop(struct balancer *b, uint32_t i)
+{
+    memmove(&b->own[i], &b->own[i + 1], (b->nown - i - 1) * sizeof *b->own);
+    b->nown--;
+}
+
+/* Whether the user placed hash (pinned in r, and not by the balancer). */
+static bool user_placed(const struct balancer *b, const shard_ring *r, uint64_t hash)
+{
+    return r->npins && shard__ring_pinned(r, hash) >= 0 && own_index(b, hash) < 0;
+}
+
+/* Plans moving one of w's hot keys to v: never one heavier than the mean, the isolated one, or one the
+ * user placed. Return: whether it did. */
+static bool move_one(struct balancer *b, const shard_ring *r, struct member *w, struct member *v, double mean,
+                     struct plan *p)
 {
     double gap = w->load - v->load, best = -1;
     long pick = -1;
-    for (long i = 0; i < w->nhot; i++) {
-        double l = hot_load(b, &w->hot[i]);
-        if (w->hot[i].hash == b->isolated_hash && b->isolated[0])
-            continue;
-        if (l > 0 && l <= gap / 2 && l <= mean && l > best) {
-            best = l;
-            pick = i;
-        }
-    }
-    for (long i = 0; pick < 0 && i < w->nhot; i++) {
-        double l = hot_load(b, &w->hot[i]);
-        if (w->hot[i].hash == b->isolated_hash && b->isolated[0])
-            continue;
-        if (l > 0 && l <= mean && v->load + l < w->load && (pick < 0 || l < best)) {
-            best = l;
-            pick = i;
+    for (int pass = 0; pass < 2 && pick < 0; pass++) {
+        for (long i = 0; i < w->nhot; i++) {
+            double l = w->hot_load[i];
+            if (l <= 0 || l > mean || (b->isolated[0] && w->hot[i].hash == b->isolated_hash) ||
+                user_placed(b, r, w->hot[i].hash))
+                continue;
+            /* First pass: the heaviest within half the gap (narrows it most without overshooting);
+             * second: the lightest that still lowers the maximum. */
+            bool ok = pass == 0 ? l <= gap / 2 && l > best : v->load + l < w->load && (pick < 0 || l < best);
+            if (ok) {
+                best = l;
+                pick = i;
+            }
         }
     }
     if (pick < 0 || p->nmoves == SHARD_MAX_HOT_KEYS)
@@ -152,7 +196,8 @@ static bool move_one(struct balancer *b, struct member *w, struct member *v, dou
     p->to[p->nmoves++] = v->at.name;
     w->load -= best;
     v->load += best;
-    w->hot[pick] = w->hot[--w->nhot];
+    w->hot[pick] = w->hot[w->nhot - 1];
+    w->hot_load[pick] = w->hot_load[--w->nhot];
     return true;
 }
 
@@ -161,6 +206,13 @@ static int apply_plan(shard_ring *r, const void *ctx, bool *changed)
 {
     const struct plan *p = ctx;
     int err = 0;
+    for (uint32_t i = 0; i < p->nunpins && !err; i++) {
+        err = shard_ring_unpin(r, p->unpin[i]);
+        if (err == -ENOENT)
+            err = 0; /* its worker left: the pin went with it */
+        else
+            *changed |= !err;
+    }
     for (uint32_t i = 0; i < p->nmoves && !err; i++) {
         int64_t now = r->npins ? shard__ring_pinned(r, p->hash[i]) : -1;
         if (now >= 0 && strcmp(r->members[now].name, p->to[i]) == 0)
@@ -171,35 +223,69 @@ static int apply_plan(shard_ring *r, const void *ctx, bool *changed)
     if (p->isolate && !err) {
         err = shard_ring_pin(r, p->isolated_hash, p->isolate);
         *changed |= !err;
+        for (size_t i = 0; i < r->nmembers && !err; i++) {
+            if (strcmp(r->members[i].name, p->isolate) == 0)
+                continue;
+            err = shard_ring_set_weight(r, r->members[i].name, r->members[i].weight * ISOLATION_FACTOR);
+            *changed |= !err;
+        }
     }
-    for (size_t i = 0; (p->isolate || p->equalise) && i < r->nmembers && !err; i++) {
-        uint32_t want = p->equalise || strcmp(r->members[i].name, p->isolate) == 0 ? 1 : MAX_WEIGHT;
-        if (r->members[i].weight != want) {
-            err = shard_ring_set_weight(r, r->members[i].name, want);
+    for (size_t i = 0; i < p->nrestore && !err; i++) {
+        uint32_t now = shard_ring_weight(r, p->restore[i].name);
+        if (now && now != p->restore[i].weight) {
+            err = shard_ring_set_weight(r, p->restore[i].name, p->restore[i].weight);
             *changed |= !err;
         }
     }
     return err;
 }
 
-/* Publishes the plan. Return: the weights it changes (0 on failure). */
-static uint64_t apply(struct balancer *b, const struct plan *p, uint64_t *moves)
+/* Whether an isolation of holder would keep the ring under ISOLATION_MAX_POINTS. */
+static bool isolation_fits(const shard_ring *r, const char *holder)
 {
-    if (!p->nmoves && !p->isolate && !p->equalise)
-        return 0;
-    if (shard__membership_edit(b->d, apply_plan, p) != 0) {
-        *moves = 0;
-        return 0;
+    uint64_t points = 0;
+    for (size_t i = 0; i < r->nmembers; i++) {
+        uint64_t w = r->members[i].weight;
+        points += (uint64_t)r->cfg.vnodes * (strcmp(r->members[i].name, holder) == 0 ? w : w * ISOLATION_FACTOR);
     }
-    return p->isolate || p->equalise;
+    return points <= ISOLATION_MAX_POINTS;
+}
+
+static void save_weights(struct balancer *b, const shard_ring *r)
+{
+    b->nsaved = 0;
+    for (size_t i = 0; i < r->nmembers && b->nsaved < MAX_MEMBERS; i++) {
+        snprintf(b->saved[b->nsaved].name, sizeof b->saved[0].name, "%s", r->members[i].name);
+        b->saved[b->nsaved++].weight = r->members[i].weight;
+    }
+}
+
+static void report(struct balancer *b, double ratio, uint64_t unsplittable, double share, uint64_t moves,
+                   uint64_t weights)
+{
+    pthread_mutex_lock(&b->lock);
+    b->rounds++;
+    b->ratio = ratio;
+    b->unsplittable = unsplittable;
+    b->unsplittable_share = share;
+    b->moves += moves;
+    b->weights += weights;
+    pthread_mutex_unlock(&b->lock);
 }
 
 static void round_once(struct balancer *b)
 {
     struct member *m = b->m;
     long n = measure(b, m);
-    if (n < 2)
+    shard_ring *r;
+    if (n < 2 || shard_dispatcher_ring(b->d, &r) != 0)
         return;
+    /* Its own placements that a departed worker took with it are no longer its. */
+    for (uint32_t i = 0; i < b->nown;)
+        if (!r->npins || shard__ring_pinned(r, b->own[i]) < 0)
+            own_drop(b, i);
+        else
+            i++;
     double total = 0, max = 0;
     for (long i = 0; i < n; i++) {
         total += m[i].load;
@@ -207,44 +293,42 @@ static void round_once(struct balancer *b)
             max = m[i].load;
     }
     double mean = total / (double)n, ratio = mean > 0 ? max / mean : 1;
-    uint64_t unsplittable = 0;
-    double unsplittable_load = 0;
-    const char *holder = NULL;
-    for (long i = 0; i < n; i++) {
-        m[i].nhot = shard_worker_hot_keys(b->d, m[i].at.name, m[i].hot, SHARD_MAX_HOT_KEYS, NULL);
-        if (m[i].nhot < 0)
-            m[i].nhot = 0;
-        for (long k = 0; k < m[i].nhot; k++) {
-            double l = hot_load(b, &m[i].hot[k]);
-            if (l > mean && l > unsplittable_load) {
-                unsplittable = m[i].hot[k].hash;
-                unsplittable_load = l;
-                holder = m[i].at.name;
-            }
-        }
-    }
-    pthread_mutex_lock(&b->lock);
-    b->rounds++;
-    b->ratio = ratio;
-    b->unsplittable = unsplittable;
-    b->unsplittable_share = total > 0 ? unsplittable_load / total : 0;
-    pthread_mutex_unlock(&b->lock);
     /* A trickle is noise, not skew: under 5 % busy (100 jobs a worker), nothing is decided. */
     double floor = b->cfg.by_jobs ? 100.0 * (double)n : 0.05 * (double)b->cfg.interval_ms * 1e6 * (double)n;
     if (total < floor) {
         b->streak = 0;
+        report(b, ratio, 0, 0, 0, 0);
+        shard_ring_destroy(r);
         return;
     }
-    /* An isolated worker whose key has cooled gets its cold keys back, after a calm spell. */
+    uint64_t unsplittable = 0;
+    double unsplittable_load = 0;
+    const char *holder = NULL;
+    for (long i = 0; i < n; i++) {
+        read_hot(b, &m[i]);
+        for (long k = 0; k < m[i].nhot; k++) {
+            if (m[i].hot_load[k] > mean && m[i].hot_load[k] > unsplittable_load) {
+                unsplittable = m[i].hot[k].hash;
+                unsplittable_load = m[i].hot_load[k];
+                holder = m[i].at.name;
+            }
+        }
+    }
+    uint64_t moves = 0, weights = 0;
+    struct plan p = { 0 };
     if (holder)
         b->calm = 0;
     if (!holder && b->isolated[0] && ++b->calm >= ISOLATION_CALM) {
-        struct plan back = { .equalise = true };
-        uint64_t none, w = apply(b, &back, &none);
-        b->isolated[0] = '\0';
-        pthread_mutex_lock(&b->lock);
-        b->weights += w;
-        pthread_mutex_unlock(&b->lock);
+        /* The key has cooled: the weights return to what they were, and its worker takes cold keys
+         * again. */
+        p.restore = b->saved;
+        p.nrestore = b->nsaved;
+        if (shard__membership_edit(b->d, apply_plan, &p) == 0) {
+            weights = 1;
+            b->isolated[0] = '\0';
+        }
+        report(b, ratio, 0, 0, 0, weights);
+        shard_ring_destroy(r);
         return;
     }
     /* The worker isolated for an unsplittable key is as good as it gets: the others are balanced
@@ -261,16 +345,21 @@ static void round_once(struct balancer *b)
     for (long i = 0; i < n; i++)
         if (i != isolated && m[i].load > worst)
             worst = m[i].load;
-    if (target <= 0 || worst <= b->cfg.threshold * target) {
+    bool over = target > 0 && worst > b->cfg.threshold * target;
+    bool isolate = holder && strcmp(holder, b->isolated) != 0 && !b->isolated[0] && isolation_fits(r, holder);
+    if (!over && !isolate) {
         b->streak = 0;
+        report(b, ratio, unsplittable, total > 0 ? unsplittable_load / total : 0, 0, 0);
+        shard_ring_destroy(r);
         return;
     }
-    if (++b->streak < b->cfg.rounds)
+    if (++b->streak < b->cfg.rounds) {
+        report(b, ratio, unsplittable, total > 0 ? unsplittable_load / total : 0, 0, 0);
+        shard_ring_destroy(r);
         return;
+    }
     b->streak = 0;
-    uint64_t moves = 0, weights = 0;
-    struct plan p = { 0 };
-    for (uint32_t k = 0; k < b->cfg.max_moves; k++) {
+    for (uint32_t k = 0; over && k < b->cfg.max_moves; k++) {
         struct member *w = NULL, *v = NULL;
         for (long i = 0; i < n; i++) {
             if (i == isolated)
@@ -280,24 +369,43 @@ static void round_once(struct balancer *b)
             if (!v || m[i].load < v->load)
                 v = &m[i];
         }
-        if (!w || w == v || w->load <= b->cfg.threshold * target || !move_one(b, w, v, target, &p))
+        if (!w || w == v || w->load <= b->cfg.threshold * target || !move_one(b, r, w, v, target, &p))
             break;
         moves++;
     }
-    /* A key no worker can share: its worker keeps it and sends its cold keys away (weight 1 against
-     * MAX_WEIGHT: about 1 / (64 (n - 1) + 1) of the ring), once, until the key cools. In the same
-     * change as the moves: one handoff. */
-    if (holder && strcmp(holder, b->isolated) != 0) {
+    /* A key no worker can share: its worker keeps it (pinned) and sends its cold keys away (the
+     * others' weights times ISOLATION_FACTOR), until the key cools. In the same change as the moves. */
+    if (isolate) {
         p.isolate = holder;
         p.isolated_hash = unsplittable;
-        snprintf(b->isolated, sizeof b->isolated, "%s", holder);
-        b->isolated_hash = unsplittable;
+        save_weights(b, r);
     }
-    weights = apply(b, &p, &moves);
-    pthread_mutex_lock(&b->lock);
-    b->moves += moves;
-    b->weights += weights;
-    pthread_mutex_unlock(&b->lock);
+    /* Its placements stay bounded: past OWN_MAX, the oldest go back to the ring in the same change. */
+    for (uint32_t i = 0; i < p.nmoves; i++) {
+        long at = own_index(b, p.hash[i]);
+        if (at >= 0)
+            own_drop(b, (uint32_t)at);
+    }
+    uint32_t over_cap = b->nown + p.nmoves > OWN_MAX ? b->nown + p.nmoves - OWN_MAX : 0;
+    for (uint32_t i = 0; i < over_cap && i < b->nown; i++)
+        p.unpin[p.nunpins++] = b->own[i];
+    if (p.nmoves || p.isolate || p.nunpins) {
+        if (shard__membership_edit(b->d, apply_plan, &p) == 0) {
+            for (uint32_t i = 0; i < p.nunpins; i++)
+                own_drop(b, 0);
+            for (uint32_t i = 0; i < p.nmoves; i++)
+                b->own[b->nown++] = p.hash[i];
+            if (p.isolate) {
+                snprintf(b->isolated, sizeof b->isolated, "%s", holder);
+                b->isolated_hash = unsplittable;
+                weights = 1;
+            }
+        } else {
+            moves = 0;
+        }
+    }
+    report(b, ratio, unsplittable, total > 0 ? unsplittable_load / total : 0, moves, weights);
+    shard_ring_destroy(r);
 }
 
 static void *balancer_main(void *arg)

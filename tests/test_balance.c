@@ -130,3 +130,95 @@ Test(balance, a_key_heavier_than_a_worker_is_named_and_isolated)
     cr_assert_eq(atomic_load(&overlapped), 0);
     shard_dispatcher_destroy(d);
 }
+
+/* Keys the user placed are the user's: the balancer never moves them, even when they make the load
+ * uneven (found by a hostile review: it re-pinned them). */
+Test(balance, a_users_placement_stays)
+{
+    shard_dispatcher *d;
+    struct shard_config cfg = { .workers = 4, .balance = { .interval_ms = 20, .rounds = 2, .by_jobs = true } };
+    cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
+    unsigned hot[3];
+    hot_on_one(d, hot);
+    char k[24];
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(shard_key_place(d, k, kname(k, hot[i]), "w0"), 0);
+    static uint64_t seq[KEYS];
+    drive(d, hot, 3, 0.6, seq);
+    cr_assert_eq(shard_drain(d), 0);
+    shard_ring *r;
+    cr_assert_eq(shard_dispatcher_ring(d, &r), 0);
+    for (int i = 0; i < 3; i++)
+        cr_assert_str_eq(shard_ring_owner(r, k, kname(k, hot[i])), "w0", "the balancer moved a key the user placed");
+    shard_ring_destroy(r);
+    cr_assert_eq(atomic_load(&misordered), 0);
+    shard_dispatcher_destroy(d);
+}
+
+/* An isolation changes weights and puts back the user's own when the key cools (it set them all to 1). */
+Test(balance, the_users_weights_come_back_after_an_isolation)
+{
+    shard_dispatcher *d;
+    struct shard_config cfg = { .workers = 4, .balance = { .interval_ms = 10, .rounds = 1, .by_jobs = true } };
+    cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
+    cr_assert_eq(shard_worker_set_weight(d, "w2", 3), 0);
+    unsigned hot[3];
+    hot_on_one(d, hot);
+    static uint64_t seq[KEYS];
+    drive(d, hot, 1, 0.6, seq); /* an unsplittable key: its worker is isolated */
+    struct shard_stats st;
+    shard_dispatcher_stats(d, &st);
+    cr_assert_gt(st.balance_weights, 0);
+    /* Then an even load: after the calm spell the weights are restored. */
+    char k[24];
+    uint64_t start = now_ns(), x = 3;
+    shard_ring *r = NULL;
+    for (;;) {
+        for (int i = 0; i < 4000; i++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            unsigned key = (unsigned)((x >> 20) % KEYS);
+            cr_assert_eq(shard_submit(d, k, kname(k, key), seq_job, (void *)(uintptr_t)(seq[key]++ * KEYS + key)), 0);
+        }
+        cr_assert_eq(shard_dispatcher_ring(d, &r), 0);
+        bool back = shard_ring_weight(r, "w2") == 3 && shard_ring_weight(r, "w0") == 1 && shard_ring_weight(r, "w1") == 1 &&
+                    shard_ring_weight(r, "w3") == 1;
+        shard_ring_destroy(r);
+        if (back)
+            break;
+        cr_assert_lt(now_ns() - start, 20000000000ull, "the weights never came back");
+    }
+    cr_assert_eq(atomic_load(&misordered), 0);
+    shard_dispatcher_destroy(d);
+}
+
+/* A hot-key window longer than the interval does not make an even load look skewed (it named a bogus
+ * unsplittable key and isolated a worker), and an idle dispatcher names none. */
+Test(balance, an_even_load_and_an_idle_one_name_no_unsplittable_key)
+{
+    shard_dispatcher *d;
+    struct shard_config cfg = { .workers = 4, .hot_window_ms = 1000,
+                                .balance = { .interval_ms = 20, .rounds = 1, .by_jobs = true } };
+    cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
+    char k[24];
+    uint64_t x = 5, start = now_ns();
+    static uint64_t seq[KEYS];
+    struct shard_stats st;
+    do {
+        for (int i = 0; i < 4000; i++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            unsigned key = (unsigned)((x >> 20) % KEYS);
+            cr_assert_eq(shard_submit(d, k, kname(k, key), seq_job, (void *)(uintptr_t)(seq[key]++ * KEYS + key)), 0);
+        }
+        shard_dispatcher_stats(d, &st);
+        cr_assert_eq(st.unsplittable_hash, 0, "an even load named key %llx unsplittable (share %.2f)",
+                     (unsigned long long)st.unsplittable_hash, st.unsplittable_share);
+    } while (now_ns() - start < 2500000000ull); /* past the first hot-key windows */
+    cr_assert_eq(st.balance_weights, 0);
+    cr_assert_eq(shard_drain(d), 0);
+    uint64_t rounds = st.balance_rounds;
+    do
+        shard_dispatcher_stats(d, &st);
+    while (st.balance_rounds < rounds + 10); /* idle rounds */
+    cr_assert_eq(st.unsplittable_hash, 0, "an idle dispatcher named an unsplittable key");
+    shard_dispatcher_destroy(d);
+}

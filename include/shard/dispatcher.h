@@ -80,16 +80,20 @@ struct shard_handoff {
 SHARD_API bool shard_handoff_moves(const struct shard_handoff *h, const void *key, size_t len);
 
 /** The balancer (shard_config.balance; added in 0.2). Off unless interval_ms is set. Every interval it
- * measures each ring member's load over the interval (time in jobs, or jobs run with by_jobs); when
- * the busiest is over threshold times the mean for `rounds` intervals in a row, it moves hot keys
- * (shard_key_place_hash) from the busiest worker to the least busy, heaviest first among those that
- * lower the maximum, up to max_moves a round, and starts counting again (hysteresis: no flapping). A
- * key alone heavier than a worker's fair share cannot be split (that is the order promise): it is
- * given a worker to itself as far as placements go, that worker's ring weight is lowered (or the
- * others' raised) so that fewer cold keys share it, and shard_stats names it (unsplittable_hash).
- * Intervals in which the workers were busy under 5 % of the time (ran under 100 jobs each, by_jobs)
- * decide nothing. Keys it places stay placed until shard_key_unplace() or their worker leaves. It needs hot keys
- * (shard_config.hot_keys; 16 when 0, over windows of interval_ms when hot_window_ms is 0). */
+ * measures the load of the ring's members (the first 128 by name) over the interval (time in jobs,
+ * or jobs run with by_jobs); when the busiest is over threshold times the mean for `rounds`
+ * intervals in a row, it moves hot keys from the busiest worker to the least busy, heaviest first
+ * among those that lower the maximum, up to max_moves a round, and starts counting again
+ * (hysteresis: no flapping). It never moves a key the user placed (shard_key_place). A key alone
+ * heavier than a worker's fair share cannot be split (that is the order promise): it is pinned on
+ * its worker, every other member's ring weight is multiplied by 8 so that fewer cold keys share it
+ * (not when the ring would pass 4M points), shard_stats names it (unsplittable_hash), and the
+ * weights as they were are restored once no such key has been seen for 20 intervals. Intervals in
+ * which the workers were busy under 5 % of the time (ran under 100 jobs each, by_jobs) decide
+ * nothing. Its own placements stay until it moves them again, their worker leaves, or it has over
+ * 1,024 of them (the oldest go back to the ring). A round's moves are one change (one handoff). It
+ * needs hot keys (shard_config.hot_keys; 16 when 0, over windows of interval_ms when hot_window_ms
+ * is 0). */
 struct shard_balance_config {
     uint32_t interval_ms; /**< how often it looks; 0: no balancer */
     double   threshold;   /**< acts when max / mean load exceeds this; 0: 1.15; else at least 1.0 */
