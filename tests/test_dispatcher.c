@@ -1107,7 +1107,7 @@ Test(dispatcher, hot_keys_name_the_heaviest_keys_of_a_window)
     shard_dispatcher *d;
     struct shard_config bad = { .workers = 1, .hot_keys = SHARD_MAX_HOT_KEYS + 1 };
     cr_assert_eq(shard_dispatcher_create(&d, &bad), -EINVAL);
-    struct shard_config cfg = { .workers = 1, .hot_keys = 4, .hot_window_ms = 200 };
+    struct shard_config cfg = { .workers = 1, .hot_keys = 4, .hot_window_ms = 1000 };
     cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
     struct shard_hot_key hk[8];
     uint64_t total;
@@ -1126,7 +1126,7 @@ Test(dispatcher, hot_keys_name_the_heaviest_keys_of_a_window)
         cr_assert_eq(shard_submit(d, k, kname(k, (unsigned)i), spin_us, (void *)(uintptr_t)200), 0);
     }
     cr_assert_eq(shard_drain(d), 0);
-    cr_assert_lt(mono_ns() - start, 200000000u, "the load did not fit in one window (a slow machine)");
+    cr_assert_lt(mono_ns() - start, 1000000000u, "the load did not fit in one window (a slow machine)");
     long n;
     do { /* the window ends with the first job after it */
         cr_assert_eq(shard_submit(d, "late", 4, noop, NULL), 0);

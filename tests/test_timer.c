@@ -204,7 +204,7 @@ Test(timer, a_keys_timers_run_in_deadline_order_while_workers_change)
             x = x * 1103515245u + 12345u;
             /* Arm times and deadlines do not agree: within a millisecond, a later arm has the earlier
              * deadline (20 us a step, while an arm takes a microsecond or so), often in one tick. */
-            uint64_t delay = 20 * MS + (uint64_t)((x >> 8) % 30) * MS + (uint64_t)(PER_KEY - i) * 20000 + key;
+            uint64_t delay = 100 * MS + (uint64_t)((x >> 8) % 30) * MS + (uint64_t)(PER_KEY - i) * 20000 + key;
             kt[key].items[i] = (struct order_item){ &kt[key].log, i };
             kt[key].earliest[i] = now_ns() + delay;
             cr_assert_eq(shard_submit_after(d, k, kname(k, key), delay, log_item, &kt[key].items[i], NULL), 0);
@@ -234,7 +234,7 @@ Test(timer, a_keys_timers_run_in_deadline_order_while_workers_change)
             cr_assert_geq(t->latest[b], t->earliest[a], "key %u: timer %d ran before timer %d, due %.3f ms earlier", key,
                           a, b, (double)(t->earliest[a] - t->latest[b]) / 1e6);
         }
-        cr_assert_gt(checked, PER_KEY / 2, "key %u: the arms took longer than 20 ms", key);
+        cr_assert_gt(checked, PER_KEY / 2, "key %u: the arms took longer than 100 ms", key);
     }
     shard_dispatcher_destroy(d);
 }
@@ -271,11 +271,11 @@ Test(timer, cancel_of_a_pending_timer_returns_0_and_it_never_runs)
     shard_dispatcher *d = make(2, NULL);
     atomic_store(&runs, 0);
     shard_timer t;
-    cr_assert_eq(shard_submit_after(d, "k", 1, 2 * MS, count_run, NULL, &t), 0);
+    cr_assert_eq(shard_submit_after(d, "k", 1, 100 * MS, count_run, NULL, &t), 0);
     cr_assert_neq(t, 0);
     cr_assert_eq(shard_timer_cancel(d, t), 0);
     cr_assert_eq(shard_timer_cancel(d, t), -ENOENT, "cancelled already");
-    wait_past(d, "k", 5 * MS);
+    wait_past(d, "k", 110 * MS);
     cr_assert_eq(atomic_load(&runs), 0);
     cr_assert_eq(shard_timer_cancel(d, t), -ENOENT);
     shard_dispatcher_destroy(d);
@@ -326,6 +326,11 @@ Test(timer, cancel_from_its_own_job_returns_ebusy_and_a_periodic_timer_stops)
     cr_assert_eq(shard_submit_after(d, "a", 1, 0, cancel_self, &once, &once.id), 0);
     cr_assert_eq(shard_submit_every(d, "b", 1, MS, cancel_self, &every, &every.id), 0);
     wait_past(d, "a", MS);
+    /* A busy machine may skip some of its 1 ms grid points (a late run skips, never doubles): until
+     * its third run has cancelled it. Then ten more periods show it runs no more. */
+    do
+        wait_past(d, "b", 2 * MS);
+    while (atomic_load(&every.runs) < 3);
     wait_past(d, "b", 10 * MS);
     cr_assert_eq(atomic_load(&once.rc), -EBUSY);
     cr_assert_eq(atomic_load(&every.rc), -EBUSY);
@@ -423,10 +428,13 @@ Test(timer, a_periodic_timer_runs_on_its_grid_until_cancelled)
     cr_assert_eq(shard_submit_every(d, "k", 1, t.period, tick, &t, &id), 0);
     while (atomic_load(&t.runs) < 5)
         wait_past(d, "k", MS);
-    cr_assert_eq(shard_timer_cancel(d, id), 0);
+    /* Pending (0), or caught in a run (-EBUSY: that run, counted at its start or about to be, is its
+     * last). */
+    int rc = shard_timer_cancel(d, id);
+    cr_assert(rc == 0 || rc == -EBUSY, "cancel: %d", rc);
     int at_cancel = atomic_load(&t.runs);
     wait_past(d, "k", 10 * MS);
-    cr_assert_eq(atomic_load(&t.runs), at_cancel, "it ran after cancel returned 0");
+    cr_assert_leq(atomic_load(&t.runs), at_cancel + (rc == -EBUSY), "it ran after cancel returned %d", rc);
     cr_assert_eq(atomic_load(&t.early), 0, "a run came before its point of the grid");
     shard_dispatcher_destroy(d);
 }
@@ -552,7 +560,7 @@ Test(timer, a_drop_crash_hands_the_crashed_workers_timers_to_on_dropped_once)
     char k[24];
     for (unsigned i = 0; i < FOLLOW; i++) {
         shots[i] = (struct shot){ .not_before = now_ns(), .done = &done };
-        cr_assert_eq(shard_submit_after(d, k, kname(k, i), 60 * MS, record_shot, &shots[i], &ids[i]), 0);
+        cr_assert_eq(shard_submit_after(d, k, kname(k, i), 300 * MS, record_shot, &shots[i], &ids[i]), 0);
     }
     cr_assert_eq(shard_drain(d), 0);
     shard_ring *before;
