@@ -12,12 +12,12 @@
 struct shard_worker;
 struct snap;
 
-/* The jobs a timer is submitted as (arg: its record's index + 1): when armed, to enter the wheel of
- * the worker holding its key; at its deadline, to run. */
+/* The jobs a timer is submitted as (arg: its record's index + 1): when armed during a membership
+ * change, to enter the wheel of the worker holding its key; at its deadline, to run. */
 void shard__timer_arm(shard_worker *w, void *arg);
 void shard__timer_fire(shard_worker *w, void *arg);
-/* An arm or fire job dropped with a crashed worker's queue: frees its record. Return: true, with the timer's
- * own fn and arg, when on_dropped is to hear of it; false when it was cancelled. */
+/* An arm or fire job dropped with a crashed worker's queue: frees its record. Return: true, with the
+ * timer's own fn and arg, when on_dropped is to hear of it; false when it was cancelled. */
 bool shard__timer_dropped(shard_dispatcher *d, void *arg, shard_job_fn *fn, void **user_arg);
 
 /* Sets up w's wheel (w not started). */
@@ -30,8 +30,8 @@ void shard__timers_fire_due(struct shard_worker *w);
 /* When w's wheel next needs it, CLOCK_MONOTONIC ns; UINT64_MAX: never. Context: W, for parking. */
 uint64_t shard__timers_next(struct shard_worker *w);
 /* At w's fence whose ring is after: hands the timers of keys w does not own there (member index
- * after_index; -1: w left the ring, and then takes no timer again) to their owners there. Context: W,
- * w->lock held. */
+ * after_index; -1: w left the ring, and then takes no timer again) to their owners in the ring in
+ * force. Context: W, w->lock held. */
 void shard__timers_release(struct shard_worker *w, const struct snap *after, long after_index);
 /* A crash of x, once the ring without it is published: x's timers go to their keys' owners (REROUTE)
  * or to on_dropped (DROP); x takes no timer again. Context: the control thread. */
