@@ -4,8 +4,8 @@
  * do, so every move has the handoff's guarantees. SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * The policy, each interval:
- *   1. load_i: what worker i did in the interval (time in jobs, or jobs run), for the first
- *      MAX_MEMBERS ring members; a member it has not seen before skips the round (no baseline yet).
+ *   1. load_i: what worker i did in the interval (time in jobs, or jobs given: run plus queued), for
+ *      the first MAX_MEMBERS ring members; a member it has not seen before skips the round (no baseline yet).
  *      A hot key's load is its share of its worker's last hot-key window times the worker's load.
  *   2. Under 5 % busy (100 jobs a worker, by jobs) nothing is decided: skew in a trickle is noise.
  *      ratio = max / mean is reported. Over the threshold `rounds` times in a row: act, and count
@@ -101,9 +101,11 @@ struct balancer {
     double                      ratio, unsplittable_share;
 };
 
+/* By jobs, what a worker was given: jobs run plus jobs waiting, so that a worker the scheduler starved
+ * in an interval does not look idle (and attract keys) for it. By time, its time in jobs. */
 static uint64_t counter_of(const struct balancer *b, const struct shard_worker_stats *st)
 {
-    return b->cfg.by_jobs ? st->executed : st->busy_ns;
+    return b->cfg.by_jobs ? st->executed + st->queued : st->busy_ns;
 }
 
 static const struct seen *find_seen(const struct balancer *b, const char *name)

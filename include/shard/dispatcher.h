@@ -81,7 +81,7 @@ SHARD_API bool shard_handoff_moves(const struct shard_handoff *h, const void *ke
 
 /** The balancer (shard_config.balance; added in 0.2). Off unless interval_ms is set. Every interval it
  * measures the load of the ring's members (the first 128 by name) over the interval (time in jobs,
- * or jobs run with by_jobs); when the busiest is over threshold times the mean for `rounds`
+ * or jobs given with by_jobs); when the busiest is over threshold times the mean for `rounds`
  * intervals in a row, it moves hot keys from the busiest worker to the least busy, heaviest first
  * among those that lower the maximum, up to max_moves a round, and starts counting again
  * (hysteresis: no flapping). It never moves a key the user placed (shard_key_place). A key alone
@@ -99,7 +99,8 @@ struct shard_balance_config {
     double   threshold;   /**< acts when max / mean load exceeds this; 0: 1.15; else at least 1.0 */
     uint32_t rounds;      /**< intervals in a row over the threshold before it acts; 0: 3 */
     uint32_t max_moves;   /**< keys it places a round at most; 0: 8 */
-    bool     by_jobs;     /**< load is jobs run (for jobs of equal cost), not time in jobs */
+    bool     by_jobs;     /**< load is jobs given (run and queued; for jobs of equal cost), not time
+                           * in jobs */
 };
 
 /** How shard_dispatcher_create() sets a dispatcher up. Zeroed: the defaults. It can grow at its end
