@@ -139,15 +139,17 @@ static long measure(struct balancer *b, struct member *m)
 }
 
 /* Each member's hot keys, with loads in the units of its interval load: a key's share of its worker's
- * last window (whatever the window's length) times the worker's load. */
+ * last window (whatever the window's length: of its time, or of its jobs by jobs, where a job the
+ * scheduler interrupted would look heavy by time) times the worker's load. */
 static void read_hot(struct balancer *b, struct member *m)
 {
-    uint64_t window = 0;
-    m->nhot = shard_worker_hot_keys(b->d, m->at.name, m->hot, SHARD_MAX_HOT_KEYS, &window);
-    if (m->nhot < 0 || window == 0)
+    uint64_t window = 0, jobs = 0;
+    m->nhot = shard__hot_keys_of(b->d, m->at.name, m->hot, SHARD_MAX_HOT_KEYS, &window, &jobs);
+    if (m->nhot < 0 || window == 0 || jobs == 0)
         m->nhot = 0;
     for (long k = 0; k < m->nhot; k++)
-        m->hot_load[k] = (double)m->hot[k].busy_ns / (double)window * m->load;
+        m->hot_load[k] = (b->cfg.by_jobs ? (double)m->hot[k].jobs / (double)jobs : (double)m->hot[k].busy_ns / (double)window) *
+                         m->load;
 }
 
 static long own_index(const struct balancer *b, uint64_t hash)

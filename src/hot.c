@@ -32,10 +32,12 @@ static void rotate(struct hot *h, uint64_t now)
         memcpy(h->last, h->cur, h->ncur * sizeof *h->cur);
         h->nlast = h->ncur;
         h->last_busy = h->window_busy;
+        h->last_jobs = h->window_jobs;
         pthread_mutex_unlock(&h->lock);
     }
     h->ncur = 0;
     h->window_busy = 0;
+    h->window_jobs = 0;
     /* Windows keep to their grid while jobs run; after an idle gap the next one starts now. */
     h->window_end = h->window_end && now < h->window_end + h->window_ns ? h->window_end + h->window_ns : now + h->window_ns;
 }
@@ -45,6 +47,7 @@ void shard__hot_record(struct hot *h, uint64_t hash, uint64_t ns, uint64_t now)
     if (now >= h->window_end)
         rotate(h, now);
     h->window_busy += ns;
+    h->window_jobs++;
     uint32_t min = 0;
     for (uint32_t i = 0; i < h->ncur; i++) {
         if (h->cur[i].hash == hash) {
@@ -75,7 +78,7 @@ static int heavier_first(const void *a, const void *b)
     return x->busy_ns > y->busy_ns ? -1 : x->busy_ns < y->busy_ns;
 }
 
-long shard__hot_read(struct hot *h, struct shard_hot_key *out, size_t n, uint64_t *busy)
+long shard__hot_read(struct hot *h, struct shard_hot_key *out, size_t n, uint64_t *busy, uint64_t *jobs)
 {
     struct shard_hot_key copy[SHARD_MAX_HOT_KEYS];
     pthread_mutex_lock(&h->lock);
@@ -83,6 +86,8 @@ long shard__hot_read(struct hot *h, struct shard_hot_key *out, size_t n, uint64_
     memcpy(copy, h->last, len * sizeof *copy);
     if (busy)
         *busy = h->last_busy;
+    if (jobs)
+        *jobs = h->last_jobs;
     pthread_mutex_unlock(&h->lock);
     qsort(copy, len, sizeof *copy, heavier_first);
     memcpy(out, copy, (n < len ? n : len) * sizeof *copy);

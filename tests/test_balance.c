@@ -121,11 +121,22 @@ Test(balance, a_key_heavier_than_a_worker_is_named_and_isolated)
     unsigned hot[3];
     hot_on_one(d, hot);
     static uint64_t seq[KEYS];
-    struct shard_stats st = drive(d, hot, 1, 0.6, seq); /* one key, 60 % of all jobs: over a worker's 25 % */
-    cr_assert_eq(shard_drain(d), 0);
+    /* One key, 60 % of all jobs: over a worker's 25 %. Each round names what it saw; a round on a
+     * loaded machine may see too little to name anything, so the load runs until one names it. */
     char k[24];
-    cr_assert_eq(st.unsplittable_hash, shard_dispatcher_key_hash(d, k, kname(k, hot[0])));
-    cr_assert(st.unsplittable_share > 0.4 && st.unsplittable_share < 0.8, "share %.2f", st.unsplittable_share);
+    uint64_t want = shard_dispatcher_key_hash(d, k, kname(k, hot[0])), start = now_ns();
+    struct shard_stats st;
+    bool named = false;
+    do {
+        st = drive(d, hot, 1, 0.6, seq);
+        named |= st.unsplittable_hash == want;
+        if (st.unsplittable_hash == want)
+            cr_assert(st.unsplittable_share > 0.4 && st.unsplittable_share < 0.8, "share %.2f", st.unsplittable_share);
+        else
+            cr_assert(st.unsplittable_hash == 0, "another key named: %llx", (unsigned long long)st.unsplittable_hash);
+    } while (!(named && st.balance_weights > 0) && now_ns() - start < 20000000000ull);
+    cr_assert_eq(shard_drain(d), 0);
+    cr_assert(named, "the key was never named unsplittable");
     cr_assert_gt(st.balance_weights, 0, "the other workers take its cold keys");
     cr_assert_eq(atomic_load(&misordered), 0);
     cr_assert_eq(atomic_load(&overlapped), 0);
