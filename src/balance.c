@@ -147,9 +147,11 @@ static void read_hot(struct balancer *b, struct member *m)
     m->nhot = shard__hot_keys_of(b->d, m->at.name, m->hot, SHARD_MAX_HOT_KEYS, &window, &jobs);
     if (m->nhot < 0 || window == 0 || jobs == 0)
         m->nhot = 0;
-    for (long k = 0; k < m->nhot; k++)
-        m->hot_load[k] = (b->cfg.by_jobs ? (double)m->hot[k].jobs / (double)jobs : (double)m->hot[k].busy_ns / (double)window) *
-                         m->load;
+    for (long k = 0; k < m->nhot; k++) {
+        double share = b->cfg.by_jobs ? (double)m->hot[k].jobs / (double)jobs
+                                      : (double)m->hot[k].busy_ns / (double)window;
+        m->hot_load[k] = share * m->load;
+    }
 }
 
 static long own_index(const struct balancer *b, uint64_t hash)

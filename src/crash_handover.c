@@ -171,7 +171,8 @@ static void hand_over(shard_dispatcher *d, struct shard_worker *x, struct job *l
         shard_job_fn fn = j->fn;
         void *arg = j->arg;
         /* A timer's arm or fire job stands for the timer's own job: dropped unless it was cancelled. */
-        bool report = (fn != shard__timer_arm && fn != shard__timer_fire) || shard__timer_dropped(d, j->arg, &fn, &arg);
+        bool timer = fn == shard__timer_arm || fn == shard__timer_fire;
+        bool report = !timer || shard__timer_dropped(d, j->arg, &fn, &arg);
         if (report && d->cfg.on_dropped)
             d->cfg.on_dropped(fn, arg, d->cfg.user);
         if (report)

@@ -28,8 +28,8 @@ SHARD_API int shard_dispatcher_create(shard_dispatcher **out, const struct shard
     if (shard__current_worker)
         return -EDEADLK;
     struct shard_config c = cfg ? *cfg : (struct shard_config){ 0 };
-    if (c.queue_capacity > SHARD_MAX_QUEUE_CAPACITY || c.workers > SHARD_MAX_WORKERS || c.hot_keys > SHARD_MAX_HOT_KEYS ||
-        shard__balance_check(&c))
+    if (c.queue_capacity > SHARD_MAX_QUEUE_CAPACITY || c.workers > SHARD_MAX_WORKERS ||
+        c.hot_keys > SHARD_MAX_HOT_KEYS || shard__balance_check(&c))
         return -EINVAL;
     shard__balance_defaults(&c);
     if (c.workers == 0)

@@ -1,4 +1,5 @@
 /* A worker's heaviest keys (hot.h). SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,7 +40,8 @@ static void rotate(struct hot *h, uint64_t now)
     h->window_busy = 0;
     h->window_jobs = 0;
     /* Windows keep to their grid while jobs run; after an idle gap the next one starts now. */
-    h->window_end = h->window_end && now < h->window_end + h->window_ns ? h->window_end + h->window_ns : now + h->window_ns;
+    bool on_grid = h->window_end && now < h->window_end + h->window_ns;
+    h->window_end = on_grid ? h->window_end + h->window_ns : now + h->window_ns;
 }
 
 void shard__hot_record(struct hot *h, uint64_t hash, uint64_t ns, uint64_t now)

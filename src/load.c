@@ -5,7 +5,8 @@ void shard__load_sample(struct shard_worker *w, uint64_t now)
 {
     uint64_t at = __atomic_load_n(&w->sampled_at, __ATOMIC_RELAXED);
     /* The worker's own head, exact (head_pub, which others read, lags by up to a batch). */
-    double dt = (double)(now - at), len = (double)(atomic_load_explicit(&w->q.tail, memory_order_relaxed) - w->q.head), avg;
+    double dt = (double)(now - at), avg;
+    double len = (double)(atomic_load_explicit(&w->q.tail, memory_order_relaxed) - w->q.head);
     uint64_t bits = atomic_load_explicit(&w->queued_avg, memory_order_relaxed);
     memcpy(&avg, &bits, sizeof avg);
     /* An exponential average over time: the weight of the new sample grows with the time it stands

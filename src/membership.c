@@ -9,10 +9,10 @@
 #include <string.h>
 
 #include "crash_handover.h"
-#include "hash.h"
 #include "ctl.h"
 #include "dispatcher_internal.h"
 #include "handoff.h"
+#include "hash.h"
 #include "membership.h"
 #include "rcu.h"
 #include "registry.h"

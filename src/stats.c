@@ -69,8 +69,10 @@ static void fill_stats(const struct shard_worker *w, struct shard_worker_stats *
      * a long job (or parked) samples nothing meanwhile. sampled_at is W's: a stale read only weighs the
      * length a little more or less. */
     uint64_t at = __atomic_load_n(&w->sampled_at, __ATOMIC_RELAXED);
-    if (at && now > at)
-        o->queued_avg += ((double)o->queued - o->queued_avg) * ((double)(now - at) >= LOAD_TAU_NS ? 1.0 : (double)(now - at) / LOAD_TAU_NS);
+    if (at && now > at) {
+        double dt = (double)(now - at);
+        o->queued_avg += ((double)o->queued - o->queued_avg) * (dt >= LOAD_TAU_NS ? 1.0 : dt / LOAD_TAU_NS);
+    }
     uint64_t since = atomic_load_explicit(&w->head_since, memory_order_relaxed);
     o->head_wait_ns = o->queued && since && now > since ? now - since : 0;
 }
