@@ -29,6 +29,9 @@
 #include <string.h>
 #include <time.h>
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #include "balance.h"
 #include "dispatcher_internal.h"
 #include "membership.h"
@@ -73,6 +76,7 @@ struct plan {
     size_t      nrestore;
 };
 
+/* Fields: I set at start; "lock" under lock; every other field the balancer thread's alone. */
 struct balancer {
     shard_dispatcher           *d;
     struct shard_balance_config cfg;
@@ -84,6 +88,7 @@ struct balancer {
     /* The keys it placed, oldest first: only these it moves again or unplaces; a user's placement
      * (shard_key_place) is left alone. */
     uint64_t                    own[OWN_MAX + SHARD_MAX_HOT_KEYS];
+    uint64_t                    own_to[OWN_MAX + SHARD_MAX_HOT_KEYS]; /* XXH3 of the worker it chose */
     uint32_t                    nown;
     /* An isolation in force: the worker, its key, and every member's weight before it. */
     char                        isolated[SHARD_NAME_MAX + 1]; /* "" when none */
@@ -123,7 +128,7 @@ static long measure(struct balancer *b, struct member *m)
     long n = shard_dispatcher_worker_stats(b->d, st, MAX_MEMBERS), k = 0;
     bool fresh = false;
     for (long i = 0; i < n && i < MAX_MEMBERS; i++) {
-        if (st[i].state != SHARD_WORKER_RUNNING)
+        if (st[i].state != SHARD_WORKER_RUNNING) /* ring members only */
             continue;
         const struct seen *old = find_seen(b, st[i].name);
         snprintf(m[k].at.name, sizeof m[k].at.name, "%s", st[i].name);
@@ -165,7 +170,13 @@ static long own_index(const struct balancer *b, uint64_t hash)
 static void own_drop(struct balancer *b, uint32_t i)
 {
     memmove(&b->own[i], &b->own[i + 1], (b->nown - i - 1) * sizeof *b->own);
+    memmove(&b->own_to[i], &b->own_to[i + 1], (b->nown - i - 1) * sizeof *b->own_to);
     b->nown--;
+}
+
+static uint64_t name_hash(const char *name)
+{
+    return XXH3_64bits(name, strlen(name));
 }
 
 /* Whether the user placed hash (pinned in r, and not by the balancer). */
@@ -266,6 +277,17 @@ static void save_weights(struct balancer *b, const shard_ring *r)
     }
 }
 
+/* The key has cooled: the weights return to what they were, and its worker takes cold keys again.
+ * Return: 1 when it did (the stats count isolations begun and ended). */
+static uint64_t end_isolation(struct balancer *b)
+{
+    struct plan p = { .restore = b->saved, .nrestore = b->nsaved };
+    if (shard__membership_edit(b->d, apply_plan, &p) != 0)
+        return 0;
+    b->isolated[0] = '\0';
+    return 1;
+}
+
 static void report(struct balancer *b, double ratio, uint64_t unsplittable, double share, uint64_t moves,
                    uint64_t weights)
 {
@@ -286,12 +308,15 @@ static void round_once(struct balancer *b)
     shard_ring *r;
     if (n < 2 || shard_dispatcher_ring(b->d, &r) != 0)
         return;
-    /* Its own placements that a departed worker took with it are no longer its. */
-    for (uint32_t i = 0; i < b->nown;)
-        if (!r->npins || shard__ring_pinned(r, b->own[i]) < 0)
+    /* Its own placements that a departed worker took with it, or that the user placed anew
+     * (shard_key_place to another worker, or unplaced), are no longer its. */
+    for (uint32_t i = 0; i < b->nown;) {
+        int64_t at = r->npins ? shard__ring_pinned(r, b->own[i]) : -1;
+        if (at < 0 || name_hash(r->members[at].name) != b->own_to[i])
             own_drop(b, i);
         else
             i++;
+    }
     double total = 0, max = 0;
     for (long i = 0; i < n; i++) {
         total += m[i].load;
@@ -299,11 +324,13 @@ static void round_once(struct balancer *b)
             max = m[i].load;
     }
     double mean = total / (double)n, ratio = mean > 0 ? max / mean : 1;
-    /* A trickle is noise, not skew: under 5 % busy (100 jobs a worker), nothing is decided. */
+    /* A trickle is noise, not skew: under 5 % busy (100 jobs a worker), nothing is decided but the
+     * end of an isolation whose key has gone quiet. */
     double floor = b->cfg.by_jobs ? 100.0 * (double)n : 0.05 * (double)b->cfg.interval_ms * 1e6 * (double)n;
     if (total < floor) {
         b->streak = 0;
-        report(b, ratio, 0, 0, 0, 0);
+        uint64_t weights = b->isolated[0] && ++b->calm >= ISOLATION_CALM ? end_isolation(b) : 0;
+        report(b, ratio, 0, 0, 0, weights);
         shard_ring_destroy(r);
         return;
     }
@@ -325,15 +352,7 @@ static void round_once(struct balancer *b)
     if (holder)
         b->calm = 0;
     if (!holder && b->isolated[0] && ++b->calm >= ISOLATION_CALM) {
-        /* The key has cooled: the weights return to what they were, and its worker takes cold keys
-         * again. */
-        p.restore = b->saved;
-        p.nrestore = b->nsaved;
-        if (shard__membership_edit(b->d, apply_plan, &p) == 0) {
-            weights = 1;
-            b->isolated[0] = '\0';
-        }
-        report(b, ratio, 0, 0, 0, weights);
+        report(b, ratio, 0, 0, 0, end_isolation(b));
         shard_ring_destroy(r);
         return;
     }
@@ -399,8 +418,10 @@ static void round_once(struct balancer *b)
         if (shard__membership_edit(b->d, apply_plan, &p) == 0) {
             for (uint32_t i = 0; i < p.nunpins; i++)
                 own_drop(b, 0);
-            for (uint32_t i = 0; i < p.nmoves; i++)
+            for (uint32_t i = 0; i < p.nmoves; i++) {
+                b->own_to[b->nown] = name_hash(p.to[i]);
                 b->own[b->nown++] = p.hash[i];
+            }
             if (p.isolate) {
                 snprintf(b->isolated, sizeof b->isolated, "%s", holder);
                 b->isolated_hash = unsplittable;

@@ -19,9 +19,17 @@
  * and the one wheel that holds them changes only at the key's handoff, after which the old holder
  * submits nothing more for the key.
  *
- * Fire or cancel: the record's state word, changed by CAS. PENDING -> RUNNING by its fire job, or ->
- * CANCELLED by shard_timer_cancel. Whoever holds the record (the wheel's worker, or whoever took it
- * out of a wheel, or the arm or fire job in flight) frees it.
+ * Fire or cancel: the record's state word, changed by CAS (timer_table.h has the states):
+ *
+ *   FREE --alloc--> PENDING --fire job--> RUNNING --returns, once--> FREE
+ *                     |  ^                  |   \--returns, periodic--> PENDING (again)
+ *                     |  |                  cancel
+ *                  cancel, drop             v
+ *                     v                   RUNNING_CANCELLED --returns--> FREE
+ *                  CANCELLED --found by its holder--> FREE
+ *
+ * Whoever holds the record (the wheel's worker, or whoever took it out of a wheel, or the arm or fire
+ * job in flight) frees it.
  *
  * Locks: timer_lock is a leaf, taken under w->lock or none; never two at once. */
 #include <errno.h>

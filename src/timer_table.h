@@ -8,8 +8,10 @@
  * holding an index may always look at the record.
  *
  * Whose a record is: the wheel that holds it (wheel.h, under that wheel's lock); once taken out of a
- * wheel, whoever took it out (an expiry, a cancel that unlinked it, a crash's hand-over); the fire job
- * submitted for it (timer.c) while that job is queued or running. Only the owner frees it. Any thread
+ * wheel, whoever took it out (an expiry, a cancel that unlinked it, a crash's hand-over); the arm or
+ * fire job submitted for it (timer.c) while that job is queued or running. The fields below word are
+ * written by the owner alone (hash, period, fn and arg only at allocation); next and prev also link
+ * the free list, under the table's lock. Only the owner frees it. Any thread
  * may change its state word, with a CAS: that decides between firing and cancelling. */
 #ifndef SHARD_SRC_TIMER_TABLE_H
 #define SHARD_SRC_TIMER_TABLE_H

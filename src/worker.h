@@ -97,7 +97,7 @@ struct shard_worker {
     /* Load, written by W alone (load.c): */
     _Atomic uint64_t busy_ns;       /* A: time in jobs */
     _Atomic uint64_t queued_avg;    /* A: the smoothed queue length, a double's bits */
-    _Atomic uint64_t head_since;    /* A: when it last took work with more queued (ns); 0: unknown */
+    _Atomic uint64_t head_since;    /* A: when it last began a job or batch (ns); 0: parked since */
     uint64_t         sampled_at;    /* W (stats read it with a relaxed atomic load): when queued_avg was
                                      * last updated */
     struct hot      *hot;           /* I: its heaviest keys (hot.h); NULL: not tracked */

@@ -80,20 +80,20 @@ struct shard_handoff {
 SHARD_API bool shard_handoff_moves(const struct shard_handoff *h, const void *key, size_t len);
 
 /** The balancer (shard_config.balance; added in 0.2). Off unless interval_ms is set. Every interval it
- * measures the load of the ring's members (the first 128 by name) over the interval (time in jobs,
- * or jobs given with by_jobs); when the busiest is over threshold times the mean for `rounds`
- * intervals in a row, it moves hot keys from the busiest worker to the least busy, heaviest first
- * among those that lower the maximum, up to max_moves a round, and starts counting again
- * (hysteresis: no flapping). It never moves a key the user placed (shard_key_place). A key alone
- * heavier than a worker's fair share cannot be split (that is the order promise): it is pinned on
- * its worker, every other member's ring weight is multiplied by 8 so that fewer cold keys share it
- * (not when the ring would pass 4M points), shard_stats names it (unsplittable_hash), and the
- * weights as they were are restored once no such key has been seen for 20 intervals. Intervals in
- * which the workers were busy under 5 % of the time (ran under 100 jobs each, by_jobs) decide
- * nothing. Its own placements stay until it moves them again, their worker leaves, or it has over
- * 1,024 of them (the oldest go back to the ring). A round's moves are one change (one handoff). It
- * needs hot keys (shard_config.hot_keys; 16 when 0, over windows of interval_ms when hot_window_ms
- * is 0). */
+ * measures the load of the ring's members in force (the first 128 by name) over the interval (time
+ * in jobs, or jobs given, run and queued, with by_jobs); when the busiest is over threshold times the
+ * mean for `rounds` intervals in a row, it moves hot keys from the busiest worker to the least busy,
+ * up to max_moves a round: the heaviest whose load is within half the gap, or failing that the
+ * lightest that still lowers the maximum; never a key heavier than the mean, and never a key the user
+ * placed (shard_key_place). A round's moves are one change (one handoff). A key alone heavier than a
+ * worker's fair share cannot be split (that is the order promise): it is pinned on its worker, every
+ * other member's ring weight is multiplied by 8 so that fewer cold keys share it (not when the ring
+ * would pass 4M points), shard_stats names it (unsplittable_hash), and the weights as they were are
+ * restored once no such key has been seen for 20 intervals (quiet ones included). Intervals in which
+ * the workers were busy under 5 % of the time (were given under 100 jobs each, by_jobs) decide
+ * nothing else. Its own placements stay until it moves them again, the user places or unplaces the
+ * key, their worker leaves, or it has over 1,024 of them (the oldest go back to the ring). It needs
+ * hot keys (shard_config.hot_keys; 16 when 0, over windows of interval_ms when hot_window_ms is 0). */
 struct shard_balance_config {
     uint32_t interval_ms; /**< how often it looks; 0: no balancer */
     double   threshold;   /**< acts when max / mean load exceeds this; 0: 1.15; else at least 1.0 */
@@ -159,7 +159,7 @@ struct shard_config {
  * Every worker's thread is named after the worker (its first 15 bytes: what top -H and perf show).
  * Context: any thread that is not a worker. Return: 0; -EINVAL (out NULL, queue_capacity over
  * SHARD_MAX_QUEUE_CAPACITY, workers over SHARD_MAX_WORKERS, ncpus over SHARD_MAX_CPUS, hot_keys over
- * SHARD_MAX_HOT_KEYS, a balance threshold below 1.0, cpus NULL
+ * SHARD_MAX_HOT_KEYS, a balance threshold below 1.0 with interval_ms set, cpus NULL
  * with ncpus > 0, a CPU number negative or from SHARD_MAX_CPUS up, or a worker's CPU that this
  * process may not run on); -EDEADLK (from a worker); -ENOMEM; -EAGAIN (no thread could be started).
  * Pair with shard_dispatcher_destroy(). */
@@ -327,12 +327,13 @@ struct shard_worker_stats {
     uint64_t handed_over; /**< jobs it received from a crashed worker's queue */
     uint64_t parked;      /**< times it went to sleep for lack of work */
     uint64_t woken;       /**< times a submitter or the control thread woke it */
-    uint64_t timers;      /**< keyed timers waiting in its wheel: those of the keys it holds
-                           * (shard/timer.h; added in 0.2) */
+    uint64_t timers;      /**< keyed timers waiting in its wheel: those of the keys it holds,
+                           * and cancelled ones until their deadline (shard/timer.h; added in 0.2) */
     /* Load (added in 0.2). */
     uint64_t busy_ns;     /**< time spent running jobs (timers' included), in ns, since it started */
     double   queued_avg;  /**< queue length smoothed over about a second (an exponential average,
-                           * sampled whenever the worker takes work) */
+                           * sampled when the worker takes work, at most once a millisecond, and
+                           * brought up to now when read) */
     uint64_t head_wait_ns; /**< how long the job at the head of its queue has waited at least: since
                            * the worker last took work while it was there; 0 for an empty queue */
     double   share;       /**< share of the hash space, so of the keys, it owns in the ring in force
@@ -345,15 +346,16 @@ struct shard_stats {
     uint64_t ring_checksum;    /**< shard_ring_checksum of that ring */
     uint64_t changes;          /**< membership changes made */
     double   last_moved_share; /**< share of the hash space the last change moved */
-    uint64_t dropped;          /**< jobs dropped by DROP crashes */
+    uint64_t dropped;          /**< jobs dropped by DROP crashes, keyed timers included */
     size_t   workers;          /**< workers in the ring */
     uint64_t timers;           /**< keyed timers armed and not yet ended: waiting, or whose job is
-                                * queued or running (added in 0.2) */
+                                * queued or running; a timer cancelled from a thread other than its
+                                * worker counts until its deadline (added in 0.2) */
     size_t   placements;       /**< keys placed (shard_key_place), pins of the ring in force (0.2) */
     /* The balancer's (shard_config.balance; 0.2): */
     uint64_t balance_rounds;   /**< intervals it measured */
     uint64_t balance_moves;    /**< keys it placed */
-    uint64_t balance_weights;  /**< ring weights it changed */
+    uint64_t balance_weights;  /**< isolations it began or ended (each a change of weights) */
     double   balance_ratio;    /**< max / mean load of the ring's workers over its last interval */
     uint64_t unsplittable_hash; /**< a key alone heavier than a worker's fair share in its last
                                 * interval (its hash), which only a faster worker could help; 0: none */

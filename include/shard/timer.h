@@ -7,8 +7,10 @@
  * jobs of the key submitted before then, and follows every handoff as they do. A timer waits in the
  * timing wheel of the worker that holds its key: armed while no membership change is in progress, it
  * goes straight there; during one, a job of the key takes it there, through the key's order. A key's
- * timers run in deadline order (the wheel hands them out so), except that a timer armed after another
- * of its key fell due and was submitted runs after it, whatever its own deadline.
+ * timers run in deadline order (the wheel hands them out so), except that a timer runs after those of
+ * its key already submitted when it entered the wheel, whatever its deadline: one armed after another
+ * fell due, or one armed during a change whose arm job waits in a long queue while a later one armed
+ * after the change goes straight in. (When memory runs out, a due timer is tried again a tick later.)
  *
  * Pending timers live with their key: each worker's wheel holds the timers of the keys it owns, and
  * when a key moves (add, remove, a new weight) its worker hands its timers to the new owner with the
