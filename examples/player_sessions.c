@@ -166,13 +166,20 @@ static struct session *take_session(struct local *l, uint32_t player, int *after
     return s;
 }
 
+/* A job's argument: the player in the low 20 bits, a number (a packet's sequence, a timer's arm) above. */
+static uint32_t unpack(void *arg, uint64_t *high)
+{
+    uint64_t packed = (uint64_t)(uintptr_t)arg;
+    *high = packed >> 20;
+    return (uint32_t)(packed & 0xfffff);
+}
+
 /* The idle timer: the player sent nothing for idle_ms, log it out. It runs as a job of the player, so
  * no packet runs beside it, and the session is here (or was lost with a crashed worker). */
 static void on_idle(shard_worker *w, void *arg)
 {
-    uint64_t packed = (uint64_t)(uintptr_t)arg;
-    uint32_t player = (uint32_t)(packed & 0xfffff);
-    uint64_t gen = packed >> 20;
+    uint64_t gen;
+    uint32_t player = unpack(arg, &gen);
     struct local *l = shard_worker_user(w);
     int after_crash = 0;
     struct session *s = take_session(l, player, &after_crash);
@@ -202,9 +209,8 @@ static void on_idle(shard_worker *w, void *arg)
 
 static void on_packet(shard_worker *w, void *arg)
 {
-    uint64_t packed = (uint64_t)(uintptr_t)arg;
-    uint32_t player = (uint32_t)(packed & 0xfffff);
-    uint64_t seq = packed >> 20;
+    uint64_t seq;
+    uint32_t player = unpack(arg, &seq);
     struct local *l = shard_worker_user(w);
     int after_crash = 0;
     struct session *s = take_session(l, player, &after_crash);

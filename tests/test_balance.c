@@ -56,20 +56,27 @@ static void hot_on_one(shard_dispatcher *d, unsigned hot[3])
     shard_ring_destroy(r);
 }
 
+/* Submits n sequenced jobs: the keys of hot (nhot of them) take hot_share, the rest go to any key. */
+static void submit_mix(shard_dispatcher *d, const unsigned *hot, int nhot, double hot_share, uint64_t *seq,
+                       uint64_t *x, int n)
+{
+    char k[24];
+    for (int i = 0; i < n; i++) {
+        *x = *x * 6364136223846793005ull + 1442695040888963407ull;
+        double u = (double)(*x >> 11) / (double)(1ull << 53);
+        unsigned key = nhot && u < hot_share ? hot[(*x >> 3) % (unsigned)nhot] : (unsigned)((*x >> 20) % KEYS);
+        cr_assert_eq(shard_submit(d, k, kname(k, key), seq_job, (void *)(uintptr_t)(seq[key]++ * KEYS + key)), 0);
+    }
+}
+
 /* Submits until the balancer has acted and had 20 rounds (or 10 s): the hot keys take `hot_share` of
  * the jobs. Return: the stats read last, while the load ran (a round after it, idle, names nothing). */
 static struct shard_stats drive(shard_dispatcher *d, const unsigned *hot, int nhot, double hot_share, uint64_t *seq)
 {
-    char k[24];
     uint64_t x = 7, start = now_ns();
     struct shard_stats st;
     do {
-        for (int i = 0; i < 2000; i++) {
-            x = x * 6364136223846793005ull + 1442695040888963407ull;
-            double u = (double)(x >> 11) / (double)(1ull << 53);
-            unsigned key = u < hot_share ? hot[(x >> 3) % (unsigned)nhot] : (unsigned)((x >> 20) % KEYS);
-            cr_assert_eq(shard_submit(d, k, kname(k, key), seq_job, (void *)(uintptr_t)(seq[key]++ * KEYS + key)), 0);
-        }
+        submit_mix(d, hot, nhot, hot_share, seq, &x, 2000);
         shard_dispatcher_stats(d, &st);
     } while ((st.balance_moves + st.balance_weights == 0 || st.balance_rounds < 20) &&
              now_ns() - start < 10000000000ull);
@@ -182,15 +189,10 @@ Test(balance, the_users_weights_come_back_after_an_isolation)
     shard_dispatcher_stats(d, &st);
     cr_assert_gt(st.balance_weights, 0);
     /* Then an even load: after the calm spell the weights are restored. */
-    char k[24];
     uint64_t start = now_ns(), x = 3;
     shard_ring *r = NULL;
     for (;;) {
-        for (int i = 0; i < 4000; i++) {
-            x = x * 6364136223846793005ull + 1442695040888963407ull;
-            unsigned key = (unsigned)((x >> 20) % KEYS);
-            cr_assert_eq(shard_submit(d, k, kname(k, key), seq_job, (void *)(uintptr_t)(seq[key]++ * KEYS + key)), 0);
-        }
+        submit_mix(d, NULL, 0, 0, seq, &x, 4000);
         cr_assert_eq(shard_dispatcher_ring(d, &r), 0);
         bool back = shard_ring_weight(r, "w2") == 3 && shard_ring_weight(r, "w0") == 1 && shard_ring_weight(r, "w1") == 1 &&
                     shard_ring_weight(r, "w3") == 1;
@@ -211,16 +213,11 @@ Test(balance, an_even_load_and_an_idle_one_name_no_unsplittable_key)
     struct shard_config cfg = { .workers = 4, .hot_window_ms = 1000,
                                 .balance = { .interval_ms = 20, .rounds = 1, .by_jobs = true } };
     cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
-    char k[24];
     uint64_t x = 5, start = now_ns();
     static uint64_t seq[KEYS];
     struct shard_stats st;
     do {
-        for (int i = 0; i < 4000; i++) {
-            x = x * 6364136223846793005ull + 1442695040888963407ull;
-            unsigned key = (unsigned)((x >> 20) % KEYS);
-            cr_assert_eq(shard_submit(d, k, kname(k, key), seq_job, (void *)(uintptr_t)(seq[key]++ * KEYS + key)), 0);
-        }
+        submit_mix(d, NULL, 0, 0, seq, &x, 4000);
         shard_dispatcher_stats(d, &st);
         cr_assert_eq(st.unsplittable_hash, 0, "an even load named key %llx unsplittable (share %.2f)",
                      (unsigned long long)st.unsplittable_hash, st.unsplittable_share);
