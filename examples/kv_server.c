@@ -144,7 +144,9 @@ int main(int argc, char **argv)
         .hot_keys = srv.opt.hot_keys,
         .balance = { .interval_ms = srv.opt.balance_ms },
     };
-    int err = store_global_init();
+    int err = command_init();
+    if (!err)
+        err = store_global_init();
     if (!err)
         err = shard_dispatcher_create(&srv.d, &cfg);
     if (err) {
@@ -170,5 +172,6 @@ int main(int argc, char **argv)
     shard_dispatcher_destroy(srv.d);
     net_free(&srv);
     store_global_free();
+    command_free();
     return err ? 1 : 0;
 }

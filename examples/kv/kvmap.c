@@ -1,12 +1,14 @@
 /* kv_server: the worker-local hash map. SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "kvmap.h"
 
+#include "obj.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
 
-#define INITIAL_BUCKETS 1024
+#define INITIAL_BITS 10
 
 uint64_t kv_hash(const void *key, size_t len)
 {
@@ -18,12 +20,22 @@ struct kv_entry *kv_entry_new(uint64_t hash, const void *key, size_t klen, const
     struct kv_entry *e = malloc(sizeof *e + klen);
     if (!e)
         return NULL;
-    *e = (struct kv_entry){ .hash = hash, .klen = klen };
+    *e = (struct kv_entry){ .hash = hash, .klen = (uint32_t)klen, .type = KV_STRING };
     memcpy(e->key, key, klen);
     if (kv_entry_set(e, val, vlen) != 0) {
         free(e);
         return NULL;
     }
+    return e;
+}
+
+struct kv_entry *kv_entry_new_obj(uint64_t hash, const void *key, size_t klen, enum kv_type type, void *obj)
+{
+    struct kv_entry *e = malloc(sizeof *e + klen);
+    if (!e)
+        return NULL;
+    *e = (struct kv_entry){ .hash = hash, .obj = obj, .klen = (uint32_t)klen, .type = (uint8_t)type };
+    memcpy(e->key, key, klen);
     return e;
 }
 
@@ -51,30 +63,52 @@ int kv_entry_set(struct kv_entry *e, const void *val, size_t vlen)
     atomic_init(&v->refs, 1);
     v->len = vlen;
     memcpy(v->data, val, vlen);
-    kv_value_put(e->val);
+    if (e->type == KV_STRING)
+        kv_value_put(e->val);
+    else
+        kv_obj_free(e->type, e->obj);
+    e->type = KV_STRING;
     e->val = v;
     return 0;
 }
 
 void kv_entry_free(struct kv_entry *e)
 {
-    if (e) {
+    if (!e)
+        return;
+    if (e->type == KV_STRING)
         kv_value_put(e->val);
-        free(e);
-    }
+    else
+        kv_obj_free(e->type, e->obj);
+    free(e);
 }
 
-int kvmap_init(struct kvmap *m)
+int kvmap_init_bits(struct kvmap *m, uint32_t bits)
 {
-    m->buckets = calloc(INITIAL_BUCKETS, sizeof *m->buckets);
-    m->mask = INITIAL_BUCKETS - 1;
+    m->buckets = calloc((size_t)1 << bits, sizeof *m->buckets);
+    m->bits = bits;
     m->n = 0;
     return m->buckets ? 0 : -ENOMEM;
 }
 
+int kvmap_init(struct kvmap *m)
+{
+    return kvmap_init_bits(m, INITIAL_BITS);
+}
+
+static size_t nbuckets(const struct kvmap *m)
+{
+    return (size_t)1 << m->bits;
+}
+
+static size_t bucket_of(const struct kvmap *m, uint64_t hash)
+{
+    return m->bits ? (size_t)(hash >> (64 - m->bits)) : 0;
+}
+
 void kvmap_free(struct kvmap *m)
 {
-    for (size_t b = 0; m->buckets && b <= m->mask; b++)
+    for (size_t b = 0; m->buckets && b < nbuckets(m); b++)
         for (struct kv_entry *e = m->buckets[b], *next; e; e = next) {
             next = e->next;
             kv_entry_free(e);
@@ -90,7 +124,7 @@ static bool same_key(const struct kv_entry *e, uint64_t hash, const void *key, s
 
 struct kv_entry *kvmap_find(const struct kvmap *m, uint64_t hash, const void *key, size_t klen)
 {
-    for (struct kv_entry *e = m->buckets[hash & m->mask]; e; e = e->next)
+    for (struct kv_entry *e = m->buckets[bucket_of(m, hash)]; e; e = e->next)
         if (same_key(e, hash, key, klen))
             return e;
     return NULL;
@@ -98,26 +132,27 @@ struct kv_entry *kvmap_find(const struct kvmap *m, uint64_t hash, const void *ke
 
 static void grow(struct kvmap *m)
 {
-    size_t nb = (m->mask + 1) * 2;
-    struct kv_entry **b = calloc(nb, sizeof *b);
-    if (!b)
+    struct kvmap bigger = { .bits = m->bits + 1 };
+    bigger.buckets = calloc(nbuckets(&bigger), sizeof *bigger.buckets);
+    if (!bigger.buckets)
         return;
-    for (size_t i = 0; i <= m->mask; i++)
+    for (size_t i = 0; i < nbuckets(m); i++)
         for (struct kv_entry *e = m->buckets[i], *next; e; e = next) {
             next = e->next;
-            e->next = b[e->hash & (nb - 1)];
-            b[e->hash & (nb - 1)] = e;
+            struct kv_entry **head = &bigger.buckets[bucket_of(&bigger, e->hash)];
+            e->next = *head;
+            *head = e;
         }
     free(m->buckets);
-    m->buckets = b;
-    m->mask = nb - 1;
+    m->buckets = bigger.buckets;
+    m->bits = bigger.bits;
 }
 
 void kvmap_insert(struct kvmap *m, struct kv_entry *e)
 {
-    if (m->n > m->mask)
+    if (m->n >= nbuckets(m) && m->bits < 48)
         grow(m);
-    struct kv_entry **head = &m->buckets[e->hash & m->mask];
+    struct kv_entry **head = &m->buckets[bucket_of(m, e->hash)];
     e->next = *head;
     *head = e;
     m->n++;
@@ -125,7 +160,7 @@ void kvmap_insert(struct kvmap *m, struct kv_entry *e)
 
 struct kv_entry *kvmap_take(struct kvmap *m, uint64_t hash, const void *key, size_t klen)
 {
-    for (struct kv_entry **p = &m->buckets[hash & m->mask]; *p; p = &(*p)->next)
+    for (struct kv_entry **p = &m->buckets[bucket_of(m, hash)]; *p; p = &(*p)->next)
         if (same_key(*p, hash, key, klen)) {
             struct kv_entry *e = *p;
             *p = e->next;
@@ -139,7 +174,7 @@ struct kv_entry *kvmap_take_if(struct kvmap *m, bool (*pick)(const struct kv_ent
                                void *ctx)
 {
     struct kv_entry *taken = NULL;
-    for (size_t b = 0; b <= m->mask; b++)
+    for (size_t b = 0; b < nbuckets(m); b++)
         for (struct kv_entry **p = &m->buckets[b]; *p;) {
             struct kv_entry *e = *p;
             if (!pick(e, ctx)) {
@@ -152,4 +187,20 @@ struct kv_entry *kvmap_take_if(struct kvmap *m, bool (*pick)(const struct kv_ent
             taken = e;
         }
     return taken;
+}
+
+uint64_t kvmap_range(const struct kvmap *m, uint64_t from, uint64_t to,
+                     bool (*fn)(const struct kv_entry *e, void *ctx), void *ctx)
+{
+    if (from > to)
+        return to + 1;
+    for (size_t b = bucket_of(m, from), last = bucket_of(m, to); b <= last; b++) {
+        bool more = true;
+        for (const struct kv_entry *e = m->buckets[b]; e; e = e->next)
+            if (e->hash >= from && e->hash <= to)
+                more &= fn(e, ctx);
+        if (!more && b < last)
+            return (uint64_t)(b + 1) << (64 - m->bits);
+    }
+    return to + 1;
 }

@@ -27,31 +27,49 @@ struct kv_value *kv_value_get(struct kv_value *v);
 /* Drops a reference; the last one frees v. Accepts NULL. Context: any thread. */
 void kv_value_put(struct kv_value *v);
 
+/* What a key holds. */
+enum kv_type { KV_STRING, KV_LIST, KV_HASH, KV_SET, KV_ZSET };
+
 struct kv_entry {
     struct kv_entry *next; /* bucket chain, or a list of entries on their way elsewhere */
     uint64_t         hash; /* kv_hash of the key */
-    struct kv_value *val;  /* never NULL; the entry's reference */
-    size_t           klen;
-    char             key[];
+    union {
+        struct kv_value *val; /* KV_STRING: the entry's reference (NULL only in a set's members) */
+        void            *obj; /* the other types: the type's object (obj.h) */
+    };
+    int64_t  expire_ms; /* when the key expires, in ms of Unix time (CLOCK_REALTIME); 0: never */
+    uint64_t timer;     /* the keyed timer armed to expire it (a shard_timer), 0: none (expire.h) */
+    uint32_t klen;
+    uint8_t  type;      /* enum kv_type */
+    char     key[];
 };
 
+/* Buckets are indexed by the top bits of the hash, so that a bucket holds one range of hashes and the
+ * buckets run in hash order, at every size: a range of hashes is a range of buckets (kvmap_range, for
+ * SCAN's cursor). */
 struct kvmap {
     struct kv_entry **buckets;
-    size_t            mask; /* buckets - 1 */
+    uint32_t          bits; /* 2^bits buckets */
     size_t            n;
 };
 
 uint64_t kv_hash(const void *key, size_t len);
 
-/* A new entry with a copy of key and of val; NULL without memory. Free with kv_entry_free. */
+/* A new string entry with a copy of key and of val; NULL without memory. Free with kv_entry_free. */
 struct kv_entry *kv_entry_new(uint64_t hash, const void *key, size_t klen, const void *val, size_t vlen);
-/* Gives e a new value, a copy of val, dropping its reference to the old one. Return: 0; -ENOMEM (the
- * old value stays). */
+/* A new entry of type (not KV_STRING) holding obj, which it then owns; NULL without memory (obj is
+ * still the caller's). */
+struct kv_entry *kv_entry_new_obj(uint64_t hash, const void *key, size_t klen, enum kv_type type, void *obj);
+/* Gives e a new value, a copy of val, dropping its reference to the old one (or, for another type, its
+ * object: e becomes a string). Return: 0; -ENOMEM (the old value stays). */
 int  kv_entry_set(struct kv_entry *e, const void *val, size_t vlen);
+/* Frees e, its value or object (obj.h) included. Accepts NULL. */
 void kv_entry_free(struct kv_entry *e);
 
 /* An empty map. Return: 0; -ENOMEM. Pair with kvmap_free, which frees the entries too. */
 int  kvmap_init(struct kvmap *m);
+/* An empty map of 2^bits buckets to begin with (a small one for a collection's members). */
+int  kvmap_init_bits(struct kvmap *m, uint32_t bits);
 void kvmap_free(struct kvmap *m);
 
 struct kv_entry *kvmap_find(const struct kvmap *m, uint64_t hash, const void *key, size_t klen);
@@ -62,5 +80,11 @@ struct kv_entry *kvmap_take(struct kvmap *m, uint64_t hash, const void *key, siz
 /* Unlinks every entry for which pick(e, ctx) is true and returns them as a list linked by next. */
 struct kv_entry *kvmap_take_if(struct kvmap *m, bool (*pick)(const struct kv_entry *e, void *ctx),
                                void *ctx);
+/* Calls fn(e, ctx) for entries whose hash is in [from, to], in bucket order (the order of their
+ * hashes' top bits), while it returns true. fn must not change the map. Return: the first hash not yet
+ * visited: to + 1 (0 when to is UINT64_MAX) when fn never stopped it, else the start of the bucket
+ * after the one where it stopped (every entry of that bucket in the range was visited). */
+uint64_t kvmap_range(const struct kvmap *m, uint64_t from, uint64_t to,
+                     bool (*fn)(const struct kv_entry *e, void *ctx), void *ctx);
 
 #endif

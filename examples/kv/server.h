@@ -98,6 +98,15 @@ struct command {
     size_t part_reply_max;
 };
 
+/* One family's table of commands (a cmd_*.c file); commands.c lists every set. */
+struct command_set {
+    const struct command *cmds;
+    size_t                n;
+};
+
+extern const struct command_set cmds_string, cmds_server, cmds_list, cmds_hash, cmds_set, cmds_zset,
+    cmds_keyspace, cmds_expire;
+
 /* A part's reply: its text, then, if value is set, the value's bytes and "\r\n" (a bulk string whose
  * header is the text), sent from the value itself. */
 struct part_reply {
@@ -131,6 +140,35 @@ struct request {
     bool                  done;   /* N: its completion has been taken */
 };
 
+/* What a keyed command's part works on: its key, and where its reply goes. */
+static inline const struct resp_arg *key_of(const struct request *r, const struct part *p)
+{
+    return &r->argv[p->arg];
+}
+
+static inline struct buf *part_out(struct request *r, const struct part *p)
+{
+    return &r->part_reply[p->index].text;
+}
+
+#define KEY(r, p) key_of(r, p)->p, key_of(r, p)->len
+#define HASHED_KEY(r, p) kv_hash(KEY(r, p)), KEY(r, p)
+
+/* A value at least this long is sent by reference rather than copied into the reply: a client that
+ * does not read its replies then holds the server's memory to its output limit (net.c), not to the
+ * values of every GET it has in flight. Below it, a copy costs about what sharing does (an atomic
+ * increment, and a decrement on another thread). It also sets how many GETs a connection may have in
+ * flight: net.c sets aside GET_REPLY_MAX for each, about 700 per MiB. */
+#define COPY_MAX 1024
+
+/* The most a part's reply text takes, by command: a GET's copied value and its header; an integer,
+ * OK or an error message; a worker's name. */
+#define GET_REPLY_MAX   (COPY_MAX + 32)
+#define SMALL_REPLY_MAX 64
+#define OWNER_REPLY_MAX (SHARD_NAME_MAX + 32)
+
+#define WRONGTYPE "WRONGTYPE Operation against a key holding the wrong kind of value"
+
 /* request.c */
 /* A request for argv (copied). cmd NULL: an error reply req, already done. NULL without memory. */
 struct request *request_new(struct conn *c, struct net_thread *nt, struct server *srv,
@@ -156,8 +194,15 @@ size_t request_put_piece(struct request *r, struct buf *out);
 bool request_all_put(const struct request *r);
 
 /* commands.c */
+/* Indexes every set's commands by name. Return: 0; -ENOMEM. Context: once, before the network threads
+ * start (it aborts on a name defined twice: a programming error). */
+int command_init(void);
+void command_free(void);
 /* The command named by arg, case-insensitive; NULL when unknown. */
 const struct command *command_lookup(const struct resp_arg *arg);
+/* The commands in name order (COMMAND): how many, and the i-th; NULL past the end. */
+size_t command_count(void);
+const struct command *command_at(size_t i);
 /* Redis's integer syntax: optional '-', no leading zeros or '+', no spaces, within int64. */
 bool parse_int64(const char *s, size_t len, int64_t *out);
 /* Whether argc fits the command; on false an error reply text is written to why[n]. */

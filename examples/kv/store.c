@@ -2,6 +2,8 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "store.h"
 
+#include "obj.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -182,10 +184,15 @@ int store_set(struct kv_store *s, uint64_t hash, const void *key, size_t klen, c
     e = kv_entry_new(hash, key, klen, val, vlen);
     if (!e)
         return -ENOMEM;
+    store_add(s, e);
+    return 0;
+}
+
+void store_add(struct kv_store *s, struct kv_entry *e)
+{
     kvmap_insert(&s->map, e);
     count_local(s);
     atomic_fetch_add_explicit(&total_keys, 1, memory_order_relaxed);
-    return 0;
 }
 
 bool store_del(struct kv_store *s, uint64_t hash, const void *key, size_t klen)
