@@ -30,7 +30,7 @@ static struct {
  * worker) that shard orders before the new owner's first command of that key, so the new owner's load
  * sees the increment by coherence of that happens-before. */
 static atomic_size_t in_transit;
-static atomic_size_t total_keys;
+static atomic_size_t total_keys, total_expires;
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct kv_store *registry;
@@ -213,6 +213,11 @@ size_t store_total_keys(void)
     return atomic_load_explicit(&total_keys, memory_order_relaxed);
 }
 
+size_t store_total_expires(void)
+{
+    return atomic_load_explicit(&total_expires, memory_order_relaxed);
+}
+
 size_t store_transit_keys(void)
 {
     return atomic_load_explicit(&in_transit, memory_order_relaxed);
@@ -226,5 +231,60 @@ size_t store_worker_keys(const char *name)
         if (strcmp(s->name, name) == 0)
             n = atomic_load_explicit(&s->keys, memory_order_relaxed);
     pthread_mutex_unlock(&registry_lock);
+    return n;
+}
+
+struct range_walk {
+    bool (*fn)(const struct kv_entry *e, void *ctx);
+    void *ctx;
+    bool  stopped;
+};
+
+static bool range_step(const struct kv_entry *e, void *ctx)
+{
+    struct range_walk *w = ctx;
+    if (!w->stopped && !w->fn(e, w->ctx))
+        w->stopped = true;
+    return !w->stopped;
+}
+
+void store_range(struct kv_store *s, uint64_t from, uint64_t to,
+                 bool (*fn)(const struct kv_entry *e, void *ctx), void *ctx)
+{
+    struct range_walk w = { fn, ctx, false };
+    kvmap_range(&s->map, from, to, range_step, &w);
+    if (atomic_load_explicit(&in_transit, memory_order_relaxed) == 0)
+        return;
+    for (int i = 0; i < TRANSIT_STRIPES && !w.stopped; i++) {
+        pthread_mutex_lock(&transit[i].lock);
+        kvmap_range(&transit[i].map, from, to, range_step, &w);
+        pthread_mutex_unlock(&transit[i].lock);
+    }
+}
+
+static size_t free_list(struct kv_entry *list)
+{
+    size_t n = 0;
+    for (struct kv_entry *e = list, *next; e; e = next) {
+        next = e->next;
+        kv_entry_free(e);
+        n++;
+    }
+    atomic_fetch_sub_explicit(&total_keys, n, memory_order_relaxed);
+    return n;
+}
+
+size_t store_clear(struct kv_store *s, bool with_transit)
+{
+    size_t n = free_list(kvmap_take_if(&s->map, everything, NULL));
+    count_local(s);
+    for (int i = 0; with_transit && i < TRANSIT_STRIPES; i++) {
+        pthread_mutex_lock(&transit[i].lock);
+        struct kv_entry *list = kvmap_take_if(&transit[i].map, everything, NULL);
+        pthread_mutex_unlock(&transit[i].lock);
+        size_t k = free_list(list);
+        atomic_fetch_sub_explicit(&in_transit, k, memory_order_relaxed);
+        n += k;
+    }
     return n;
 }

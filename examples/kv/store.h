@@ -56,9 +56,20 @@ bool store_del(struct kv_store *s, uint64_t hash, const void *key, size_t klen);
  * Context: a job on the store's worker. */
 void store_evacuate(struct kv_store *s);
 
+/* Calls fn(e, ctx) for each entry of s, and then of the transit area, whose hash is in [from, to]
+ * (kvmap_range; the transit area's under its locks), while fn returns true: an entry in transit
+ * belongs to whichever worker owns its key. fn must not change either. Context: a job on s's worker. */
+void store_range(struct kv_store *s, uint64_t from, uint64_t to,
+                 bool (*fn)(const struct kv_entry *e, void *ctx), void *ctx);
+/* Deletes every key of s; with transit, every key in the transit area too. Return: keys deleted.
+ * Context: a job on s's worker. */
+size_t store_clear(struct kv_store *s, bool transit);
+
 /* Keys in the whole server (DBSIZE), and how many wait in the transit area. Context: any thread;
  * exact once no command runs. */
 size_t store_total_keys(void);
+/* Of those, the keys with an expiry (INFO keyspace). */
+size_t store_total_expires(void);
 size_t store_transit_keys(void);
 /* Keys held by the worker named name (not counting those in transit); 0 when it has no store.
  * Context: any thread. */
