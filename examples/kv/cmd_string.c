@@ -1,5 +1,5 @@
-/* kv_server: string commands and the commands that work on any key (DEL, EXISTS): what each does
- * with a key's data on its worker. SPDX-License-Identifier: LGPL-2.1-or-later
+/* kv_server: string commands (with SET's expiry options) and the commands that work on any key (DEL,
+ * UNLINK, EXISTS, TYPE): what each does with a key's data on its worker. SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * A keyed command's part runs on the worker owning its key, with that worker's store: no lock. A
  * command of several keys is not atomic across them (Redis's MSET is): each key is applied on its
@@ -7,44 +7,293 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
 
+#include "expire.h"
 #include "server.h"
+
+/* A string's value as a bulk reply: copied when short, else sent from the value itself. */
+static void reply_value(struct part_reply *out, struct kv_value *v)
+{
+    if (v->len < COPY_MAX) {
+        resp_bulk(&out->text, v->data, v->len);
+    } else {
+        resp_bulk_header(&out->text, v->len);
+        out->value = kv_value_get(v);
+    }
+}
 
 static void get_part(struct kv_store *s, struct request *r, const struct part *p)
 {
     struct part_reply *out = &r->part_reply[p->index];
     struct kv_entry *e = store_find(s, HASHED_KEY(r, p));
-    if (e && e->type != KV_STRING && r->nparts == 1 && !r->cmd->finish) {
+    if (e && e->type != KV_STRING && r->nparts == 1 && !r->cmd->finish)
         resp_error(&out->text, WRONGTYPE); /* GET; MGET answers nil for it, as Redis does */
-    } else if (!e || e->type != KV_STRING) {
+    else if (!e || e->type != KV_STRING)
         resp_null(&out->text);
-    } else if (e->val->len < COPY_MAX) {
-        resp_bulk(&out->text, e->val->data, e->val->len);
-    } else {
-        resp_bulk_header(&out->text, e->val->len);
-        out->value = kv_value_get(e->val);
+    else
+        reply_value(out, e->val);
+}
+
+/* What a SET-like command asks for besides the value. */
+struct set_opts {
+    bool    nx, xx;  /* only if the key does not exist / does */
+    bool    get;     /* reply with the old value */
+    bool    keepttl; /* keep the key's expiry (else a SET ends it) */
+    int64_t at_ms;   /* expire then; 0: no expiry given */
+};
+
+static bool arg_is(const struct resp_arg *a, const char *word)
+{
+    return a->len == strlen(word) && strncasecmp(a->p, word, a->len) == 0;
+}
+
+/* The time an EX/PX/EXAT/PXAT argument names, for command cmd ("set", "setex", "getex"): a positive
+ * number, as Redis wants there. Return: true; false with the error reply written. */
+static bool expire_arg(const struct resp_arg *a, int64_t unit_ms, bool relative, const char *cmd,
+                       int64_t *at_ms, struct buf *out)
+{
+    int64_t n;
+    if (!parse_int64(a->p, a->len, &n)) {
+        resp_error(out, "ERR value is not an integer or out of range");
+        return false;
     }
+    if (n <= 0 || expire_deadline(a->p, a->len, unit_ms, relative, at_ms) != 0) {
+        char msg[64];
+        snprintf(msg, sizeof msg, "ERR invalid expire time in '%s' command", cmd);
+        resp_error(out, msg);
+        return false;
+    }
+    return true;
+}
+
+/* EX s, PX ms, EXAT unix-s, PXAT unix-ms at argv[*i] (the number after it); true when it is one of
+ * those (*i then at the number), with *ok false if the number was refused (reply written). */
+static bool parse_expire_opt(struct request *r, uint32_t *i, const char *cmd, int64_t *at_ms, bool *ok,
+                             struct buf *out)
+{
+    static const struct {
+        const char *word;
+        int64_t     unit_ms;
+        bool        relative;
+    } forms[] = { { "EX", 1000, true }, { "PX", 1, true }, { "EXAT", 1000, false }, { "PXAT", 1, false } };
+    for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++)
+        if (arg_is(&r->argv[*i], forms[f].word)) {
+            if (*i + 1 >= r->argc || *at_ms) {
+                resp_error(out, "ERR syntax error");
+                *ok = false;
+            } else {
+                *ok = expire_arg(&r->argv[++*i], forms[f].unit_ms, forms[f].relative, cmd, at_ms, out);
+            }
+            return true;
+        }
+    return false;
+}
+
+/* SET's options from argv[3]. Return: true; false with the error reply written. */
+static bool parse_set_opts(struct request *r, struct set_opts *o, struct buf *out)
+{
+    for (uint32_t i = 3; i < r->argc; i++) {
+        bool ok = true;
+        if (parse_expire_opt(r, &i, "set", &o->at_ms, &ok, out)) {
+            if (!ok)
+                return false;
+            if (o->keepttl)
+                goto syntax;
+        } else if (arg_is(&r->argv[i], "NX") && !o->xx) {
+            o->nx = true;
+        } else if (arg_is(&r->argv[i], "XX") && !o->nx) {
+            o->xx = true;
+        } else if (arg_is(&r->argv[i], "GET")) {
+            o->get = true;
+        } else if (arg_is(&r->argv[i], "KEEPTTL") && !o->at_ms) {
+            o->keepttl = true;
+        } else {
+            goto syntax;
+        }
+    }
+    return true;
+syntax:
+    resp_error(out, "ERR syntax error");
+    return false;
+}
+
+enum set_reply { REPLY_OK, REPLY_OLD, REPLY_BOOL }; /* SET, SET GET and GETSET, SETNX */
+
+/* Sets the part's key to val as o says and replies in the form asked. */
+static void set_with(struct kv_store *s, struct request *r, const struct part *p,
+                     const struct resp_arg *val, const struct set_opts *o, enum set_reply form)
+{
+    struct part_reply *out = &r->part_reply[p->index];
+    struct kv_entry *e = store_find(s, HASHED_KEY(r, p));
+    if (form == REPLY_OLD && e && e->type != KV_STRING) {
+        resp_error(&out->text, WRONGTYPE);
+        return;
+    }
+    bool go = !(o->nx && e) && !(o->xx && !e);
+    struct kv_value *old = form == REPLY_OLD && e ? kv_value_get(e->val) : NULL;
+    bool failed = false;
+    if (go && o->at_ms && o->at_ms <= kv_now_ms()) {
+        store_del(s, HASHED_KEY(r, p)); /* set and expired at once */
+    } else if (go) {
+        e = store_set(s, HASHED_KEY(r, p), val->p, val->len);
+        if (!e)
+            failed = true;
+        else if (o->at_ms)
+            failed = expire_set(e, o->at_ms) != 0;
+        else if (!o->keepttl)
+            expire_clear(e);
+    }
+    if (failed)
+        resp_error(&out->text, "ERR out of memory");
+    else if (form == REPLY_BOOL)
+        resp_int(&out->text, go);
+    else if (form == REPLY_OLD && old)
+        reply_value(out, old);
+    else if (form == REPLY_OLD || !go)
+        resp_null(&out->text);
+    else
+        resp_simple(&out->text, "OK");
+    kv_value_put(old);
 }
 
 static void set_part(struct kv_store *s, struct request *r, const struct part *p)
 {
-    struct buf *out = &r->part_reply[p->index].text;
-    if (r->argc != 3) {
-        resp_error(out, "ERR syntax error (SET takes no options here)");
+    struct set_opts o = { 0 };
+    if (parse_set_opts(r, &o, part_out(r, p)))
+        set_with(s, r, p, &r->argv[2], &o, o.get ? REPLY_OLD : REPLY_OK);
+}
+
+static void setnx_part(struct kv_store *s, struct request *r, const struct part *p)
+{
+    set_with(s, r, p, &r->argv[2], &(struct set_opts){ .nx = true }, REPLY_BOOL);
+}
+
+static void getset_part(struct kv_store *s, struct request *r, const struct part *p)
+{
+    set_with(s, r, p, &r->argv[2], &(struct set_opts){ 0 }, REPLY_OLD);
+}
+
+/* SETEX key seconds value, PSETEX key ms value. */
+static void setex_with(struct kv_store *s, struct request *r, const struct part *p, int64_t unit_ms)
+{
+    struct set_opts o = { 0 };
+    if (expire_arg(&r->argv[2], unit_ms, true, unit_ms == 1 ? "psetex" : "setex", &o.at_ms,
+                   part_out(r, p)))
+        set_with(s, r, p, &r->argv[3], &o, REPLY_OK);
+}
+
+static void setex_part(struct kv_store *s, struct request *r, const struct part *p)
+{
+    setex_with(s, r, p, 1000);
+}
+
+static void psetex_part(struct kv_store *s, struct request *r, const struct part *p)
+{
+    setex_with(s, r, p, 1);
+}
+
+static void getdel_part(struct kv_store *s, struct request *r, const struct part *p)
+{
+    struct part_reply *out = &r->part_reply[p->index];
+    struct kv_entry *e = store_find(s, HASHED_KEY(r, p));
+    if (e && e->type != KV_STRING) {
+        resp_error(&out->text, WRONGTYPE);
+    } else if (!e) {
+        resp_null(&out->text);
+    } else {
+        reply_value(out, e->val);
+        store_del(s, HASHED_KEY(r, p));
+    }
+}
+
+/* GETEX key [EX s | PX ms | EXAT unix-s | PXAT unix-ms | PERSIST] */
+static void getex_part(struct kv_store *s, struct request *r, const struct part *p)
+{
+    struct part_reply *out = &r->part_reply[p->index];
+    int64_t at_ms = 0;
+    bool persist = false;
+    for (uint32_t i = 2; i < r->argc; i++) {
+        bool ok = true;
+        if (parse_expire_opt(r, &i, "getex", &at_ms, &ok, &out->text)) {
+            if (!ok)
+                return;
+            if (persist)
+                goto syntax;
+        } else if (arg_is(&r->argv[i], "PERSIST") && !at_ms && !persist) {
+            persist = true;
+        } else {
+            goto syntax;
+        }
+    }
+    struct kv_entry *e = store_find(s, HASHED_KEY(r, p));
+    if (e && e->type != KV_STRING) {
+        resp_error(&out->text, WRONGTYPE);
+    } else if (!e) {
+        resp_null(&out->text);
+    } else {
+        reply_value(out, e->val);
+        if (persist)
+            expire_clear(e);
+        else if (at_ms && at_ms <= kv_now_ms())
+            store_del(s, HASHED_KEY(r, p));
+        else if (at_ms && expire_set(e, at_ms) != 0)
+            out->text.failed = true;
+    }
+    return;
+syntax:
+    resp_error(&out->text, "ERR syntax error");
+}
+
+static void append_part(struct kv_store *s, struct request *r, const struct part *p)
+{
+    struct buf *out = part_out(r, p);
+    struct kv_entry *e = store_find(s, HASHED_KEY(r, p));
+    if (e && e->type != KV_STRING) {
+        resp_error(out, WRONGTYPE);
         return;
     }
-    if (store_set(s, HASHED_KEY(r, p), r->argv[2].p, r->argv[2].len) != 0)
+    const struct resp_arg *add = &r->argv[2];
+    size_t had = e ? e->val->len : 0;
+    char *joined = malloc(had + add->len + 1);
+    if (joined) {
+        if (had)
+            memcpy(joined, e->val->data, had);
+        memcpy(joined + had, add->p, add->len);
+    }
+    if (!joined || !store_set(s, HASHED_KEY(r, p), joined, had + add->len))
         resp_error(out, "ERR out of memory");
     else
-        resp_simple(out, "OK");
+        resp_int(out, (int64_t)(had + add->len));
+    free(joined);
+}
+
+static void strlen_part(struct kv_store *s, struct request *r, const struct part *p)
+{
+    struct kv_entry *e = store_find(s, HASHED_KEY(r, p));
+    if (e && e->type != KV_STRING)
+        resp_error(part_out(r, p), WRONGTYPE);
+    else
+        resp_int(part_out(r, p), e ? (int64_t)e->val->len : 0);
+}
+
+static void type_part(struct kv_store *s, struct request *r, const struct part *p)
+{
+    struct kv_entry *e = store_find(s, HASHED_KEY(r, p));
+    resp_simple(part_out(r, p), e ? kv_type_name(e->type) : "none");
 }
 
 /* One pair of MSET: the key and the value after it. */
 static void mset_part(struct kv_store *s, struct request *r, const struct part *p)
 {
     const struct resp_arg *v = &r->argv[p->arg + 1];
-    if (store_set(s, HASHED_KEY(r, p), v->p, v->len) != 0)
-        r->part_reply[p->index].text.failed = true;
+    struct kv_entry *e = store_set(s, HASHED_KEY(r, p), v->p, v->len);
+    if (e)
+        expire_clear(e); /* a SET of each key */
+    else
+        part_out(r, p)->failed = true;
 }
 
 static void mset_finish(struct request *r)
@@ -97,7 +346,7 @@ static void add_to(struct kv_store *s, struct request *r, const struct part *p, 
     v += by;
     char text[24];
     int n = snprintf(text, sizeof text, "%" PRId64, v);
-    if (store_set(s, HASHED_KEY(r, p), text, (size_t)n) != 0)
+    if (!store_set(s, HASHED_KEY(r, p), text, (size_t)n))
         resp_error(out, "ERR out of memory");
     else
         resp_int(out, v);
@@ -142,7 +391,17 @@ static void owner_part(struct kv_store *s, struct request *r, const struct part 
 
 static const struct command table[] = {
     { "GET", 2, CMD_KEYED, 0, get_part, NULL, NULL, GET_REPLY_MAX },
-    { "SET", -3, CMD_KEYED, 0, set_part, NULL, NULL, SMALL_REPLY_MAX },
+    { "SET", -3, CMD_KEYED, 0, set_part, NULL, NULL, GET_REPLY_MAX },
+    { "SETNX", 3, CMD_KEYED, 0, setnx_part, NULL, NULL, SMALL_REPLY_MAX },
+    { "SETEX", 4, CMD_KEYED, 0, setex_part, NULL, NULL, SMALL_REPLY_MAX },
+    { "PSETEX", 4, CMD_KEYED, 0, psetex_part, NULL, NULL, SMALL_REPLY_MAX },
+    { "GETSET", 3, CMD_KEYED, 0, getset_part, NULL, NULL, GET_REPLY_MAX },
+    { "GETDEL", 2, CMD_KEYED, 0, getdel_part, NULL, NULL, GET_REPLY_MAX },
+    { "GETEX", -2, CMD_KEYED, 0, getex_part, NULL, NULL, GET_REPLY_MAX },
+    { "APPEND", 3, CMD_KEYED, 0, append_part, NULL, NULL, SMALL_REPLY_MAX },
+    { "STRLEN", 2, CMD_KEYED, 0, strlen_part, NULL, NULL, SMALL_REPLY_MAX },
+    { "TYPE", 2, CMD_KEYED, 0, type_part, NULL, NULL, SMALL_REPLY_MAX },
+    { "UNLINK", -2, CMD_KEYED, 1, del_part, sum_finish, NULL, 0 },
     { "DEL", -2, CMD_KEYED, 1, del_part, sum_finish, NULL, 0 },
     { "EXISTS", -2, CMD_KEYED, 1, exists_part, sum_finish, NULL, 0 },
     { "INCR", 2, CMD_KEYED, 0, incr_part, NULL, NULL, SMALL_REPLY_MAX },

@@ -39,6 +39,12 @@ struct kv_entry *kv_entry_new_obj(uint64_t hash, const void *key, size_t klen, e
     return e;
 }
 
+const char *kv_type_name(uint8_t type)
+{
+    static const char *const names[] = { "string", "list", "hash", "set", "zset", "stream" };
+    return type < sizeof names / sizeof names[0] ? names[type] : "unknown";
+}
+
 struct kv_value *kv_value_get(struct kv_value *v)
 {
     /* relaxed: the caller's own reference keeps v alive; the new holder is handed v (and its bytes)
@@ -80,6 +86,7 @@ void kv_entry_free(struct kv_entry *e)
         kv_value_put(e->val);
     else
         kv_obj_free(e->type, e->obj);
+    free(e->exp);
     free(e);
 }
 

@@ -27,8 +27,13 @@ struct kv_value *kv_value_get(struct kv_value *v);
 /* Drops a reference; the last one frees v. Accepts NULL. Context: any thread. */
 void kv_value_put(struct kv_value *v);
 
+struct kv_expiry;
+
 /* What a key holds. */
-enum kv_type { KV_STRING, KV_LIST, KV_HASH, KV_SET, KV_ZSET };
+enum kv_type { KV_STRING, KV_LIST, KV_HASH, KV_SET, KV_ZSET, KV_STREAM };
+
+/* The type's name as TYPE answers it: "string", "list", ... */
+const char *kv_type_name(uint8_t type);
 
 struct kv_entry {
     struct kv_entry *next; /* bucket chain, or a list of entries on their way elsewhere */
@@ -37,8 +42,7 @@ struct kv_entry {
         struct kv_value *val; /* KV_STRING: the entry's reference (NULL only in a set's members) */
         void            *obj; /* the other types: the type's object (obj.h) */
     };
-    int64_t  expire_ms; /* when the key expires, in ms of Unix time (CLOCK_REALTIME); 0: never */
-    uint64_t timer;     /* the keyed timer armed to expire it (a shard_timer), 0: none (expire.h) */
+    struct kv_expiry *exp; /* when the key expires (expire.h); NULL: never. Freed with the entry */
     uint32_t klen;
     uint8_t  type;      /* enum kv_type */
     char     key[];
@@ -63,7 +67,8 @@ struct kv_entry *kv_entry_new_obj(uint64_t hash, const void *key, size_t klen, e
 /* Gives e a new value, a copy of val, dropping its reference to the old one (or, for another type, its
  * object: e becomes a string). Return: 0; -ENOMEM (the old value stays). */
 int  kv_entry_set(struct kv_entry *e, const void *val, size_t vlen);
-/* Frees e, its value or object (obj.h) included. Accepts NULL. */
+/* Frees e, its value or object (obj.h) and its expiry record included; the caller has ended the
+ * expiry's timer first (expire_clear), unless destroy discarded it. Accepts NULL. */
 void kv_entry_free(struct kv_entry *e);
 
 /* An empty map. Return: 0; -ENOMEM. Pair with kvmap_free, which frees the entries too. */

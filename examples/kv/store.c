@@ -2,6 +2,7 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "store.h"
 
+#include "expire.h"
 #include "obj.h"
 
 #include <errno.h>
@@ -30,7 +31,7 @@ static struct {
  * worker) that shard orders before the new owner's first command of that key, so the new owner's load
  * sees the increment by coherence of that happens-before. */
 static atomic_size_t in_transit;
-static atomic_size_t total_keys, total_expires;
+static atomic_size_t total_keys;
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct kv_store *registry;
@@ -93,6 +94,7 @@ void store_on_start(shard_worker *w, void *user)
     if (!s)
         return; /* its commands answer "out of memory" */
     strcpy(s->name, shard_worker_name(w));
+    expire_init(shard_worker_dispatcher(w));
     pthread_mutex_lock(&registry_lock);
     s->next = registry;
     registry = s;
@@ -162,7 +164,7 @@ void store_evacuate(struct kv_store *s)
     count_local(s);
 }
 
-struct kv_entry *store_find(struct kv_store *s, uint64_t hash, const void *key, size_t klen)
+struct kv_entry *store_peek(struct kv_store *s, uint64_t hash, const void *key, size_t klen)
 {
     struct kv_entry *e = kvmap_find(&s->map, hash, key, klen);
     if (e)
@@ -175,17 +177,26 @@ struct kv_entry *store_find(struct kv_store *s, uint64_t hash, const void *key, 
     return e;
 }
 
-int store_set(struct kv_store *s, uint64_t hash, const void *key, size_t klen, const void *val,
-              size_t vlen)
+struct kv_entry *store_find(struct kv_store *s, uint64_t hash, const void *key, size_t klen)
+{
+    struct kv_entry *e = store_peek(s, hash, key, klen);
+    if (e && e->exp && expire_due(e, kv_now_ms())) {
+        store_del(s, hash, key, klen);
+        return NULL;
+    }
+    return e;
+}
+
+struct kv_entry *store_set(struct kv_store *s, uint64_t hash, const void *key, size_t klen,
+                           const void *val, size_t vlen)
 {
     struct kv_entry *e = store_find(s, hash, key, klen);
     if (e)
-        return kv_entry_set(e, val, vlen);
+        return kv_entry_set(e, val, vlen) == 0 ? e : NULL;
     e = kv_entry_new(hash, key, klen, val, vlen);
-    if (!e)
-        return -ENOMEM;
-    store_add(s, e);
-    return 0;
+    if (e)
+        store_add(s, e);
+    return e;
 }
 
 void store_add(struct kv_store *s, struct kv_entry *e)
@@ -202,6 +213,7 @@ bool store_del(struct kv_store *s, uint64_t hash, const void *key, size_t klen)
         e = transit_take(hash, key, klen);
     if (!e)
         return false;
+    expire_clear(e);
     kv_entry_free(e);
     count_local(s);
     atomic_fetch_sub_explicit(&total_keys, 1, memory_order_relaxed);
@@ -215,7 +227,7 @@ size_t store_total_keys(void)
 
 size_t store_total_expires(void)
 {
-    return atomic_load_explicit(&total_expires, memory_order_relaxed);
+    return expire_count();
 }
 
 size_t store_transit_keys(void)
@@ -267,6 +279,7 @@ static size_t free_list(struct kv_entry *list)
     size_t n = 0;
     for (struct kv_entry *e = list, *next; e; e = next) {
         next = e->next;
+        expire_clear(e);
         kv_entry_free(e);
         n++;
     }

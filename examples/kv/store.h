@@ -41,16 +41,19 @@ struct kv_store *store_of(shard_worker *w);
 const char *store_name(const struct kv_store *s);
 
 /* The entry of key (of any type: the caller checks e->type), adopting it from the transit area if it
- * was handed to this worker's keys; NULL when the key does not exist. Context: a job on the store's
- * worker, for a key it owns. */
+ * was handed to this worker's keys; NULL when the key does not exist, or has expired (it is deleted
+ * then: expire.h). Context: a job on the store's worker, for a key it owns. */
 struct kv_entry *store_find(struct kv_store *s, uint64_t hash, const void *key, size_t klen);
-/* Sets key to the string val, whatever it held before. Return: 0; -ENOMEM (nothing changed).
+/* As store_find, but an expired key is returned as it is (for expire.c's timer, which deletes it). */
+struct kv_entry *store_peek(struct kv_store *s, uint64_t hash, const void *key, size_t klen);
+/* Sets key to the string val, whatever it held before; its expiry stays (the caller ends it where
+ * Redis does: SET, MSET, GETSET). Return: its entry; NULL without memory (nothing changed).
  * Context: as store_find. */
-int store_set(struct kv_store *s, uint64_t hash, const void *key, size_t klen, const void *val,
-              size_t vlen);
+struct kv_entry *store_set(struct kv_store *s, uint64_t hash, const void *key, size_t klen,
+                           const void *val, size_t vlen);
 /* Adds e (any type), whose key the store must not hold (store_find said so). Context: as store_find. */
 void store_add(struct kv_store *s, struct kv_entry *e);
-/* Deletes key; true when it existed. Context: as store_find. */
+/* Deletes key, ending its expiry; true when it existed. Context: as store_find. */
 bool store_del(struct kv_store *s, uint64_t hash, const void *key, size_t klen);
 /* Hands every entry of the store to the transit area (the crash simulation above).
  * Context: a job on the store's worker. */
