@@ -1,4 +1,156 @@
-/* kv_server: commands of lists (LPUSH RPUSH LPOP RPOP LRANGE LLEN). SPDX-License-Identifier: LGPL-2.1-or-later */
-#include "server.h"
+/* kv_server: commands of lists (LPUSH RPUSH LPOP RPOP LRANGE LLEN LINDEX).
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * The list is a ring of values (obj_list.c): every command here is O(1) but for the elements it
+ * pushes, pops or returns. Replies, errors and their order (arguments checked before the key's type,
+ * but LINDEX's) are Redis 7.0's. */
+#include "obj_cmd.h"
 
-const struct command_set cmds_list = { NULL, 0 };
+static void push(struct kv_store *s, struct request *r, const struct part *p, bool left)
+{
+    struct buf *out = part_out(r, p);
+    struct kv_entry *e;
+    if (obj_lookup(s, r, p, KV_LIST, &e) != 0)
+        return;
+    struct obj_list *l = e ? e->obj : obj_list_new();
+    size_t n = r->argc - 2, done = 0;
+    if (l && obj_list_reserve(l, n) == 0) {
+        for (; done < n; done++) {
+            struct kv_value *v = obj_value_new(r->argv[2 + done].p, r->argv[2 + done].len);
+            if (!v)
+                break;
+            obj_list_push(l, left, v);
+        }
+    }
+    if (done < n) {
+        /* out of memory: take back what this command pushed, so that it has no effect */
+        while (l && done-- > 0)
+            kv_value_put(obj_list_pop(l, left));
+        if (!e)
+            obj_list_free(l);
+        resp_error(out, OBJ_ERR_OOM);
+        return;
+    }
+    if (!e && obj_store(s, r, p, KV_LIST, l) != 0) {
+        obj_list_free(l);
+        resp_error(out, OBJ_ERR_OOM);
+        return;
+    }
+    resp_int(out, (int64_t)obj_list_len(l));
+}
+
+static void lpush(struct kv_store *s, struct request *r, const struct part *p)
+{
+    push(s, r, p, true);
+}
+
+static void rpush(struct kv_store *s, struct request *r, const struct part *p)
+{
+    push(s, r, p, false);
+}
+
+/* LPOP and RPOP: without a count one element (nil when there is none), with one an array of up to
+ * count (a null array when the key does not exist). */
+static void pop(struct kv_store *s, struct request *r, const struct part *p, bool left)
+{
+    struct buf *out = part_out(r, p);
+    int64_t count = 1;
+    if (r->argc > 3) {
+        obj_reply_arity(r, p);
+        return;
+    }
+    if (r->argc == 3 && !obj_parse_count(r, p, &r->argv[2], &count))
+        return;
+    struct kv_entry *e;
+    if (obj_lookup(s, r, p, KV_LIST, &e) != 0)
+        return;
+    if (!e) {
+        buf_put(out, r->argc == 3 ? "*-1\r\n" : "$-1\r\n", 5);
+        return;
+    }
+    struct obj_list *l = e->obj;
+    if (r->argc == 2) {
+        obj_reply_value(r, p, obj_list_pop(l, left), true);
+    } else {
+        size_t n = (uint64_t)count < obj_list_len(l) ? (size_t)count : obj_list_len(l);
+        resp_array(out, (int64_t)n);
+        for (size_t i = 0; i < n; i++) {
+            struct kv_value *v = obj_list_pop(l, left);
+            obj_put_bulk(out, v->data, v->len);
+            kv_value_put(v);
+        }
+    }
+    if (obj_list_len(l) == 0)
+        obj_drop(s, r, p);
+}
+
+static void lpop(struct kv_store *s, struct request *r, const struct part *p)
+{
+    pop(s, r, p, true);
+}
+
+static void rpop(struct kv_store *s, struct request *r, const struct part *p)
+{
+    pop(s, r, p, false);
+}
+
+static void lrange(struct kv_store *s, struct request *r, const struct part *p)
+{
+    struct buf *out = part_out(r, p);
+    int64_t start, stop;
+    if (!obj_parse_index(r, p, &r->argv[2], &start) || !obj_parse_index(r, p, &r->argv[3], &stop))
+        return;
+    struct kv_entry *e;
+    if (obj_lookup(s, r, p, KV_LIST, &e) != 0)
+        return;
+    size_t first = 0, n = 0;
+    if (e)
+        obj_range(start, stop, obj_list_len(e->obj), &first, &n);
+    resp_array(out, (int64_t)n);
+    for (size_t i = 0; i < n; i++) {
+        const struct kv_value *v = obj_list_at(e->obj, first + i);
+        obj_put_bulk(out, v->data, v->len);
+    }
+}
+
+static void llen(struct kv_store *s, struct request *r, const struct part *p)
+{
+    struct kv_entry *e;
+    if (obj_lookup(s, r, p, KV_LIST, &e) == 0)
+        resp_int(part_out(r, p), e ? (int64_t)obj_list_len(e->obj) : 0);
+}
+
+/* The key is looked up before the index is read, as Redis does: a missing key answers nil whatever
+ * the index. */
+static void lindex(struct kv_store *s, struct request *r, const struct part *p)
+{
+    struct kv_entry *e;
+    int64_t i;
+    if (obj_lookup(s, r, p, KV_LIST, &e) != 0)
+        return;
+    if (!e) {
+        resp_null(part_out(r, p));
+        return;
+    }
+    if (!obj_parse_index(r, p, &r->argv[2], &i))
+        return;
+    int64_t len = (int64_t)obj_list_len(e->obj);
+    if (i < 0)
+        i += len;
+    if (i < 0 || i >= len)
+        resp_null(part_out(r, p));
+    else
+        obj_reply_value(r, p, obj_list_at(e->obj, (size_t)i), false);
+}
+
+static const struct command table[] = {
+    { "LPUSH", -3, CMD_KEYED, 0, lpush, NULL, NULL, OBJ_SMALL_REPLY_MAX },
+    { "RPUSH", -3, CMD_KEYED, 0, rpush, NULL, NULL, OBJ_SMALL_REPLY_MAX },
+    { "LPOP", -2, CMD_KEYED, 0, lpop, NULL, NULL, OBJ_MANY_REPLY_MAX },
+    { "RPOP", -2, CMD_KEYED, 0, rpop, NULL, NULL, OBJ_MANY_REPLY_MAX },
+    { "LRANGE", 4, CMD_KEYED, 0, lrange, NULL, NULL, OBJ_MANY_REPLY_MAX },
+    { "LLEN", 2, CMD_KEYED, 0, llen, NULL, NULL, OBJ_SMALL_REPLY_MAX },
+    { "LINDEX", 3, CMD_KEYED, 0, lindex, NULL, NULL, OBJ_ONE_REPLY_MAX },
+};
+
+const struct command_set cmds_list = { table, sizeof table / sizeof table[0] };

@@ -1,4 +1,137 @@
-/* kv_server: commands of sets (SADD SPOP SMEMBERS SCARD SISMEMBER). SPDX-License-Identifier: LGPL-2.1-or-later */
-#include "server.h"
+/* kv_server: commands of sets (SADD SREM SPOP SMEMBERS SCARD SISMEMBER).
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * A set is a kvmap of members with no values (obj_map.c): O(1) per member named or popped, O(n) for
+ * SMEMBERS. Replies and errors are Redis 7.0's; the order of SMEMBERS and which members SPOP picks are
+ * as arbitrary as Redis's. */
+#include "obj_cmd.h"
 
-const struct command_set cmds_set = { NULL, 0 };
+/* Out of memory midway leaves the members before it added (but a key it would have made is not made). */
+static void sadd(struct kv_store *s, struct request *r, const struct part *p)
+{
+    struct kv_entry *e;
+    if (obj_lookup(s, r, p, KV_SET, &e) != 0)
+        return;
+    struct kvmap *m = e ? e->obj : obj_map_new();
+    int64_t added = 0;
+    bool oom = !m;
+    for (uint32_t i = 2; i < r->argc && !oom; i++) {
+        const struct resp_arg *a = &r->argv[i];
+        if (kvmap_find(m, kv_hash(a->p, a->len), a->p, a->len))
+            continue;
+        struct kv_entry *member = obj_member_new(a->p, a->len, NULL, 0);
+        if (member)
+            kvmap_insert(m, member);
+        oom = !member;
+        added += !oom;
+    }
+    if (!e && m && (oom || obj_store(s, r, p, KV_SET, m) != 0)) {
+        obj_map_free(m);
+        oom = true;
+    }
+    if (oom)
+        resp_error(part_out(r, p), OBJ_ERR_OOM);
+    else
+        resp_int(part_out(r, p), added);
+}
+
+static void srem(struct kv_store *s, struct request *r, const struct part *p)
+{
+    struct kv_entry *e;
+    int64_t n = 0;
+    if (obj_lookup(s, r, p, KV_SET, &e) != 0)
+        return;
+    for (uint32_t i = 2; e && i < r->argc; i++)
+        n += obj_map_del(e->obj, r->argv[i].p, r->argv[i].len);
+    if (e && ((struct kvmap *)e->obj)->n == 0)
+        obj_drop(s, r, p);
+    resp_int(part_out(r, p), n);
+}
+
+static bool put_member(const struct kv_entry *m, void *ctx)
+{
+    obj_put_bulk(ctx, m->key, m->klen);
+    return true;
+}
+
+/* Pops one member into the reply. */
+static void pop_one(struct kvmap *m, struct buf *out)
+{
+    struct kv_entry *member = obj_map_take_random(m);
+    obj_put_bulk(out, member->key, member->klen);
+    kv_entry_free(member);
+}
+
+/* Without a count one member (nil when there is none); with one an array of up to count. Asked for
+ * all, it answers every member and deletes the key without picking them one by one. */
+static void spop(struct kv_store *s, struct request *r, const struct part *p)
+{
+    struct buf *out = part_out(r, p);
+    int64_t count = 1;
+    if (r->argc > 3) {
+        resp_error(out, OBJ_ERR_SYNTAX);
+        return;
+    }
+    if (r->argc == 3 && !obj_parse_count(r, p, &r->argv[2], &count))
+        return;
+    struct kv_entry *e;
+    if (obj_lookup(s, r, p, KV_SET, &e) != 0)
+        return;
+    struct kvmap *m = e ? e->obj : NULL;
+    bool all = false;
+    if (r->argc == 2) {
+        if (m)
+            pop_one(m, out);
+        else
+            resp_null(out);
+    } else if (!m || (uint64_t)count < m->n) {
+        resp_array(out, m ? count : 0);
+        for (int64_t i = 0; m && i < count; i++)
+            pop_one(m, out);
+    } else {
+        resp_array(out, (int64_t)m->n);
+        kvmap_range(m, 0, UINT64_MAX, put_member, out);
+        all = true; /* the members go with the key */
+    }
+    if (m && (all || m->n == 0))
+        obj_drop(s, r, p);
+}
+
+static void smembers(struct kv_store *s, struct request *r, const struct part *p)
+{
+    struct buf *out = part_out(r, p);
+    struct kv_entry *e;
+    if (obj_lookup(s, r, p, KV_SET, &e) != 0)
+        return;
+    struct kvmap *m = e ? e->obj : NULL;
+    resp_array(out, m ? (int64_t)m->n : 0);
+    if (m)
+        kvmap_range(m, 0, UINT64_MAX, put_member, out);
+}
+
+static void scard(struct kv_store *s, struct request *r, const struct part *p)
+{
+    struct kv_entry *e;
+    if (obj_lookup(s, r, p, KV_SET, &e) == 0)
+        resp_int(part_out(r, p), e ? (int64_t)((struct kvmap *)e->obj)->n : 0);
+}
+
+static void sismember(struct kv_store *s, struct request *r, const struct part *p)
+{
+    struct kv_entry *e;
+    if (obj_lookup(s, r, p, KV_SET, &e) != 0)
+        return;
+    const struct resp_arg *a = &r->argv[2];
+    resp_int(part_out(r, p), e && kvmap_find(e->obj, kv_hash(a->p, a->len), a->p, a->len));
+}
+
+static const struct command table[] = {
+    { "SADD", -3, CMD_KEYED, 0, sadd, NULL, NULL, OBJ_SMALL_REPLY_MAX },
+    { "SREM", -3, CMD_KEYED, 0, srem, NULL, NULL, OBJ_SMALL_REPLY_MAX },
+    { "SPOP", -2, CMD_KEYED, 0, spop, NULL, NULL, OBJ_MANY_REPLY_MAX },
+    { "SMEMBERS", 2, CMD_KEYED, 0, smembers, NULL, NULL, OBJ_MANY_REPLY_MAX },
+    { "SCARD", 2, CMD_KEYED, 0, scard, NULL, NULL, OBJ_SMALL_REPLY_MAX },
+    { "SISMEMBER", 3, CMD_KEYED, 0, sismember, NULL, NULL, OBJ_SMALL_REPLY_MAX },
+};
+
+const struct command_set cmds_set = { table, sizeof table / sizeof table[0] };

@@ -1,4 +1,276 @@
-/* kv_server: commands of sorted sets (ZADD ZPOPMIN ZRANGE ZSCORE ZCARD). SPDX-License-Identifier: LGPL-2.1-or-later */
-#include "server.h"
+/* kv_server: commands of sorted sets (ZADD ZREM ZPOPMIN ZRANGE ZSCORE ZCARD).
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * A sorted set is a skip list with spans and an index by member (obj_zset.c): ZSCORE and ZCARD are
+ * O(1), ZADD and ZREM O(log n) per member, ZRANGE O(log n + elements returned), ZPOPMIN O(log n) per
+ * member popped. Replies and errors are Redis 7.0's, scores written as it writes them ("%.17g", and
+ * "inf", "-inf").
+ *
+ * ZADD takes every option of Redis 7.0: NX, XX, GT, LT, CH and INCR. ZRANGE takes ranks only, with REV
+ * and WITHSCORES; BYSCORE, BYLEX and LIMIT are answered with an error saying so. */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <strings.h>
 
-const struct command_set cmds_zset = { NULL, 0 };
+#include "obj_cmd.h"
+
+#define ERR_FLOAT "ERR value is not a valid float"
+
+/* Redis's float syntax: what strtod takes, whole, without leading space, neither NaN nor out of
+ * range (a denormal is taken). A negative zero is made 0: Redis answers "0" for it in a small sorted
+ * set (stored as text), "-0" in a large one; the first is what clients see most. */
+static bool parse_score(const struct resp_arg *a, double *score)
+{
+    if (a->len == 0 || isspace((unsigned char)a->p[0]))
+        return false;
+    char *end;
+    errno = 0;
+    double d = strtod(a->p, &end); /* a->p is NUL-terminated (request.c) */
+    if (end != a->p + a->len || isnan(d))
+        return false;
+    if (errno == ERANGE && (d == HUGE_VAL || d == -HUGE_VAL || d == 0))
+        return false;
+    *score = d + 0.0;
+    return true;
+}
+
+static void put_score(struct buf *out, double score)
+{
+    char text[32];
+    int n = isinf(score) ? snprintf(text, sizeof text, "%s", score > 0 ? "inf" : "-inf")
+                         : snprintf(text, sizeof text, "%.17g", score);
+    obj_put_bulk(out, text, (size_t)n);
+}
+
+static void put_node(struct buf *out, const struct obj_znode *n, bool scores)
+{
+    size_t len;
+    const char *m = obj_znode_member(n, &len);
+    obj_put_bulk(out, m, len);
+    if (scores)
+        put_score(out, obj_znode_score(n));
+}
+
+enum { ZADD_NX = 1, ZADD_XX = 2, ZADD_GT = 4, ZADD_LT = 8, ZADD_CH = 16, ZADD_INCR = 32 };
+
+/* ZADD's options, from argv[2]: their flags, and the index of the first score in *first. Return:
+ * false, the error replied, when they do not go together or the pairs are not pairs. */
+static bool zadd_options(struct request *r, const struct part *p, unsigned *flags, uint32_t *first)
+{
+    static const struct {
+        const char *name;
+        unsigned    flag;
+    } names[] = { { "NX", ZADD_NX }, { "XX", ZADD_XX }, { "GT", ZADD_GT },
+                  { "LT", ZADD_LT }, { "CH", ZADD_CH }, { "INCR", ZADD_INCR } };
+    struct buf *out = part_out(r, p);
+    uint32_t i = 2;
+    unsigned f = 0;
+    for (bool known = true; i < r->argc && known; i += known) {
+        known = false;
+        for (size_t k = 0; k < sizeof names / sizeof names[0] && !known; k++)
+            if (strcasecmp(r->argv[i].p, names[k].name) == 0) {
+                f |= names[k].flag;
+                known = true;
+            }
+    }
+    *flags = f;
+    *first = i;
+    uint32_t args = r->argc - i;
+    bool nx = f & ZADD_NX, gt = f & ZADD_GT, lt = f & ZADD_LT;
+    if (args == 0 || args % 2 != 0)
+        resp_error(out, OBJ_ERR_SYNTAX);
+    else if (nx && (f & ZADD_XX))
+        resp_error(out, "ERR XX and NX options at the same time are not compatible");
+    else if ((gt && nx) || (lt && nx) || (gt && lt))
+        resp_error(out, "ERR GT, LT, and/or NX options at the same time are not compatible");
+    else if ((f & ZADD_INCR) && args > 2)
+        resp_error(out, "ERR INCR option supports a single increment-element pair");
+    else
+        return true;
+    return false;
+}
+
+/* What ZADD did with one pair. */
+enum zadd_done {
+    ZADD_SKIPPED, /* left out by NX, XX, GT or LT: INCR then answers nil */
+    ZADD_SAME,    /* the score it already had */
+    ZADD_ADDED,
+    ZADD_UPDATED,
+};
+
+/* One pair of ZADD under flags: *score is the pair's score, and the member's after. Return: an enum
+ * zadd_done; -ENOMEM (unchanged); -EDOM when INCR makes NaN (unchanged). */
+static int zadd_one(struct obj_zset *z, unsigned flags, const struct resp_arg *m, double *score)
+{
+    const struct obj_znode *n = obj_zset_find(z, m->p, m->len);
+    if ((!n && (flags & ZADD_XX)) || (n && (flags & ZADD_NX)))
+        return ZADD_SKIPPED;
+    double cur = n ? obj_znode_score(n) : 0;
+    double to = n && (flags & ZADD_INCR) ? cur + *score : *score;
+    if (isnan(to))
+        return -EDOM;
+    *score = to;
+    if (n && (((flags & ZADD_LT) && to >= cur) || ((flags & ZADD_GT) && to <= cur)))
+        return ZADD_SKIPPED;
+    if (n && to == cur)
+        return ZADD_SAME;
+    int got = obj_zset_set(z, m->p, m->len, to);
+    return got < 0 ? got : got == 1 ? ZADD_ADDED : ZADD_UPDATED;
+}
+
+/* Every score is read before the key is looked up, as Redis does. A NaN from INCR, or out of memory,
+ * leaves the pairs before it applied (INCR has only one). */
+static void zadd(struct kv_store *s, struct request *r, const struct part *p)
+{
+    struct buf *out = part_out(r, p);
+    unsigned flags;
+    uint32_t first;
+    double score = 0;
+    if (!zadd_options(r, p, &flags, &first))
+        return;
+    for (uint32_t i = first; i < r->argc; i += 2)
+        if (!parse_score(&r->argv[i], &score)) {
+            resp_error(out, ERR_FLOAT);
+            return;
+        }
+    struct kv_entry *e;
+    if (obj_lookup(s, r, p, KV_ZSET, &e) != 0)
+        return;
+    struct obj_zset *z = e ? e->obj : NULL;
+    if (!z && !(flags & ZADD_XX) && !(z = obj_zset_new())) {
+        resp_error(out, OBJ_ERR_OOM);
+        return;
+    }
+    int64_t added = 0, updated = 0;
+    int got = ZADD_SKIPPED;
+    for (uint32_t i = first; z && i < r->argc && got >= 0; i += 2) {
+        parse_score(&r->argv[i], &score);
+        got = zadd_one(z, flags, &r->argv[i + 1], &score);
+        added += got == ZADD_ADDED;
+        updated += got == ZADD_UPDATED;
+    }
+    /* a new key's set: every pair was added (no XX here), unless one failed */
+    if (!e && z && (got < 0 || obj_store(s, r, p, KV_ZSET, z) != 0)) {
+        obj_zset_free(z);
+        got = got < 0 ? got : -ENOMEM;
+    }
+    if (got == -EDOM)
+        resp_error(out, "ERR resulting score is not a number (NaN)");
+    else if (got < 0)
+        resp_error(out, OBJ_ERR_OOM);
+    else if (!(flags & ZADD_INCR))
+        resp_int(out, added + ((flags & ZADD_CH) ? updated : 0));
+    else if (got == ZADD_SKIPPED)
+        resp_null(out);
+    else
+        put_score(out, score);
+}
+
+static void zrem(struct kv_store *s, struct request *r, const struct part *p)
+{
+    struct kv_entry *e;
+    int64_t n = 0;
+    if (obj_lookup(s, r, p, KV_ZSET, &e) != 0)
+        return;
+    for (uint32_t i = 2; e && i < r->argc; i++)
+        n += obj_zset_del(e->obj, r->argv[i].p, r->argv[i].len);
+    if (e && obj_zset_len(e->obj) == 0)
+        obj_drop(s, r, p);
+    resp_int(part_out(r, p), n);
+}
+
+/* An array of member, score for each popped, with or without a count (then one). */
+static void zpopmin(struct kv_store *s, struct request *r, const struct part *p)
+{
+    struct buf *out = part_out(r, p);
+    int64_t count = 1;
+    if (r->argc > 3) {
+        resp_error(out, OBJ_ERR_SYNTAX);
+        return;
+    }
+    if (r->argc == 3 && !obj_parse_count(r, p, &r->argv[2], &count))
+        return;
+    struct kv_entry *e;
+    if (obj_lookup(s, r, p, KV_ZSET, &e) != 0)
+        return;
+    struct obj_zset *z = e ? e->obj : NULL;
+    size_t len = z ? obj_zset_len(z) : 0;
+    size_t n = (uint64_t)count < len ? (size_t)count : len;
+    resp_array(out, 2 * (int64_t)n);
+    for (size_t i = 0; i < n; i++) {
+        const struct obj_znode *lowest = obj_zset_at(z, 0);
+        size_t mlen;
+        const char *m = obj_znode_member(lowest, &mlen);
+        put_node(out, lowest, true);
+        obj_zset_del(z, m, mlen);
+    }
+    if (z && obj_zset_len(z) == 0)
+        obj_drop(s, r, p);
+}
+
+/* ZRANGE key start stop [REV] [WITHSCORES]: options first, then the indexes, then the key, as Redis
+ * checks them. */
+static void zrange(struct kv_store *s, struct request *r, const struct part *p)
+{
+    struct buf *out = part_out(r, p);
+    bool rev = false, scores = false;
+    for (uint32_t i = 4; i < r->argc; i++) {
+        const char *o = r->argv[i].p;
+        if (strcasecmp(o, "WITHSCORES") == 0) {
+            scores = true;
+        } else if (strcasecmp(o, "REV") == 0) {
+            rev = true;
+        } else if (strcasecmp(o, "BYSCORE") == 0 || strcasecmp(o, "BYLEX") == 0 ||
+                   strcasecmp(o, "LIMIT") == 0) {
+            resp_error(out, "ERR ZRANGE takes ranks only here: BYSCORE, BYLEX and LIMIT are not supported");
+            return;
+        } else {
+            resp_error(out, OBJ_ERR_SYNTAX);
+            return;
+        }
+    }
+    int64_t start, stop;
+    if (!obj_parse_index(r, p, &r->argv[2], &start) || !obj_parse_index(r, p, &r->argv[3], &stop))
+        return;
+    struct kv_entry *e;
+    if (obj_lookup(s, r, p, KV_ZSET, &e) != 0)
+        return;
+    size_t len = e ? obj_zset_len(e->obj) : 0, first, n;
+    obj_range(start, stop, len, &first, &n);
+    resp_array(out, (int64_t)(scores ? 2 * n : n));
+    const struct obj_znode *node = n ? obj_zset_at(e->obj, rev ? len - 1 - first : first) : NULL;
+    for (size_t i = 0; i < n; i++, node = rev ? obj_znode_prev(node) : obj_znode_next(node))
+        put_node(out, node, scores);
+}
+
+static void zscore(struct kv_store *s, struct request *r, const struct part *p)
+{
+    struct kv_entry *e;
+    if (obj_lookup(s, r, p, KV_ZSET, &e) != 0)
+        return;
+    const struct obj_znode *n = e ? obj_zset_find(e->obj, r->argv[2].p, r->argv[2].len) : NULL;
+    if (n)
+        put_score(part_out(r, p), obj_znode_score(n));
+    else
+        resp_null(part_out(r, p));
+}
+
+static void zcard(struct kv_store *s, struct request *r, const struct part *p)
+{
+    struct kv_entry *e;
+    if (obj_lookup(s, r, p, KV_ZSET, &e) == 0)
+        resp_int(part_out(r, p), e ? (int64_t)obj_zset_len(e->obj) : 0);
+}
+
+static const struct command table[] = {
+    { "ZADD", -4, CMD_KEYED, 0, zadd, NULL, NULL, OBJ_SMALL_REPLY_MAX },
+    { "ZREM", -3, CMD_KEYED, 0, zrem, NULL, NULL, OBJ_SMALL_REPLY_MAX },
+    { "ZPOPMIN", -2, CMD_KEYED, 0, zpopmin, NULL, NULL, OBJ_MANY_REPLY_MAX },
+    { "ZRANGE", -4, CMD_KEYED, 0, zrange, NULL, NULL, OBJ_MANY_REPLY_MAX },
+    { "ZSCORE", 3, CMD_KEYED, 0, zscore, NULL, NULL, OBJ_SMALL_REPLY_MAX },
+    { "ZCARD", 2, CMD_KEYED, 0, zcard, NULL, NULL, OBJ_SMALL_REPLY_MAX },
+};
+
+const struct command_set cmds_zset = { table, sizeof table / sizeof table[0] };

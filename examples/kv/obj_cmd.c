@@ -1,0 +1,87 @@
+/* kv_server: what the commands of collections share (obj_cmd.h). SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "obj_cmd.h"
+
+#include <ctype.h>
+#include <errno.h>
+
+int obj_lookup(struct kv_store *s, struct request *r, const struct part *p, enum kv_type type,
+               struct kv_entry **e)
+{
+    *e = store_find(s, HASHED_KEY(r, p));
+    if (*e && (*e)->type != type) {
+        *e = NULL;
+        resp_error(part_out(r, p), WRONGTYPE);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+int obj_store(struct kv_store *s, struct request *r, const struct part *p, enum kv_type type, void *obj)
+{
+    struct kv_entry *e = kv_entry_new_obj(HASHED_KEY(r, p), type, obj);
+    if (!e)
+        return -ENOMEM;
+    store_add(s, e);
+    return 0;
+}
+
+void obj_drop(struct kv_store *s, struct request *r, const struct part *p)
+{
+    store_del(s, HASHED_KEY(r, p));
+}
+
+void obj_reply_arity(struct request *r, const struct part *p)
+{
+    char name[32], text[96];
+    size_t n = 0;
+    /* Redis names the command in lower case */
+    for (const char *c = r->cmd->name; *c && n < sizeof name - 1; c++)
+        name[n++] = (char)tolower((unsigned char)*c);
+    name[n] = '\0';
+    snprintf(text, sizeof text, "ERR wrong number of arguments for '%s' command", name);
+    resp_error(part_out(r, p), text);
+}
+
+bool obj_parse_count(struct request *r, const struct part *p, const struct resp_arg *a, int64_t *count)
+{
+    if (!parse_int64(a->p, a->len, count) || *count < 0) {
+        resp_error(part_out(r, p), OBJ_ERR_COUNT);
+        return false;
+    }
+    return true;
+}
+
+bool obj_parse_index(struct request *r, const struct part *p, const struct resp_arg *a, int64_t *index)
+{
+    if (!parse_int64(a->p, a->len, index)) {
+        resp_error(part_out(r, p), OBJ_ERR_INTEGER);
+        return false;
+    }
+    return true;
+}
+
+void obj_range(int64_t start, int64_t stop, size_t len, size_t *first, size_t *n)
+{
+    int64_t l = (int64_t)len;
+    if (start < 0)
+        start = start < -l ? 0 : l + start;
+    if (stop < 0)
+        stop = l + stop; /* may stay negative: then empty */
+    if (stop >= l)
+        stop = l - 1;
+    *first = (size_t)start;
+    *n = start > stop || start >= l ? 0 : (size_t)(stop - start + 1);
+}
+
+void obj_reply_value(struct request *r, const struct part *p, struct kv_value *v, bool take)
+{
+    struct part_reply *out = &r->part_reply[p->index];
+    if (v->len < COPY_MAX) {
+        resp_bulk(&out->text, v->data, v->len);
+        if (take)
+            kv_value_put(v);
+    } else {
+        resp_bulk_header(&out->text, v->len);
+        out->value = take ? v : kv_value_get(v);
+    }
+}

@@ -1,0 +1,78 @@
+/* kv_server: what the commands of lists, hashes, sets and sorted sets (cmd_list.c, cmd_hash.c,
+ * cmd_set.c, cmd_zset.c) share: finding a key of a type, making and dropping one, reading counts and
+ * indexes as Redis does, and the bounds of their replies. SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * A key holds a collection only while it has members: a command that adds makes the object, fills it
+ * and only then adds the key (obj_store), and a command that leaves it empty deletes the key
+ * (obj_drop), as Redis does. Context: every function here runs in a keyed command's part, on the
+ * worker owning its key. */
+#ifndef KV_OBJ_CMD_H
+#define KV_OBJ_CMD_H
+
+#include "obj.h"
+#include "server.h"
+
+/* The bounds of these commands' part replies (struct command's part_reply_max).
+ * SMALL: an integer, a score, OK, or an error: the longest is ZADD's "ERR GT, LT, and/or NX options
+ * at the same time are not compatible" (70 bytes with its framing). */
+#define OBJ_SMALL_REPLY_MAX 128
+/* ONE: a single element (HGET, LINDEX): as GET, copied below COPY_MAX, else sent by reference. */
+#define OBJ_ONE_REPLY_MAX GET_REPLY_MAX
+/* MANY: a range or a pop with a count (LRANGE, LPOP with a count, HGETALL, SMEMBERS, SPOP, ZRANGE,
+ * ZPOPMIN): as many elements as the collection holds, of any size each, so nothing in the command
+ * bounds it. It is set to the connection's output limit (net.c's OUT_LIMIT): a connection then runs
+ * one such command at a time, and its reply is the one request net.c lets go over the limit by its own
+ * size. Pipelined, these commands thus run one per round trip to their worker. */
+#define OBJ_MANY_REPLY_MAX (1024 * 1024)
+
+#define OBJ_ERR_OOM       "ERR out of memory"
+#define OBJ_ERR_INTEGER   "ERR value is not an integer or out of range"
+#define OBJ_ERR_COUNT     "ERR value is out of range, must be positive"
+#define OBJ_ERR_SYNTAX    "ERR syntax error"
+
+/* resp_bulk without snprintf, in one reservation: a range writes hundreds of these per reply, and
+ * snprintf's formatting was a third of LRANGE's time. */
+static inline void obj_put_bulk(struct buf *b, const void *data, size_t n)
+{
+    char head[24];
+    size_t h = sizeof head;
+    head[--h] = '\n';
+    head[--h] = '\r';
+    size_t v = n;
+    do
+        head[--h] = (char)('0' + v % 10);
+    while ((v /= 10) != 0);
+    head[--h] = '$';
+    size_t hlen = sizeof head - h;
+    if (!buf_reserve(b, hlen + n + 2))
+        return;
+    memcpy(b->p + b->len, head + h, hlen);
+    memcpy(b->p + b->len + hlen, data, n);
+    memcpy(b->p + b->len + hlen + n, "\r\n", 2);
+    b->len += hlen + n + 2;
+}
+
+/* The part's key's entry if the key holds type: *e is NULL when the key does not exist. Return: 0;
+ * -EINVAL when it holds another type (WRONGTYPE is then the part's reply). */
+int  obj_lookup(struct kv_store *s, struct request *r, const struct part *p, enum kv_type type,
+                struct kv_entry **e);
+/* Adds the part's key (obj_lookup found none) holding obj of type. Return: 0; -ENOMEM (obj is still
+ * the caller's). */
+int  obj_store(struct kv_store *s, struct request *r, const struct part *p, enum kv_type type, void *obj);
+/* Deletes the part's key: its collection is empty. */
+void obj_drop(struct kv_store *s, struct request *r, const struct part *p);
+
+/* Redis's "wrong number of arguments" reply, for an arity the command table cannot express. */
+void obj_reply_arity(struct request *r, const struct part *p);
+/* The count of LPOP, SPOP, ZPOPMIN: an integer >= 0. Return: false, the error replied, otherwise. */
+bool obj_parse_count(struct request *r, const struct part *p, const struct resp_arg *a, int64_t *count);
+/* An index of LRANGE, LINDEX, ZRANGE (negative: from the end). Return: as obj_parse_count. */
+bool obj_parse_index(struct request *r, const struct part *p, const struct resp_arg *a, int64_t *index);
+/* Redis's range [start, stop] of len elements, negative indexes counting from the end, clamped:
+ * its first element and how many. */
+void obj_range(int64_t start, int64_t stop, size_t len, size_t *first, size_t *n);
+/* v as a bulk string: copied when short, else sent by reference (server.h). take: the caller's
+ * reference goes to the reply; otherwise the reply takes one of its own. */
+void obj_reply_value(struct request *r, const struct part *p, struct kv_value *v, bool take);
+
+#endif

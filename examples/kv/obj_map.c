@@ -1,0 +1,99 @@
+/* kv_server: hashes and sets: a kvmap of members. SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * The store's own map serves for a collection's members (a member is an entry: its key the member,
+ * its value a hash field's value, or none for a set). Two things it lacks are added here: a map that
+ * has become sparse is rebuilt smaller (kvmap only grows), which gives memory back and keeps a random
+ * pick cheap; and a random pick, which looks for the first member at or after a random hash. That
+ * favours members that follow a run of empty buckets, as Redis's own pick is not uniform either; with
+ * the load kept between 1/8 and 1 it costs O(1) expected. */
+#include <stdlib.h>
+
+#include "obj.h"
+
+#define MIN_BITS 2
+
+struct kvmap *obj_map_new(void)
+{
+    struct kvmap *m = malloc(sizeof *m);
+    if (m && kvmap_init_bits(m, MIN_BITS) != 0) {
+        free(m);
+        return NULL;
+    }
+    return m;
+}
+
+void obj_map_free(struct kvmap *m)
+{
+    if (!m)
+        return;
+    kvmap_free(m);
+    free(m);
+}
+
+struct kv_entry *obj_member_new(const void *key, size_t klen, const void *val, size_t vlen)
+{
+    uint64_t hash = kv_hash(key, klen);
+    if (val)
+        return kv_entry_new(hash, key, klen, val, vlen);
+    /* a set's member: no value at all (the entry's val NULL, which kv_entry_free accepts) */
+    return kv_entry_new_obj(hash, key, klen, KV_STRING, NULL);
+}
+
+static bool every(const struct kv_entry *e, void *ctx)
+{
+    (void)e;
+    (void)ctx;
+    return true;
+}
+
+/* Rebuilds m with about two buckets per member once fewer than one in eight is used; O(old buckets),
+ * paid for by the deletions that made it sparse. Without memory it stays as it is. */
+static void shrink(struct kvmap *m)
+{
+    if (m->bits <= MIN_BITS || m->n >= ((size_t)1 << m->bits) / 8)
+        return;
+    uint32_t bits = MIN_BITS;
+    while (((size_t)1 << bits) < 2 * m->n)
+        bits++;
+    struct kvmap small;
+    if (kvmap_init_bits(&small, bits) != 0)
+        return;
+    for (struct kv_entry *e = kvmap_take_if(m, every, NULL), *next; e; e = next) {
+        next = e->next;
+        kvmap_insert(&small, e);
+    }
+    kvmap_free(m);
+    *m = small;
+}
+
+bool obj_map_del(struct kvmap *m, const void *key, size_t klen)
+{
+    struct kv_entry *e = kvmap_take(m, kv_hash(key, klen), key, klen);
+    if (!e)
+        return false;
+    kv_entry_free(e);
+    shrink(m);
+    return true;
+}
+
+static bool first(const struct kv_entry *e, void *ctx)
+{
+    const struct kv_entry **found = ctx;
+    if (!*found)
+        *found = e;
+    return false;
+}
+
+struct kv_entry *obj_map_take_random(struct kvmap *m)
+{
+    if (m->n == 0)
+        return NULL;
+    uint64_t from = obj_random();
+    const struct kv_entry *found = NULL;
+    kvmap_range(m, from, UINT64_MAX, first, &found);
+    if (!found && from > 0)
+        kvmap_range(m, 0, from - 1, first, &found);
+    struct kv_entry *e = kvmap_take(m, found->hash, found->key, found->klen);
+    shrink(m);
+    return e;
+}
