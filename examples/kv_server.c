@@ -5,6 +5,7 @@
  * redis-benchmark talk to it as to Redis:
  *
  *   GET SET DEL EXISTS INCR DECR INCRBY DECRBY MGET MSET PING ECHO DBSIZE SELECT QUIT SHUTDOWN
+ *   SCAN KEYS RANDOMKEY FLUSHDB FLUSHALL MEMORY INFO TIME CLIENT HELLO AUTH CONFIG COMMAND
  *   SHARD.ADD name [weight]   add a worker             SHARD.REMOVE name   remove one gracefully
  *   SHARD.CRASH name          crash one (REROUTE)      SHARD.STATS         per-worker stats, ring checksum
  *   SHARD.OWNER key           the worker holding key   SHARD.PLACE key name  put a key on a worker
@@ -13,6 +14,8 @@
  * Adding, removing or crashing a worker while clients run loses no key and no acknowledged write:
  * the release hook hands moved keys to their new owners (kv/store.h says how, also for crashes).
  * Replies leave in request order per connection, also pipelined and across workers (kv/server.h).
+ * SCAN's cursor is a position in the key-hash space: an iteration returns every key that was there
+ * all along exactly once, also while workers are added, removed or crashed (kv/scan.c).
  * A client that pipelines without reading holds about 1 MiB of the server's memory, however large
  * the values it asks for; one that hangs up, even with a reset, still has everything it sent run
  * (kv/net.c).
@@ -21,6 +24,7 @@
  *                  127.0.0.1)] [--workers N]
  *                  [--net-threads N] [--queue N] [--pipeline N] [--max-request BYTES] [--max-args N]
  *                  [--hot-keys N (default 8)] [--balance-ms MS (the balancer; default 0: off)]
+ *                  [--requirepass PASSWORD (clients must AUTH first, as with Redis's)]
  * (--help lists defaults and ranges; a mistake on the command line exits 2 with a message.)
  * Prints "kv_server: listening on ADDR:PORT" once it accepts connections; stops on SIGINT, SIGTERM
  * or SHUTDOWN, after finishing every command it accepted. */
@@ -36,7 +40,7 @@
 
 #define SYNOPSIS                                                                                     \
     "usage: kv_server [--port P] [--bind ADDR] [--workers N] [--net-threads N] [--queue N]\n"          \
-    "                 [--pipeline N] [--max-request BYTES] [--max-args N]\n"
+    "                 [--pipeline N] [--max-request BYTES] [--max-args N] [--requirepass PASSWORD]\n"
 
 /* Prints why, then the synopsis, and exits 2. Not options_refuse: tests/kv/kv_server_test.sh holds
  * this program to its own words ("--port wants a number in [0, 65535]", "usage: kv_server"). */
@@ -50,6 +54,9 @@ __attribute__((noreturn, format(printf, 1, 2))) static void refuse(const char *f
     fprintf(stderr, "\n" SYNOPSIS "Try 'kv_server --help'.\n");
     exit(2);
 }
+
+/* --requirepass: not in struct server_options (server.h), handed to client.c by main. */
+static const char *requirepass;
 
 /* The table of options.h (its --help lists defaults and ranges), read by options_parse's rules:
  * --name VALUE or --name=VALUE, -- ends the options, no operands. */
@@ -69,6 +76,7 @@ static struct server_options parse_options(int argc, char **argv)
         { "--max-args", OPTION_INT, &max_args, 3, 1 << 20, "arguments of one request, at most" },
         { "--hot-keys", OPTION_INT, &hot_keys, 0, SHARD_MAX_HOT_KEYS, "heaviest keys each worker tracks (SHARD.STATS)" },
         { "--balance-ms", OPTION_INT, &balance_ms, 0, 60000, "the balancer's interval, ms; 0: off" },
+        { "--requirepass", OPTION_STRING, &requirepass, 0, 0, "password clients must AUTH with, as Redis's" },
     };
     const struct option_program prog = {
         "kv_server", NULL, "A Redis-protocol key-value server, sharded per core with shard; stops on SIGINT,\n"
@@ -144,7 +152,10 @@ int main(int argc, char **argv)
         .hot_keys = srv.opt.hot_keys,
         .balance = { .interval_ms = srv.opt.balance_ms },
     };
+    info_init();
     int err = command_init();
+    if (!err)
+        err = auth_set_password(requirepass);
     if (!err)
         err = store_global_init();
     if (!err)
@@ -169,9 +180,11 @@ int main(int argc, char **argv)
      * command run (destroy), then the connections and what is left in transit. */
     net_stop(&srv);
     admin_stop(&srv);
+    scan_free();
     shard_dispatcher_destroy(srv.d);
     net_free(&srv);
     store_global_free();
     command_free();
+    auth_free();
     return err ? 1 : 0;
 }

@@ -2,7 +2,10 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * shard's membership calls block (a grace period, a handoff) and must not come from a worker; one
- * thread runs them in the order asked, so the network threads never wait for them. */
+ * thread runs them in the order asked, so the network threads never wait for them. The commands of
+ * the whole keyspace (SCAN, KEYS, FLUSHDB, ...: scan.c) run here too, for the same reasons: they
+ * wait for one job on every worker (broadcast.c), and no change a client asks for can come between
+ * their reads. */
 #include <errno.h>
 #include <semaphore.h>
 #include <stdlib.h>

@@ -1,4 +1,14 @@
-/* kv_server: commands of the keyspace as a whole (SCAN KEYS FLUSHDB FLUSHALL). SPDX-License-Identifier: LGPL-2.1-or-later */
+/* kv_server: commands of the keyspace as a whole (SCAN KEYS RANDOMKEY FLUSHDB FLUSHALL MEMORY), run
+ * by the admin thread over every worker (scan.c). SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "server.h"
 
-const struct command_set cmds_keyspace = { NULL, 0 };
+static const struct command table[] = {
+    { "SCAN", -2, CMD_ADMIN, 0, NULL, NULL, scan_scan, 0 },
+    { "KEYS", 2, CMD_ADMIN, 0, NULL, NULL, scan_keys, 0 },
+    { "RANDOMKEY", 1, CMD_ADMIN, 0, NULL, NULL, scan_randomkey, 0 },
+    { "FLUSHDB", -1, CMD_ADMIN, 0, NULL, NULL, scan_flush, 0 },
+    { "FLUSHALL", -1, CMD_ADMIN, 0, NULL, NULL, scan_flush, 0 },
+    { "MEMORY", -2, CMD_ADMIN, 0, NULL, NULL, scan_memory, 0 },
+};
+
+const struct command_set cmds_keyspace = { table, sizeof table / sizeof table[0] };

@@ -32,6 +32,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "net_internal.h"
@@ -40,6 +41,22 @@
 #define READ_BUDGET  (256 * 1024) /* per wake-up, so one connection cannot starve the others */
 #define OUT_LIMIT    (1024 * 1024)
 #define MAX_EVENTS   64
+
+static atomic_ullong next_id = 1; /* CLIENT ID; relaxed: only unique, not ordered */
+
+static int64_t monotonic_ms(clockid_t clock)
+{
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Relaxed load, add, store: the counter has one writer, its thread; readers sum a snapshot. */
+static void count_bytes(atomic_ullong *c, size_t n)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n, memory_order_relaxed);
+}
+
 
 /* Whether the connection may take another request. */
 static bool conn_may_take(const struct conn *c)
@@ -77,6 +94,7 @@ static void conn_kill(struct conn *c)
 {
     if (c->dead)
         return;
+    clients_remove(c);
     conn_close_socket(c);
     c->dead = true;
     buf_free(&c->in);
@@ -175,8 +193,13 @@ static bool dispatch(struct conn *c, const struct resp_arg *argv, uint32_t argc)
                  argv[0].p);
         return conn_reply_error(c, why);
     }
+    atomic_store_explicit(&c->last_cmd, cmd, memory_order_relaxed);
+    atomic_store_explicit(&c->active_ms, c->nt->now_ms, memory_order_relaxed);
     if (!command_args_ok(cmd, argc, why, sizeof why))
         return conn_reply_error(c, why);
+    /* As Redis: an unknown command or a wrong count is answered first, then the password. */
+    if (!c->authenticated && !auth_exempt(cmd))
+        return conn_reply_error(c, "NOAUTH Authentication required.");
     struct request *r = request_new(c, c->nt, srv, cmd, argv, argc);
     if (!r)
         return false;
@@ -269,6 +292,7 @@ static bool conn_write(struct conn *c)
         ssize_t n = send(c->fd, c->out.p + off, c->out.len - off, MSG_NOSIGNAL);
         if (n > 0) {
             off += (size_t)n;
+            count_bytes(&c->nt->bytes_out, (size_t)n);
         } else if (n < 0 && errno == EINTR) {
             continue;
         } else if (n < 0 && errno == EAGAIN) {
@@ -300,6 +324,7 @@ static bool conn_recv(struct conn *c)
         if (n > 0) {
             c->in.len += (size_t)n;
             got += (size_t)n;
+            count_bytes(&c->nt->bytes_in, (size_t)n);
             continue;
         }
         if (n < 0 && errno == EINTR)
@@ -351,6 +376,25 @@ static void conn_event(struct conn *c, uint32_t events)
     conn_pump(c);
 }
 
+/* "ip:port" of the socket's peer or own end; "?" when unknown. */
+static void describe_address(int fd, bool peer, char *out, size_t n)
+{
+    struct sockaddr_storage a;
+    socklen_t len = sizeof a;
+    char host[INET6_ADDRSTRLEN] = "?";
+    int port = 0;
+    if ((peer ? getpeername(fd, (struct sockaddr *)&a, &len) : getsockname(fd, (struct sockaddr *)&a, &len)) == 0) {
+        if (a.ss_family == AF_INET6) {
+            inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&a)->sin6_addr, host, sizeof host);
+            port = ntohs(((struct sockaddr_in6 *)&a)->sin6_port);
+        } else if (a.ss_family == AF_INET) {
+            inet_ntop(AF_INET, &((struct sockaddr_in *)&a)->sin_addr, host, sizeof host);
+            port = ntohs(((struct sockaddr_in *)&a)->sin_port);
+        }
+    }
+    snprintf(out, n, "%s:%d", host, port);
+}
+
 static void accept_all(struct net_thread *nt)
 {
     for (;;) {
@@ -364,13 +408,20 @@ static void accept_all(struct net_thread *nt)
         }
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        *c = (struct conn){ .fd = fd, .nt = nt, .want_in = true, .next = nt->conns };
+        *c = (struct conn){ .fd = fd, .nt = nt, .want_in = true, .next = nt->conns,
+                            .id = atomic_fetch_add_explicit(&next_id, 1, memory_order_relaxed),
+                            .authenticated = !auth_required(), .created_ms = nt->now_ms };
+        atomic_init(&c->active_ms, nt->now_ms);
+        atomic_init(&c->last_cmd, NULL);
         struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
         if (epoll_ctl(nt->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
             close(fd);
             free(c);
             continue;
         }
+        describe_address(fd, true, c->addr, sizeof c->addr);
+        describe_address(fd, false, c->laddr, sizeof c->laddr);
+        clients_add(c);
         if (nt->conns)
             nt->conns->prev = c;
         nt->conns = c;
@@ -410,6 +461,7 @@ static void *net_main(void *arg)
     struct epoll_event ev[MAX_EVENTS];
     while (!atomic_load_explicit(&nt->srv->stopping, memory_order_acquire)) {
         int n = epoll_wait(nt->epfd, ev, MAX_EVENTS, -1);
+        nt->now_ms = monotonic_ms(CLOCK_MONOTONIC_COARSE);
         for (int i = 0; i < n; i++) {
             struct conn *c = ev[i].data.ptr;
             if (ev[i].data.ptr == NULL)
@@ -468,7 +520,8 @@ static int bound_port(int fd)
 
 static int net_thread_init(struct server *srv, struct net_thread *nt, int listen_fd)
 {
-    *nt = (struct net_thread){ .srv = srv, .epfd = -1, .listen_fd = listen_fd, .event_fd = -1 };
+    *nt = (struct net_thread){ .srv = srv, .epfd = -1, .listen_fd = listen_fd, .event_fd = -1,
+                               .now_ms = monotonic_ms(CLOCK_MONOTONIC_COARSE) };
     nt->argv = calloc(srv->opt.limits.max_args, sizeof *nt->argv);
     if (!nt->argv)
         return -ENOMEM;
@@ -553,4 +606,13 @@ void net_free(struct server *srv)
     srv->net = NULL;
     if (srv->listen_fd >= 0)
         close(srv->listen_fd);
+}
+
+void net_totals(struct server *srv, struct net_totals *out)
+{
+    *out = (struct net_totals){ .clients = clients_count() };
+    for (uint32_t i = 0; i < srv->net_ready; i++) {
+        out->bytes_in += atomic_load_explicit(&srv->net[i].bytes_in, memory_order_relaxed);
+        out->bytes_out += atomic_load_explicit(&srv->net[i].bytes_out, memory_order_relaxed);
+    }
 }

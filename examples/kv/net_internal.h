@@ -28,6 +28,19 @@ struct conn {
     bool               touched;     /* in the list of connections with completed requests */
     struct conn       *touched_next;
     struct conn       *prev, *next; /* every connection of the thread; next links the graveyard */
+    /* What CLIENT, HELLO and AUTH keep (client.c). Only its thread touches these, but for the fields
+     * marked L: written by it under clients_lock (net.c), read by CLIENT LIST on any network thread
+     * under that lock; and A: relaxed atomics, for a line that is a snapshot anyway. */
+    uint64_t           id;            /* CLIENT ID: from 1, in accept order over every thread */
+    bool               authenticated; /* AUTH done, or no password asked when it connected */
+    bool               listed;        /* L: in the list CLIENT LIST walks */
+    int                list_fd;       /* L: the socket's number while listed */
+    int64_t            created_ms;    /* CLOCK_MONOTONIC */
+    _Atomic int64_t    active_ms;     /* A: when it last sent a command (CLOCK_MONOTONIC, coarse) */
+    _Atomic(const struct command *) last_cmd; /* A */
+    char               addr[56], laddr[56]; /* peer and local "ip:port", set at accept */
+    char              *name, *lib_name, *lib_ver; /* L: NULL for none */
+    struct conn       *list_prev, *list_next;     /* L */
 };
 
 struct net_thread {
@@ -40,6 +53,15 @@ struct net_thread {
     struct resp_arg *argv; /* parser output, limits.max_args entries */
     struct conn     *conns;
     struct conn     *graveyard; /* unlinked, freed after the current batch of events */
+    int64_t          now_ms;    /* CLOCK_MONOTONIC_COARSE, read once per batch of events */
+    /* Bytes read and written: only this thread writes them (relaxed load, add, store: no read-modify-
+     * write on the hot path), INFO sums them on another. */
+    atomic_ullong    bytes_in, bytes_out;
 };
+
+/* clients.c: the list CLIENT LIST walks. Context: c's network thread; the count, any thread. */
+void     clients_add(struct conn *c);    /* at accept, once c's address and id are set */
+void     clients_remove(struct conn *c); /* at the close of its socket; frees its names */
+uint64_t clients_count(void);
 
 #endif

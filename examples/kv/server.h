@@ -229,4 +229,59 @@ void net_free(struct server *srv);
 /* A connection's reading ends after its pending replies: QUIT, and after a protocol error. */
 void conn_close_after_replies(struct conn *c);
 
+/* admin.c, scan.c: keyspace commands */
+/* The Redis version kv_server answers to (INFO, HELLO): the commands it has behave as 7.0's. */
+#define KV_REDIS_VERSION "7.0.0"
+/* The keyspace commands run on the admin thread (CMD_ADMIN): each reads or clears every worker's
+ * store through one job per worker of the ring in force (scan.c says why that sees every key). */
+void scan_scan(struct server *srv, struct request *r);
+void scan_keys(struct server *srv, struct request *r);
+void scan_flush(struct server *srv, struct request *r);     /* FLUSHDB and FLUSHALL */
+void scan_randomkey(struct server *srv, struct request *r);
+void scan_memory(struct server *srv, struct request *r);    /* MEMORY USAGE key */
+/* How often the keyspace commands drained shard after a ring change, and read a slice again because
+ * the membership changed while they read it (INFO shard). Context: any thread. */
+void scan_counters(uint64_t *drained, uint64_t *reread);
+/* Frees what scan.c caches (the probe keys of the last ring). Context: after admin_stop. */
+void scan_free(void);
+
+/* glob.c: Redis's glob (stringmatchlen): * ? [a-z] [^x] and \ escapes, on bytes (a key may hold
+ * NUL); nocase folds ASCII letters. */
+bool glob_match(const char *pat, size_t plen, const char *s, size_t slen, bool nocase);
+
+/* info.c: INFO, and the counters it reads. */
+/* Notes the start time (uptime_in_seconds). Context: main, once, before net_start. */
+void info_init(void);
+void info_run(struct server *srv, struct request *r);
+
+/* client.c: CLIENT, HELLO, AUTH and the password (--requirepass, CONFIG SET requirepass). */
+/* Sets the password; NULL or "": none. Return: 0; -ENOMEM. Context: any thread. */
+int  auth_set_password(const char *pass);
+/* The password into out[n] (truncated; "" when none). Context: any thread. */
+void auth_password(char *out, size_t n);
+/* Whether a new connection starts unauthenticated. Context: any thread (a relaxed load). */
+bool auth_required(void);
+/* Whether cmd may run on a connection that has not authenticated (AUTH, HELLO, QUIT). */
+bool auth_exempt(const struct command *cmd);
+void auth_free(void);
+void client_cmd(struct server *srv, struct request *r);
+void client_hello(struct server *srv, struct request *r);
+void client_auth(struct server *srv, struct request *r);
+
+/* net.c: what INFO and CLIENT LIST read of the network threads. */
+struct net_totals {
+    uint64_t clients;        /* connected now */
+    uint64_t bytes_in, bytes_out;
+};
+void net_totals(struct server *srv, struct net_totals *out);
+/* Appends CLIENT LIST's line of every connection (id_filter: only those ids, n of them; n 0: all) to
+ * out. Context: a network thread. */
+void net_client_list(struct buf *out, const uint64_t *id_filter, size_t n);
+/* CLIENT LIST's line of c. Context: c's network thread. */
+void net_client_line(struct conn *c, struct buf *out);
+/* Replaces *field, one of a connection's names (name, lib_name, lib_ver), by value (malloc'ed or
+ * NULL), under the lock CLIENT LIST reads it with; frees the old one. Context: the connection's
+ * network thread. */
+void net_client_set(char **field, char *value);
+
 #endif
