@@ -128,13 +128,13 @@ static void hexists(struct kv_store *s, struct request *r, const struct part *p)
 }
 
 static const struct command table[] = {
-    { "HSET", -4, CMD_KEYED, 0, hset, NULL, NULL, OBJ_SMALL_REPLY_MAX },
-    { "HMSET", -4, CMD_KEYED, 0, hmset, NULL, NULL, OBJ_SMALL_REPLY_MAX },
-    { "HGET", 3, CMD_KEYED, 0, hget, NULL, NULL, OBJ_ONE_REPLY_MAX },
-    { "HGETALL", 2, CMD_KEYED, 0, hgetall, NULL, NULL, OBJ_MANY_REPLY_MAX },
-    { "HDEL", -3, CMD_KEYED, 0, hdel, NULL, NULL, OBJ_SMALL_REPLY_MAX },
-    { "HLEN", 2, CMD_KEYED, 0, hlen, NULL, NULL, OBJ_SMALL_REPLY_MAX },
-    { "HEXISTS", 3, CMD_KEYED, 0, hexists, NULL, NULL, OBJ_SMALL_REPLY_MAX },
+    { "HSET", -4, CMD_KEYED, 0, hset, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL },
+    { "HMSET", -4, CMD_KEYED, 0, hmset, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL },
+    { "HGET", 3, CMD_KEYED, 0, hget, NULL, NULL, OBJ_ONE_REPLY_MAX, NULL },
+    { "HGETALL", 2, CMD_KEYED, 0, hgetall, NULL, NULL, OBJ_MANY_REPLY_MAX, NULL },
+    { "HDEL", -3, CMD_KEYED, 0, hdel, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL },
+    { "HLEN", 2, CMD_KEYED, 0, hlen, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL },
+    { "HEXISTS", 3, CMD_KEYED, 0, hexists, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL },
 };
 
 const struct command_set cmds_hash = { table, sizeof table / sizeof table[0] };

@@ -3,12 +3,12 @@
 #include "server.h"
 
 static const struct command table[] = {
-    { "SCAN", -2, CMD_ADMIN, 0, NULL, NULL, scan_scan, 0 },
-    { "KEYS", 2, CMD_ADMIN, 0, NULL, NULL, scan_keys, 0 },
-    { "RANDOMKEY", 1, CMD_ADMIN, 0, NULL, NULL, scan_randomkey, 0 },
-    { "FLUSHDB", -1, CMD_ADMIN, 0, NULL, NULL, scan_flush, 0 },
-    { "FLUSHALL", -1, CMD_ADMIN, 0, NULL, NULL, scan_flush, 0 },
-    { "MEMORY", -2, CMD_ADMIN, 0, NULL, NULL, scan_memory, 0 },
+    { "SCAN", -2, CMD_ADMIN, 0, NULL, NULL, scan_scan, 0, NULL },
+    { "KEYS", 2, CMD_ADMIN, 0, NULL, NULL, scan_keys, 0, NULL },
+    { "RANDOMKEY", 1, CMD_ADMIN, 0, NULL, NULL, scan_randomkey, 0, NULL },
+    { "FLUSHDB", -1, CMD_ADMIN, 0, NULL, NULL, scan_flush, 0, NULL },
+    { "FLUSHALL", -1, CMD_ADMIN, 0, NULL, NULL, scan_flush, 0, NULL },
+    { "MEMORY", -2, CMD_ADMIN, 0, NULL, NULL, scan_memory, 0, NULL },
 };
 
 const struct command_set cmds_keyspace = { table, sizeof table / sizeof table[0] };

@@ -4,6 +4,7 @@
  * Each cmd_*.c file holds one family of commands and its table (a command_set); command_init sorts
  * pointers to all of them once, before any network thread starts, and a lookup is then a binary
  * search with a case-insensitive compare: about seven compares for a hundred commands. */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,7 +118,11 @@ bool command_args_ok(const struct command *cmd, uint32_t argc, char *why, size_t
     bool ok = cmd->arity >= 0 ? argc == (uint32_t)cmd->arity : argc >= (uint32_t)-cmd->arity;
     if (ok && cmd->key_step > 1)
         ok = (argc - 1) % (uint32_t)cmd->key_step == 0;
-    if (!ok)
-        snprintf(why, n, "ERR wrong number of arguments for '%s' command", cmd->name);
+    if (!ok) {
+        char name[32] = { 0 };
+        for (size_t i = 0; i + 1 < sizeof name && cmd->name[i]; i++)
+            name[i] = (char)tolower((unsigned char)cmd->name[i]); /* as Redis names it */
+        snprintf(why, n, "ERR wrong number of arguments for '%s' command", name);
+    }
     return ok;
 }

@@ -61,8 +61,8 @@ uint64_t kv_hash(const void *key, size_t len);
 
 /* A new string entry with a copy of key and of val; NULL without memory. Free with kv_entry_free. */
 struct kv_entry *kv_entry_new(uint64_t hash, const void *key, size_t klen, const void *val, size_t vlen);
-/* A new entry of type (not KV_STRING) holding obj, which it then owns; NULL without memory (obj is
- * still the caller's). */
+/* A new entry of type holding obj, which it then owns (KV_STRING with obj NULL: a set's member, with
+ * no value); NULL without memory (obj is still the caller's). */
 struct kv_entry *kv_entry_new_obj(uint64_t hash, const void *key, size_t klen, enum kv_type type, void *obj);
 /* Gives e a new value, a copy of val, dropping its reference to the old one (or, for another type, its
  * object: e becomes a string). Return: 0; -ENOMEM (the old value stays). */

@@ -85,3 +85,8 @@ void obj_reply_value(struct request *r, const struct part *p, struct kv_value *v
         out->value = take ? v : kv_value_get(v);
     }
 }
+
+size_t obj_pop_reply_bound(const struct request *r)
+{
+    return r->argc == 2 ? OBJ_ONE_REPLY_MAX + OBJ_SMALL_REPLY_MAX : OBJ_MANY_REPLY_MAX;
+}

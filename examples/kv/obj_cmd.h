@@ -24,6 +24,11 @@
  * one such command at a time, and its reply is the one request net.c lets go over the limit by its own
  * size. Pipelined, these commands thus run one per round trip to their worker. */
 #define OBJ_MANY_REPLY_MAX (1024 * 1024)
+/* A pop (LPOP RPOP SPOP ZPOPMIN) without a count replies one element (and ZPOPMIN its score): ONE's
+ * bound plus a score; with a count, MANY's. A set's or sorted set's member is copied into the reply
+ * whatever its size, but it leaves the store as it does: the reply holds the memory the store let go,
+ * as a large value sent by reference does, so the bound holds for what the server holds. */
+size_t obj_pop_reply_bound(const struct request *r);
 
 #define OBJ_ERR_OOM       "ERR out of memory"
 #define OBJ_ERR_INTEGER   "ERR value is not an integer or out of range"

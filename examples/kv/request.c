@@ -174,6 +174,8 @@ void request_complete(struct request *r)
 
 size_t request_reply_bound(const struct request *r)
 {
+    if (r->cmd->reply_bound)
+        return REPLY_TEXT_MAX + r->cmd->reply_bound(r);
     return REPLY_TEXT_MAX + r->nparts * r->cmd->part_reply_max;
 }
 

@@ -96,6 +96,9 @@ struct command {
     void (*run)(struct server *srv, struct request *r);
     /* keyed: bytes one part's reply text can take (a value sent by reference not counted) */
     size_t part_reply_max;
+    /* keyed, optional: the bound for this request's parts, when its arguments make it smaller than
+     * part_reply_max (a pop without a count: one element); NULL: nparts * part_reply_max */
+    size_t (*reply_bound)(const struct request *r);
 };
 
 /* One family's table of commands (a cmd_*.c file); commands.c lists every set. */

@@ -69,15 +69,10 @@ NOTINT='-ERR value is not an integer or out of range|'
 RANGE='-ERR value is out of range, must be positive|'
 SYNTAX='-ERR syntax error|'
 arity() { echo "-ERR wrong number of arguments for '$1' command|"; }
-# The arity the command table checks (commands.c) names the command as the table spells it: compared
-# without case (Redis writes it in lower case).
-is_arity() { # is_arity NAME COMMAND ARGS...
-    local name=$1 got
+is_arity() { # is_arity NAME COMMAND ARGS...: the arity error, naming the command in lower case
+    local name=$1
     shift
-    got=$(q "$@")
-    local want
-    want=$(arity "$name")
-    expect "$*" "${want,,}" "${got,,}"
+    expect "$*" "$(arity "$name")" "$(q "$@")"
 }
 
 q DEL t:s t:l t:h t:set t:z t:z2 t:nol t:noh t:noset t:noz >/dev/null
