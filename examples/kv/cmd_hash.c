@@ -1,4 +1,4 @@
-/* kv_server: commands of hashes (HSET HMSET HGET HGETALL HDEL HLEN HEXISTS).
+/* kv_server: commands of hashes (HSET HMSET HGET HMGET HGETALL HDEL HLEN HEXISTS).
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * A hash is a kvmap of fields (obj_map.c): O(1) per field named, O(n) for HGETALL. Replies and errors
@@ -80,6 +80,23 @@ static void hget(struct kv_store *s, struct request *r, const struct part *p)
         resp_null(part_out(r, p));
 }
 
+/* HMGET: each field's value, nil where there is none; copied, so bounded as a range. */
+static void hmget(struct kv_store *s, struct request *r, const struct part *p)
+{
+    struct buf *out = part_out(r, p);
+    struct kv_entry *e;
+    if (obj_lookup(s, r, p, KV_HASH, &e) != 0)
+        return;
+    resp_array(out, (int64_t)r->argc - 2);
+    for (uint32_t i = 2; i < r->argc; i++) {
+        struct kv_entry *f = e ? field_of(e, &r->argv[i]) : NULL;
+        if (f)
+            obj_put_bulk(out, f->val->data, f->val->len);
+        else
+            resp_null(out);
+    }
+}
+
 static bool put_pair(const struct kv_entry *f, void *ctx)
 {
     struct buf *out = ctx;
@@ -131,6 +148,7 @@ static const struct command table[] = {
     { "HSET", -4, CMD_KEYED, 0, hset, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL },
     { "HMSET", -4, CMD_KEYED, 0, hmset, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL },
     { "HGET", 3, CMD_KEYED, 0, hget, NULL, NULL, OBJ_ONE_REPLY_MAX, NULL },
+    { "HMGET", -3, CMD_KEYED, 0, hmget, NULL, NULL, OBJ_MANY_REPLY_MAX, NULL },
     { "HGETALL", 2, CMD_KEYED, 0, hgetall, NULL, NULL, OBJ_MANY_REPLY_MAX, NULL },
     { "HDEL", -3, CMD_KEYED, 0, hdel, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL },
     { "HLEN", 2, CMD_KEYED, 0, hlen, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL },

@@ -201,6 +201,7 @@ python3 "$here/hangup_client.py" "$port" 20000 || fail "a client that hung up di
 # connections) and redis-cli --pipe writes 20,000 keys, while workers are added, crashed and removed
 # back to back. Afterwards the counters must add up to the INCRs acknowledged and every key must hold
 # what was written.
+base=$(cli DBSIZE)
 incrs=${KV_TEST_INCRS:-500000}
 keys=20000
 redis-benchmark -p "$port" -n "$incrs" -r 1000 -c 8 -P 16 -q INCR 'cnt:__rand_int__' \
@@ -210,7 +211,20 @@ bench_pid=$!
 # unwritten has odds of e^-100), all with the same value.
 redis-benchmark -p "$port" -n 100000 -r 1000 -c 4 -P 16 -q -t set >"$tmp/bench_set.out" 2>&1 &
 bench_set_pid=$!
-for ((i = 0; i < keys; i++)); do printf 'SET key:%d value:%d\r\n' "$i" "$i"; done >"$tmp/sets"
+# Beside the plain keys: keys with an hour to live and keys due in 1.5 s (their timers must follow
+# them through the changes: the due ones are gone afterwards without a read), lists and hashes.
+short_keys=1000 ttl_keys=1000 colls=200
+short_until=$(($(date +%s%3N) + 1500))
+{
+    for ((i = 0; i < keys; i++)); do printf 'SET key:%d value:%d\r\n' "$i" "$i"; done
+    for ((i = 0; i < ttl_keys; i++)); do printf 'SET ttl:%d v%d EX 3600\r\n' "$i" "$i"; done
+    for ((i = 0; i < short_keys; i++)); do printf 'SET due:%d v PXAT %d\r\n' "$i" "$short_until"; done
+    for ((i = 0; i < colls; i++)); do
+        printf 'RPUSH list:%d a%d b%d c%d\r\nLPUSH list:%d z%d\r\n' "$i" "$i" "$i" "$i" "$i" "$i"
+        printf 'HSET hash:%d f1 x%d f2 y%d\r\nHSET hash:%d f3 z%d\r\n' "$i" "$i" "$i" "$i" "$i"
+    done
+} >"$tmp/sets"
+commands=$((keys + ttl_keys + short_keys + 4 * colls))
 redis-cli -p "$port" --pipe <"$tmp/sets" >"$tmp/pipe.out" 2>&1 &
 pipe_pid=$!
 
@@ -231,7 +245,7 @@ done
 wait "$bench_pid" || fail "redis-benchmark failed: $(cat "$tmp/bench.out")"
 wait "$bench_set_pid" || fail "redis-benchmark -t set failed: $(cat "$tmp/bench_set.out")"
 wait "$pipe_pid" || fail "redis-cli --pipe failed: $(cat "$tmp/pipe.out")"
-grep -q "errors: 0, replies: $keys" "$tmp/pipe.out" || fail "redis-cli --pipe: $(cat "$tmp/pipe.out")"
+grep -q "errors: 0, replies: $commands" "$tmp/pipe.out" || fail "redis-cli --pipe: $(cat "$tmp/pipe.out")"
 ((during >= 4)) || fail "only $during membership changes overlapped the load"
 echo "load: $incrs INCRs (redis-benchmark) and $keys SETs (redis-cli --pipe); $changes membership changes, $during during the load"
 
@@ -260,7 +274,28 @@ for ((i = 0; i < keys; i += 1000)); do
     [[ "$(cli MGET "${args[@]}")"$'\n' == "$want" ]] || bad=$((bad + 1))
 done
 ((bad == 0)) || fail "$bad of $((keys / 1000)) batches of keys did not read back as written"
-echo "read back: all $keys keys, redis-benchmark's 1,000 SET keys and all counters after $changes changes"
+for ((i = 0; i < colls; i++)); do
+    printf 'LRANGE list:%d 0 -1\r\nHMGET hash:%d f1 f2 f3\r\nHLEN hash:%d\r\n' "$i" "$i" "$i"
+done | redis-cli -p "$port" >"$tmp/colls"
+want=$(for ((i = 0; i < colls; i++)); do
+    printf 'z%d\na%d\nb%d\nc%d\nx%d\ny%d\nz%d\n3\n' "$i" "$i" "$i" "$i" "$i" "$i" "$i"
+done)
+[[ $(cat "$tmp/colls") == "$want" ]] || fail "lists or hashes did not read back after $changes changes"
+for ((i = 0; i < 600; i++)); do
+    [[ $(cli DBSIZE) == $((base + keys + 2000 + ttl_keys + 2 * colls)) ]] && break
+    sleep 0.1 # polling a condition, with a deadline
+done
+expect "keys left once the due ones expired (DBSIZE)" $((base + keys + 2000 + ttl_keys + 2 * colls)) "$(cli DBSIZE)"
+args=()
+want=
+for ((i = 0; i < ttl_keys; i++)); do
+    args+=("ttl:$i")
+    want+="v$i"$'\n'
+done
+[[ "$(cli MGET "${args[@]}")"$'\n' == "$want" ]] || fail "keys with a time to live did not read back"
+bad=$(for ((i = 0; i < ttl_keys; i += 50)); do cli TTL "ttl:$i"; done | awk '$1 < 3500 || $1 > 3600' | wc -l)
+((bad == 0)) || fail "$bad keys lost their time to live"
+echo "read back: all $keys keys, redis-benchmark's 1,000 SET keys, all counters, $ttl_keys keys with a time to live, $colls lists and hashes after $changes changes; $short_keys keys due gone"
 cli SHARD.STATS | grep -E '^(epoch|workers|keys|keys_in_transit):'
 
 expect SHUTDOWN OK "$(cli SHUTDOWN)"

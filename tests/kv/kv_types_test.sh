@@ -140,6 +140,10 @@ is '$1|3|' HGET t:h a
 is '$-1|' HGET t:h zz
 is '$-1|' HGET t:noh a
 is "$WRONGTYPE" HGET t:s a
+is '*3|$1|3|$-1|$1|4|' HMGET t:h a zz c
+is '*1|$-1|' HMGET t:noh a
+is "$WRONGTYPE" HMGET t:s a
+is_arity hmget HMGET t:h
 is ':1|' HEXISTS t:h a
 is ':0|' HEXISTS t:h q
 is ':0|' HEXISTS t:noh q
