@@ -43,6 +43,7 @@ static void replace_first(struct keymap *m, struct job *old, struct job *j)
     if (j) {
         L(m, j)->bucket_next = L(m, old)->bucket_next;
         L(m, j)->tail = L(m, old)->tail;
+        L(m, j)->hint = L(m, old)->hint == old ? NULL : L(m, old)->hint;
         *p = j;
     } else {
         *p = L(m, old)->bucket_next;
@@ -57,6 +58,7 @@ void shard__keymap_insert(struct keymap *m, struct job *j)
     m->jobs++;
     if (!k) {
         lj->tail = j;
+        lj->hint = NULL;
         replace_first(m, NULL, j);
         return;
     }
@@ -68,11 +70,16 @@ void shard__keymap_insert(struct keymap *m, struct job *j)
         lj->next = k;
         replace_first(m, k, j);
     } else {
-        struct job *p = k;
+        /* Jobs inserted before the tail come in runs of rising epochs (a crash's rerouted jobs, jobs
+         * following their key): start from the last one, not from the key's first job, or pulling n
+         * of them in costs O(n^2). The FIFO is sorted, so every job before the hint is of an epoch
+         * no larger than the hint's, and j goes after it. */
+        struct job *p = lk->hint && lk->hint->epoch <= j->epoch ? lk->hint : k;
         while (L(m, p)->next->epoch <= j->epoch)
             p = L(m, p)->next; /* stops: the tail's epoch is larger */
         lj->next = L(m, p)->next;
         L(m, p)->next = j;
+        lk->hint = j;
     }
 }
 
@@ -93,4 +100,6 @@ void shard__keymap_remove(struct keymap *m, struct job *j)
     L(m, p)->next = L(m, j)->next;
     if (L(m, k)->tail == j)
         L(m, k)->tail = p;
+    if (L(m, k)->hint == j)
+        L(m, k)->hint = p;
 }

@@ -21,6 +21,8 @@ struct keylink {
     struct job *next;        /* next job of the same key */
     struct job *tail;        /* in a key's first job: its last */
     struct job *bucket_next; /* in a key's first job: the next key's first job in the bucket */
+    struct job *hint;        /* in a key's first job: the job last inserted before its tail, while
+                              * it is in the FIFO, else NULL: where the next such insert starts */
 };
 
 enum keymap_use { KEYMAP_HELD, KEYMAP_CRASH, KEYMAP_USES };

@@ -173,3 +173,45 @@ Test(held, removing_from_the_middle_of_a_key)
     }
     cr_assert(shard__held_first_of_key(&h, &late));
 }
+
+/* The keymap against a model: random inserts (epochs out of order, so many go before a key's tail,
+ * where the insert starts from the last such one) and removals anywhere; each key's FIFO must stay
+ * in epoch order, stable for equal epochs, with its tail right. */
+Test(keymap, epoch_order_against_a_model)
+{
+    enum { NJOBS = 600, NKEYS = 3 };
+    static struct job jobs[NJOBS];
+    static bool in[NJOBS];
+    static long inserted_at[NJOBS];
+    struct keymap m;
+    shard__keymap_init(&m, KEYMAP_CRASH);
+    srand(7);
+    long clock = 0;
+    for (long it = 0; it < 300000; it++) {
+        int i = rand() % NJOBS;
+        if (!in[i]) {
+            jobs[i].hash = 1 + (uint64_t)(rand() % NKEYS);
+            jobs[i].epoch = (uint64_t)(rand() % 6);
+            inserted_at[i] = clock++;
+            shard__keymap_insert(&m, &jobs[i]);
+            in[i] = true;
+        } else if (rand() % 3 == 0) {
+            shard__keymap_remove(&m, &jobs[i]);
+            in[i] = false;
+        }
+        if (it % 500)
+            continue;
+        for (uint64_t h = 1; h <= NKEYS; h++) {
+            size_t want = 0, got = 0;
+            for (int k = 0; k < NJOBS; k++)
+                want += in[k] && jobs[k].hash == h;
+            const struct job *first = shard__keymap_first(&m, h), *prev = NULL;
+            for (const struct job *p = first; p; prev = p, p = p->links[KEYMAP_CRASH].next, got++)
+                cr_assert(!prev || prev->epoch < p->epoch ||
+                              (prev->epoch == p->epoch && inserted_at[prev - jobs] < inserted_at[p - jobs]),
+                          "key %lu out of order at step %ld", (unsigned long)h, it);
+            cr_assert_eq(got, want, "key %lu: %zu jobs in the map, %zu in the model", (unsigned long)h, got, want);
+            cr_assert(!first || first->links[KEYMAP_CRASH].tail == prev, "key %lu: wrong tail", (unsigned long)h);
+        }
+    }
+}
