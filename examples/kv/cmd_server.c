@@ -309,6 +309,15 @@ static void time_cmd(struct server *srv, struct request *r)
     resp_bulk(&r->reply, usec, (size_t)b);
 }
 
+/* MULTI, EXEC, DISCARD, WATCH: refused, rather than run the commands one by one as if they were a
+ * transaction (the README says why kv_server has none). */
+static void no_transactions(struct server *srv, struct request *r)
+{
+    (void)srv;
+    resp_error(&r->reply, "ERR kv_server has no transactions (MULTI, EXEC, WATCH): keys live on "
+                          "different workers; see its README");
+}
+
 static void select_db(struct server *srv, struct request *r)
 {
     (void)srv;
@@ -345,6 +354,10 @@ static const struct command table[] = {
     { "HELLO", -1, CMD_LOCAL, 0, NULL, NULL, client_hello, 0, NULL },
     { "AUTH", -2, CMD_LOCAL, 0, NULL, NULL, client_auth, 0, NULL },
     { "SELECT", 2, CMD_LOCAL, 0, NULL, NULL, select_db, 0, NULL },
+    { "MULTI", 1, CMD_LOCAL, 0, NULL, NULL, no_transactions, 0, NULL },
+    { "EXEC", 1, CMD_LOCAL, 0, NULL, NULL, no_transactions, 0, NULL },
+    { "DISCARD", 1, CMD_LOCAL, 0, NULL, NULL, no_transactions, 0, NULL },
+    { "WATCH", -2, CMD_LOCAL, 0, NULL, NULL, no_transactions, 0, NULL },
     { "QUIT", 1, CMD_LOCAL, 0, NULL, NULL, quit, 0, NULL },
     { "SHUTDOWN", -1, CMD_LOCAL, 0, NULL, NULL, shutdown_server, 0, NULL },
     { "SHARD.STATS", 1, CMD_LOCAL, 0, NULL, NULL, admin_stats, 0, NULL },
