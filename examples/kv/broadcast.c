@@ -185,7 +185,7 @@ static bool collect(const struct kv_entry *e, void *arg)
 static size_t entry_bytes(const struct kv_entry *e)
 {
     size_t n = malloc_usable_size((void *)e);
-    if (e->type == KV_STRING && e->val)
+    if (e->type == KV_STRING && e->val && e->val != kv_entry_inline(e))
         n += malloc_usable_size(e->val);
     return n;
 }

@@ -133,7 +133,11 @@ static void set_with(struct kv_store *s, struct request *r, const struct part *p
         return;
     }
     bool go = !(o->nx && e) && !(o->xx && !e);
-    struct kv_value *old = form == REPLY_OLD && e ? kv_value_get(e->val) : NULL;
+    /* The old value's reply first: the set below may rewrite it in place or free it. */
+    if (form == REPLY_OLD && e)
+        reply_value(out, e->val);
+    else if (form == REPLY_OLD || (form == REPLY_OK && !go))
+        resp_null(&out->text);
     bool failed = false;
     if (go && o->at_ms && o->at_ms <= kv_now_ms()) {
         store_del(s, HASHED_KEY(r, p)); /* set and expired at once */
@@ -146,17 +150,16 @@ static void set_with(struct kv_store *s, struct request *r, const struct part *p
         else if (!o->keepttl)
             expire_clear(e);
     }
-    if (failed)
+    if (failed) {
+        kv_value_put(out->value);
+        out->value = NULL;
+        out->text.len = 0;
         resp_error(&out->text, "ERR out of memory");
-    else if (form == REPLY_BOOL)
+    } else if (form == REPLY_BOOL) {
         resp_int(&out->text, go);
-    else if (form == REPLY_OLD && old)
-        reply_value(out, old);
-    else if (form == REPLY_OLD || !go)
-        resp_null(&out->text);
-    else
+    } else if (form == REPLY_OK && go) {
         resp_simple(&out->text, "OK");
-    kv_value_put(old);
+    }
 }
 
 static void set_part(struct kv_store *s, struct request *r, const struct part *p)

@@ -4,6 +4,8 @@
 #include "obj.h"
 
 #include <errno.h>
+#include <stdalign.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
@@ -15,13 +17,32 @@ uint64_t kv_hash(const void *key, size_t len)
     return XXH3_64bits(key, len);
 }
 
+/* Where an entry with a key of klen bytes keeps its inline value: after the key, aligned. */
+static size_t inline_offset(size_t klen)
+{
+    return (offsetof(struct kv_entry, key) + klen + alignof(struct kv_value) - 1) &
+           ~(alignof(struct kv_value) - 1);
+}
+
+struct kv_value *kv_entry_inline(const struct kv_entry *e)
+{
+    return e->vcap ? (struct kv_value *)((char *)e + inline_offset(e->klen)) : NULL;
+}
+
 struct kv_entry *kv_entry_new(uint64_t hash, const void *key, size_t klen, const void *val, size_t vlen)
 {
-    struct kv_entry *e = malloc(sizeof *e + klen);
+    /* Room for the value and a little more (an INCR that gains a digit), in 8-byte steps. */
+    size_t cap = vlen < KV_INLINE_MAX ? (vlen + 8) & ~(size_t)7 : 0;
+    struct kv_entry *e = malloc(cap ? inline_offset(klen) + sizeof(struct kv_value) + cap : sizeof *e + klen);
     if (!e)
         return NULL;
-    *e = (struct kv_entry){ .hash = hash, .klen = (uint32_t)klen, .type = KV_STRING };
+    *e = (struct kv_entry){ .hash = hash, .klen = (uint32_t)klen, .type = KV_STRING, .vcap = (uint16_t)cap };
     memcpy(e->key, key, klen);
+    if (cap) {
+        struct kv_value *v = kv_entry_inline(e);
+        atomic_init(&v->refs, 1);
+        v->len = 0;
+    }
     if (kv_entry_set(e, val, vlen) != 0) {
         free(e);
         return NULL;
@@ -61,18 +82,30 @@ void kv_value_put(struct kv_value *v)
         free(v);
 }
 
+/* Drops what e holds as its value or object, except its inline value. */
+static void drop_held(struct kv_entry *e)
+{
+    if (e->type != KV_STRING)
+        kv_obj_free(e->type, e->obj);
+    else if (e->val != kv_entry_inline(e))
+        kv_value_put(e->val);
+}
+
 int kv_entry_set(struct kv_entry *e, const void *val, size_t vlen)
 {
-    struct kv_value *v = malloc(sizeof *v + vlen);
-    if (!v)
-        return -ENOMEM;
-    atomic_init(&v->refs, 1);
+    struct kv_value *v = kv_entry_inline(e);
+    /* refs 1: nothing but the entry holds its inline value (KV_INLINE_MAX), so it can be rewritten */
+    if (!v || vlen > e->vcap || atomic_load_explicit(&v->refs, memory_order_relaxed) != 1) {
+        v = malloc(sizeof *v + vlen);
+        if (!v)
+            return -ENOMEM;
+        atomic_init(&v->refs, 1);
+    }
     v->len = vlen;
-    memcpy(v->data, val, vlen);
-    if (e->type == KV_STRING)
-        kv_value_put(e->val);
-    else
-        kv_obj_free(e->type, e->obj);
+    if (vlen)
+        memcpy(v->data, val, vlen);
+    if (e->type != KV_STRING || e->val != v)
+        drop_held(e);
     e->type = KV_STRING;
     e->val = v;
     return 0;
@@ -82,10 +115,7 @@ void kv_entry_free(struct kv_entry *e)
 {
     if (!e)
         return;
-    if (e->type == KV_STRING)
-        kv_value_put(e->val);
-    else
-        kv_obj_free(e->type, e->obj);
+    drop_held(e);
     free(e->exp);
     free(e);
 }

@@ -45,6 +45,7 @@ struct kv_entry {
     struct kv_expiry *exp; /* when the key expires (expire.h); NULL: never. Freed with the entry */
     uint32_t klen;
     uint8_t  type;      /* enum kv_type */
+    uint16_t vcap;      /* bytes of the value kept in the entry's own allocation (kv_entry_inline) */
     char     key[];
 };
 
@@ -58,6 +59,16 @@ struct kvmap {
 };
 
 uint64_t kv_hash(const void *key, size_t len);
+
+/* A value shorter than this lives in its entry's own allocation, after the key: one allocation a key
+ * and one cache line less to read, and a new value that fits is written in place. Nothing but the
+ * entry ever holds such a value: a reply copies a value shorter than COPY_MAX (server.h), and
+ * KV_INLINE_MAX is below it. */
+#define KV_INLINE_MAX 128
+
+/* The value kept in e's own allocation, or NULL if e has no room for one; e->val is it, or a value
+ * allocated apart when the last one did not fit. Never passed to kv_value_put. */
+struct kv_value *kv_entry_inline(const struct kv_entry *e);
 
 /* A new string entry with a copy of key and of val; NULL without memory. Free with kv_entry_free. */
 struct kv_entry *kv_entry_new(uint64_t hash, const void *key, size_t klen, const void *val, size_t vlen);
