@@ -147,7 +147,9 @@ static void section_memory(struct buf *b)
     /* glibc's own count of the bytes handed out: in its arenas, and mapped one block at a time. It
      * walks every arena under its lock: fine for INFO, not for a hot path. */
     struct mallinfo2 mi = mallinfo2();
-    size_t used = mi.uordblks + mi.hblkhd, rss = rss_bytes();
+    size_t rss = rss_bytes();
+    /* glibc's bytes in use; another allocator (a sanitizer's) leaves mallinfo2 at 0: then the RSS. */
+    size_t used = mi.uordblks + mi.hblkhd ? mi.uordblks + mi.hblkhd : rss;
     pthread_mutex_lock(&sample_lock);
     if (used > memory_peak)
         memory_peak = used;

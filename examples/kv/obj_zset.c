@@ -53,7 +53,8 @@ static struct obj_znode *node_new(uint32_t height, double score, const void *mem
     if (!n)
         return NULL;
     *n = (struct obj_znode){ .score = score, .len = (uint32_t)len, .height = height };
-    memcpy(member_of(n), member, len);
+    if (len)
+        memcpy(member_of(n), member, len); /* the head node has no member (NULL) */
     return n;
 }
 
