@@ -162,14 +162,21 @@ void broadcast_put(struct broadcast *b)
     free(b);
 }
 
+/* Whether e, which may be in transit, belongs to the slot's worker: an entry in transit is seen by
+ * every job, and only its owner's keeps it (or clears it: where its expiry's timer runs). The check is
+ * skipped when the transit area is empty (read before the jobs; it cannot fill during a slice that
+ * stands: only a release hook or a crash's evacuation fill it, both ring changes). */
+static bool owned_here(const struct kv_entry *e, void *arg)
+{
+    const struct slot *sl = arg;
+    return !sl->b->ring || strcmp(shard_ring_owner(sl->b->ring, e->key, e->klen), sl->name) == 0;
+}
+
 static bool collect(const struct kv_entry *e, void *arg)
 {
     struct slot *sl = arg;
     const struct broadcast *b = sl->b;
-    /* An entry in transit is seen by every job: only its owner's keeps it. The check is skipped when
-     * the transit area is empty (the job reads that first; it cannot fill during a slice that stands:
-     * only a release hook or a crash's evacuation fill it, both ring changes). */
-    if (b->ring && strcmp(shard_ring_owner(b->ring, e->key, e->klen), sl->name) != 0)
+    if (!owned_here(e, sl))
         return true;
     if (expire_due(e, b->now_ms) || (b->type >= 0 && e->type != b->type) ||
         (b->pattern && !glob_match(b->pattern->p, b->pattern->len, e->key, e->klen, false)))
@@ -200,7 +207,7 @@ static void broadcast_job(shard_worker *w, void *arg)
     } else if (b->op != OP_MEMORY && strcmp(store_name(s), sl->name) != 0) {
         sl->wrong = true;
     } else if (b->op == OP_CLEAR) {
-        sl->count = store_clear(s, true);
+        sl->count = store_clear(s, b->ring ? owned_here : NULL, sl);
     } else if (b->op == OP_MEMORY) {
         struct kv_entry *e = store_find(s, kv_hash(b->key->p, b->key->len), b->key->p, b->key->len);
         sl->found = e != NULL;

@@ -57,27 +57,39 @@ size_t expire_count(void)
 
 static void expire_run(shard_worker *w, void *arg);
 
-/* Arms x's timer for x->armed_ms; on failure the key expires only when read. */
+/* Drops one of x's two holds (its entry's, its timer job's); the last frees it. acq_rel: whatever one
+ * holder did with x comes before the other's free. */
+static void put(struct kv_expiry *x)
+{
+    if (atomic_fetch_sub_explicit(&x->holds, 1, memory_order_acq_rel) == 1)
+        free(x);
+}
+
+/* Arms x's timer for x->armed_ms, the timer job taking a hold on x; on failure the key expires only
+ * when read. Context: a job of x's key (its timer job cannot run before this returns). */
 static void arm(struct kv_expiry *x)
 {
     int64_t ms = x->armed_ms - kv_now_ms();
     uint64_t delay = ms > 0 ? SHARD_MS((uint64_t)ms) : 0;
     if (delay > SHARD_TIMER_MAX_NS)
         delay = SHARD_TIMER_MAX_NS; /* it arms itself again when it runs */
-    if (shard_submit_after(disp(), x->key, x->klen, delay, expire_run, x, &x->timer) != 0)
+    atomic_fetch_add_explicit(&x->holds, 1, memory_order_relaxed);
+    if (shard_submit_after(disp(), x->key, x->klen, delay, expire_run, x, &x->timer) != 0) {
         x->timer = 0;
+        atomic_fetch_sub_explicit(&x->holds, 1, memory_order_relaxed);
+    }
 }
 
-/* Lets go of x, which no entry points to any more: freed unless its timer's job may still run, which
- * then frees it (expire_run finds no entry pointing to it). */
+/* The entry lets go of x. If shard says the timer's job will not run, its hold goes too. Otherwise
+ * the job runs now or has run on the key's owner (a key flushed from the transit area while its owner
+ * expires it), or destroy discards it (-ESHUTDOWN: x is then lost, a leak of a few bytes at exit,
+ * against freeing what a job may read): the job's hold is the job's to drop. */
 static void release(struct kv_expiry *x)
 {
     atomic_fetch_sub_explicit(&expiring, 1, memory_order_relaxed);
-    /* -EBUSY: the job runs now (a key flushed from the transit area while its new owner expires
-     * it). -ESHUTDOWN: destroy has begun; the job runs if it was submitted, or is discarded, and then
-     * x is lost: a leak of a few bytes at exit, against freeing what a job may read. */
-    if (x->timer == 0 || shard_timer_cancel(disp(), x->timer) == 0)
-        free(x);
+    if (x->timer && shard_timer_cancel(disp(), x->timer) == 0)
+        put(x);
+    put(x);
 }
 
 int expire_set(struct kv_entry *e, int64_t at_ms)
@@ -91,6 +103,7 @@ int expire_set(struct kv_entry *e, int64_t at_ms)
     if (!fresh)
         return -ENOMEM;
     *fresh = (struct kv_expiry){ .at_ms = at_ms, .armed_ms = at_ms, .klen = e->klen };
+    atomic_init(&fresh->holds, 1); /* the entry's */
     memcpy(fresh->key, e->key, e->klen);
     if (x)
         release(x);
@@ -108,23 +121,26 @@ void expire_clear(struct kv_entry *e)
     }
 }
 
-/* The timer's job, a job of x's key on the worker holding it. */
+/* The timer's job, a job of x's key on the worker holding it. It holds x, whatever became of the
+ * entry: it finds the entry by the key x carries, and acts only if the entry still points to x. */
 static void expire_run(shard_worker *w, void *arg)
 {
     struct kv_expiry *x = arg;
     struct kv_store *s = store_of(w);
     struct kv_entry *e = s ? store_peek(s, kv_hash(x->key, x->klen), x->key, x->klen) : NULL;
     if (!e || e->exp != x) {
-        free(x); /* the key was deleted, or given another expiry or none, while this was pending */
+        put(x); /* deleted, given another expiry or none, or being flushed: the entry side lets go */
         return;
     }
     if (x->at_ms > kv_now_ms()) {
         x->armed_ms = x->at_ms; /* put off since it was armed, or the clock was set back */
+        put(x);                 /* this run's hold; arm takes the next run's */
         arm(x);
         return;
     }
     e->exp = NULL;
     atomic_fetch_sub_explicit(&expiring, 1, memory_order_relaxed);
-    free(x);
+    put(x); /* the entry's */
+    put(x); /* this run's */
     store_del(s, e->hash, e->key, e->klen);
 }

@@ -7,12 +7,11 @@
  * comes back without a client touching it. A key read after its time and before its timer ran (a busy
  * worker) is deleted by that read: expiry is also lazy, as in Redis.
  *
- * Who owns the record: the entry points to it, and the timer's job holds it as its argument, so the
- * job needs no pointer to the entry (which may be gone or elsewhere by then): it finds the entry by the
- * key the record carries, and acts only if that entry still points to this record. Ending an expiry
- * (a DEL, a PERSIST, a SET, a new time to live) cancels the timer: if shard says the job will not run,
- * the record is freed there; if the job is running (it can only be running on another worker, for a
- * key being flushed from the transit area), the entry lets go of it and the job frees it.
+ * Who owns the record: the entry and the timer's job both hold it (two holds; the last to let go frees
+ * it), so the job needs no pointer to the entry (which may be gone or elsewhere by then): it finds the
+ * entry by the key the record carries, and acts only if that entry still points to this record. Ending
+ * an expiry (a DEL, a PERSIST, a SET, a new time to live) cancels the timer: if shard says the job
+ * will not run, its hold goes with the entry's; else the job drops its own when it runs.
  *
  * Times are ms of Unix time (CLOCK_REALTIME), as EXPIREAT and TTL speak; a timer's delay is taken
  * from the realtime clock when it is armed, and a timer that runs before the key's time (the clock
@@ -21,6 +20,7 @@
 #define KV_EXPIRE_H
 
 #include <shard.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -29,6 +29,7 @@
 struct kv_store;
 
 struct kv_expiry {
+    atomic_uint holds;    /* the entry's, and its timer job's while one is armed */
     int64_t     at_ms;    /* when the key expires */
     int64_t     armed_ms; /* when its timer runs: at_ms, or earlier when at_ms was put off since (the
                            * timer then arms itself again rather than being cancelled and re-armed:

@@ -287,13 +287,13 @@ static size_t free_list(struct kv_entry *list)
     return n;
 }
 
-size_t store_clear(struct kv_store *s, bool with_transit)
+size_t store_clear(struct kv_store *s, bool (*mine)(const struct kv_entry *e, void *ctx), void *ctx)
 {
     size_t n = free_list(kvmap_take_if(&s->map, everything, NULL));
     count_local(s);
-    for (int i = 0; with_transit && i < TRANSIT_STRIPES; i++) {
+    for (int i = 0; mine && i < TRANSIT_STRIPES; i++) {
         pthread_mutex_lock(&transit[i].lock);
-        struct kv_entry *list = kvmap_take_if(&transit[i].map, everything, NULL);
+        struct kv_entry *list = kvmap_take_if(&transit[i].map, mine, ctx);
         pthread_mutex_unlock(&transit[i].lock);
         size_t k = free_list(list);
         atomic_fetch_sub_explicit(&in_transit, k, memory_order_relaxed);

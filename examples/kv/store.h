@@ -64,9 +64,10 @@ void store_evacuate(struct kv_store *s);
  * belongs to whichever worker owns its key. fn must not change either. Context: a job on s's worker. */
 void store_range(struct kv_store *s, uint64_t from, uint64_t to,
                  bool (*fn)(const struct kv_entry *e, void *ctx), void *ctx);
-/* Deletes every key of s; with transit, every key in the transit area too. Return: keys deleted.
- * Context: a job on s's worker. */
-size_t store_clear(struct kv_store *s, bool transit);
+/* Deletes every key of s, and those in the transit area for which mine(e, ctx) says they belong to
+ * s's worker (mine NULL: none): a key is deleted only on its owner's thread, where its expiry's timer
+ * runs. Return: keys deleted. Context: a job on s's worker. */
+size_t store_clear(struct kv_store *s, bool (*mine)(const struct kv_entry *e, void *ctx), void *ctx);
 
 /* Keys in the whole server (DBSIZE), and how many wait in the transit area. Context: any thread;
  * exact once no command runs. */
