@@ -39,7 +39,7 @@
 
 #define READ_CHUNK   16384
 #define READ_BUDGET  (256 * 1024) /* per wake-up, so one connection cannot starve the others */
-#define OUT_LIMIT    (1024 * 1024)
+#define OUT_LIMIT    LARGE_REPLY_MAX
 #define MAX_EVENTS   64
 
 static atomic_ullong next_id = 1; /* CLIENT ID; relaxed: only unique, not ordered */
@@ -198,7 +198,7 @@ static bool dispatch(struct conn *c, const struct resp_arg *argv, uint32_t argc)
     if (!command_args_ok(cmd, argc, why, sizeof why))
         return conn_reply_error(c, why);
     /* As Redis: an unknown command or a wrong count is answered first, then the password. */
-    if (!c->authenticated && !auth_exempt(cmd))
+    if (!c->authenticated && auth_required() && !auth_exempt(cmd)) /* the password may be gone since */
         return conn_reply_error(c, "NOAUTH Authentication required.");
     struct request *r = request_new(c, c->nt, srv, cmd, argv, argc);
     if (!r)

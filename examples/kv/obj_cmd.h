@@ -23,7 +23,7 @@
  * bounds it. It is set to the connection's output limit (net.c's OUT_LIMIT): a connection then runs
  * one such command at a time, and its reply is the one request net.c lets go over the limit by its own
  * size. Pipelined, these commands thus run one per round trip to their worker. */
-#define OBJ_MANY_REPLY_MAX (1024 * 1024)
+#define OBJ_MANY_REPLY_MAX LARGE_REPLY_MAX
 /* A pop (LPOP RPOP SPOP ZPOPMIN) without a count replies one element (and ZPOPMIN its score): ONE's
  * bound plus a score; with a count, MANY's. A set's or sorted set's member is copied into the reply
  * whatever its size, but it leaves the store as it does: the reply holds the memory the store let go,

@@ -170,6 +170,13 @@ static inline struct buf *part_out(struct request *r, const struct part *p)
 #define SMALL_REPLY_MAX 64
 #define OWNER_REPLY_MAX (SHARD_NAME_MAX + 32)
 
+/* A reply nothing in its command bounds (a range, KEYS, SCAN): set to a connection's output limit
+ * (net.c's OUT_LIMIT), so that a connection runs one such command at a time, and its reply is the one
+ * request net.c lets go over the limit by its own size. */
+#define LARGE_REPLY_MAX (1024 * 1024)
+/* A reply_bound for commands whose reply is as large as LARGE_REPLY_MAX (admin commands included). */
+size_t large_reply_bound(const struct request *r);
+
 #define WRONGTYPE "WRONGTYPE Operation against a key holding the wrong kind of value"
 
 /* request.c */

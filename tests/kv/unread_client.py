@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A client that pipelines GETs of a large value without reading, then reads them all.
 
-    unread_client.py PORT SERVER_PID N MAX_GROWTH_MB
+    unread_client.py PORT SERVER_PID N MAX_GROWTH_MB [keys]
 
 SETs a 512 KB value, then sends N GETs of it without reading a reply, until all are sent or the
 server has stopped taking them (nothing could be sent for 2 s), and waits until the server has done
@@ -10,6 +10,9 @@ for this connection: its peak resident size (VmHWM in /proc/PID/status) may grow
 MAX_GROWTH_MB over its size before the GETs. Then the client reads everything, and every one of the
 N replies must be the value, complete. Stops within 120 s whatever the server does (20 s without a
 byte of reply is a failure). Exits 1 on a failure.
+
+With "keys", the request is KEYS * over 20,000 keys (a reply of about 500 KB that no argument of the
+command bounds) instead of the GET: every reply must then be the same as one read before.
 """
 import select
 import socket
@@ -56,17 +59,56 @@ def wait_idle(pid, deadline):
         last = now
 
 
+def read_exactly(s, n):
+    data = b""
+    while len(data) < n:
+        chunk = s.recv(n - len(data))
+        if not chunk:
+            fail("the server closed the connection")
+        data += chunk
+    return data
+
+
+def read_line(s):
+    line = b""
+    while not line.endswith(b"\r\n"):
+        line += read_exactly(s, 1)
+    return line
+
+
+def keys_reply(s):
+    """KEYS * once, read whole (an array of bulk strings): what every later one must be."""
+    s.sendall(command(b"KEYS", b"*"))
+    head = read_line(s)
+    out = head
+    for _ in range(int(head[1:])):
+        bulk = read_line(s)
+        out += bulk + read_exactly(s, int(bulk[1:]) + 2)
+    return out
+
+
+def set_up(s, keys_mode):
+    """The data, and the request and reply the test repeats."""
+    if not keys_mode:
+        s.sendall(command(b"SET", KEY, VALUE))
+        if s.recv(16) != b"+OK\r\n":
+            fail("SET of the 512 KB value was not answered +OK")
+        return command(b"GET", KEY), b"$%d\r\n%s\r\n" % (len(VALUE), VALUE)
+    s.sendall(b"".join(command(b"SET", b"k%015d" % i, b"v") for i in range(20000)))
+    if read_exactly(s, 5 * 20000) != b"+OK\r\n" * 20000:
+        fail("the 20,000 SETs were not all answered +OK")
+    return command(b"KEYS", b"*"), keys_reply(s)
+
+
 def main():
     port, pid, n, max_growth_mb = (int(a) for a in sys.argv[1:5])
+    keys_mode = sys.argv[5:] == ["keys"]
     deadline = time.monotonic() + 120
     s = socket.create_connection(("127.0.0.1", port))
-    s.sendall(command(b"SET", KEY, VALUE))
-    if s.recv(16) != b"+OK\r\n":
-        fail("SET of the 512 KB value was not answered +OK")
+    request, expected = set_up(s, keys_mode)
     base = vm_kb(pid, "VmHWM")
 
-    requests = memoryview(command(b"GET", KEY) * n)
-    expected = b"$%d\r\n%s\r\n" % (len(VALUE), VALUE)
+    requests = memoryview(request * n)
     s.setblocking(False)
     sent = 0
     while sent < len(requests) and time.monotonic() < deadline:
@@ -78,8 +120,9 @@ def main():
     wait_idle(pid, min(deadline, time.monotonic() + 30))
     stalled_rss = vm_kb(pid, "VmRSS")
     stalled_hwm = vm_kb(pid, "VmHWM")
-    print("unread: %d of %d GETs sent, no reply read, server idle: RSS +%.1f MB, peak +%.1f MB"
-          % (sent // len(command(b"GET", KEY)), n, (stalled_rss - base) / 1024,
+    what = "KEYS" if keys_mode else "GETs"
+    print("unread: %d of %d %s sent, no reply read, server idle: RSS +%.1f MB, peak +%.1f MB"
+          % (sent // len(request), n, what, (stalled_rss - base) / 1024,
              (stalled_hwm - base) / 1024))
 
     # Now read every reply (sending the rest as the server takes it) and check each one whole.
@@ -113,8 +156,8 @@ def main():
         fail("%d bytes after the last reply" % len(buf))
     growth_mb = (vm_kb(pid, "VmHWM") - base) / 1024
     if growth_mb >= max_growth_mb:
-        fail("a client pipelining %d GETs of 512 KB without reading grew the server by %.0f MB (peak); "
-             "at most %d MB allowed" % (n, growth_mb, max_growth_mb))
+        fail("a client pipelining %d %s without reading grew the server by %.0f MB (peak); "
+             "at most %d MB allowed" % (n, what, growth_mb, max_growth_mb))
     print("unread: all %d replies complete after reading; server peak RSS +%.1f MB (limit %d MB)"
           % (n, growth_mb, max_growth_mb))
 
