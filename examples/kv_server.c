@@ -123,6 +123,8 @@ static struct server_options parse_options(int argc, char **argv)
             refuse("%s wants a number in [%lld, %lld], not '%s'", o->name, o->min, o->max, text);
         *(long long *)o->value = v;
     }
+    if (requirepass && strlen(requirepass) > 255)
+        refuse("--requirepass takes at most 255 bytes"); /* what CONFIG GET shows and CONFIG SET takes */
     return (struct server_options){
         .bind = bind, .port = (int)port, .workers = (uint32_t)workers, .net_threads = (uint32_t)net_threads,
         .queue_capacity = (uint32_t)queue, .max_pipeline = (uint32_t)pipeline, .hot_keys = (uint32_t)hot_keys,

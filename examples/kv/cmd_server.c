@@ -9,6 +9,9 @@
 #include "net_internal.h"
 #include "server.h"
 
+/* The longest value CONFIG GET shows, and so the longest password CONFIG SET takes, plus one. */
+#define PASSWORD_MAX 256
+
 static void ping(struct server *srv, struct request *r)
 {
     (void)srv;
@@ -210,7 +213,7 @@ static void config_get(struct server *srv, struct request *r)
         for (size_t k = 0; k < sizeof params / sizeof params[0]; k++) {
             if (shown[k] || !glob_match(r->argv[i].p, r->argv[i].len, params[k], strlen(params[k]), true))
                 continue;
-            char value[256];
+            char value[PASSWORD_MAX];
             param_value(srv, params[k], value, sizeof value);
             resp_bulk(&pairs, params[k], strlen(params[k]));
             resp_bulk(&pairs, value, strlen(value));
@@ -242,6 +245,17 @@ static void config_set(struct server *srv, struct request *r)
             return;
         }
         if (strcmp(p, "requirepass") == 0) {
+            /* Kept as a C string, shown by CONFIG GET in its 256-byte buffer: refused rather than
+             * cut short (a password cut at a NUL would open to its prefix). */
+            if (memchr(value->p, '\0', value->len) || value->len >= PASSWORD_MAX) {
+                resp_error(&r->reply, "ERR CONFIG SET failed (possibly related to argument 'requirepass') - "
+                                      "kv_server takes a password of at most 255 bytes, without NUL");
+                return;
+            }
+            if (pass) {
+                resp_error(&r->reply, "ERR CONFIG SET failed - duplicate parameter 'requirepass'");
+                return;
+            }
             pass = value;
             continue;
         }

@@ -280,7 +280,28 @@ expect "CONFIG GET requirepass" $'requirepass\ns3cret pass' "$(cli -a 's3cret pa
 expect "CONFIG SET requirepass" OK "$(cli -a 's3cret pass' --no-auth-warning CONFIG SET requirepass new)"
 expect "new password" PONG "$(cli -a new --no-auth-warning PING)"
 expect "old password" "WRONGPASS invalid username-password pair or user is disabled." "$(cli AUTH 's3cret pass')"
+# A connection that has not authenticated while the password goes is let in, as Redis does.
+exec {early}<>"/dev/tcp/127.0.0.1/$KV_PORT"
+printf 'PING\r\n' >&"$early"
+IFS= read -r -t 10 -u "$early" line || fail "no reply to an early connection's PING"
+expect "PING before the password goes" $'-NOAUTH Authentication required.\r' "$line"
 expect "password removed" OK "$(cli -a new --no-auth-warning CONFIG SET requirepass '')"
 expect "no password" PONG "$(cli PING)"
+printf 'PING\r\n' >&"$early"
+IFS= read -r -t 10 -u "$early" line || fail "no reply to an early connection's PING"
+expect "PING on that connection after" $'+PONG\r' "$line"
+exec {early}>&-
+# A password is a C string of at most 255 bytes: one with a NUL byte (it would open to its prefix) or
+# longer is refused, as is the same parameter twice.
+exec {fd}<>"/dev/tcp/127.0.0.1/$KV_PORT"
+printf '*4\r\n$6\r\nCONFIG\r\n$3\r\nSET\r\n$11\r\nrequirepass\r\n$5\r\nab\0cd\r\n' >&"$fd"
+IFS= read -r -t 10 -u "$fd" line || fail "no reply to CONFIG SET requirepass with a NUL"
+[[ $line == "-ERR CONFIG SET failed"*"without NUL"* ]] || fail "CONFIG SET requirepass with a NUL: $line"
+exec {fd}>&-
+expect "still no password" PONG "$(cli PING)"
+[[ $(cli CONFIG SET requirepass "$(head -c 256 /dev/zero | tr '\0' p)") == "ERR CONFIG SET failed"* ]] ||
+    fail "CONFIG SET requirepass of 256 bytes was taken"
+expect "CONFIG SET requirepass twice" "ERR CONFIG SET failed - duplicate parameter 'requirepass'" \
+    "$(cli CONFIG SET requirepass a requirepass b)"
 
 echo "kv_admin_test: passed"
