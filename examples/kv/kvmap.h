@@ -58,6 +58,10 @@ struct kvmap {
     size_t            n;
 };
 
+/* Seeds kv_hash with a random number, so that clients cannot craft keys that collide. Context:
+ * once, before any other thread starts (store_global_init). SCAN's cursors, positions in the space
+ * of these hashes, so hold for one run of the server. */
+void     kv_hash_init(void);
 uint64_t kv_hash(const void *key, size_t len);
 
 /* A value shorter than this lives in its entry's own allocation, after the key: one allocation a key

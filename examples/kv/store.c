@@ -38,6 +38,7 @@ static struct kv_store *registry;
 
 int store_global_init(void)
 {
+    kv_hash_init();
     for (int i = 0; i < TRANSIT_STRIPES; i++) {
         pthread_mutex_init(&transit[i].lock, NULL);
         if (kvmap_init(&transit[i].map) != 0) {
