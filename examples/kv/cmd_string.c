@@ -368,8 +368,12 @@ static void decr_part(struct kv_store *s, struct request *r, const struct part *
 static void incrby_part(struct kv_store *s, struct request *r, const struct part *p, bool negate)
 {
     int64_t by;
-    if (!parse_int64(r->argv[2].p, r->argv[2].len, &by) || (negate && by == INT64_MIN)) {
-        resp_error(&r->part_reply[p->index].text, "ERR value is not an integer or out of range");
+    if (!parse_int64(r->argv[2].p, r->argv[2].len, &by)) {
+        resp_error(part_out(r, p), "ERR value is not an integer or out of range");
+        return;
+    }
+    if (negate && by == INT64_MIN) {
+        resp_error(part_out(r, p), "ERR decrement would overflow"); /* as Redis 7 says it */
         return;
     }
     add_to(s, r, p, negate ? -by : by);

@@ -108,7 +108,7 @@ expect "INCR of text" "ERR value is not an integer or out of range" "$(cli INCR 
 expect "INCR overflow" "ERR increment or decrement would overflow" \
     "$(cli SET big 9223372036854775807 >/dev/null && cli INCR big)"
 expect "INCRBY of text" "ERR value is not an integer or out of range" "$(cli INCRBY counter 1x)"
-expect "DECRBY min" "ERR value is not an integer or out of range" "$(cli DECRBY counter -9223372036854775808)"
+expect "DECRBY min" "ERR decrement would overflow" "$(cli DECRBY counter -9223372036854775808)"
 expect "DECR underflow" "ERR increment or decrement would overflow" \
     "$(cli SET small -9223372036854775808 >/dev/null && cli DECR small)"
 expect DECRBY 5 "$(cli DECRBY counter 5)"
