@@ -16,6 +16,7 @@ void shard__crash_table_init(struct crash_table *t)
     for (size_t i = 0; i < CRASH_FILTER_BUCKETS; i++)
         atomic_init(&t->filter[i], 0);
     atomic_init(&t->entries, 0);
+    t->owe_seq = 0;
 }
 
 void shard__crash_table_destroy(struct crash_table *t)
@@ -35,6 +36,7 @@ void shard__crash_record_init(struct crash_record *c)
 static void insert(struct crash_table *t, struct crash_record *c, struct job *j)
 {
     j->owed_to = c;
+    j->owe_seq = ++t->owe_seq;
     shard__keymap_insert(&t->owed, j);
     c->owed++;
     atomic_fetch_add_explicit(bucket(t, j->hash), 1, memory_order_relaxed);
@@ -54,10 +56,17 @@ static bool remove_entry(struct crash_table *t, struct job *j)
     return first;
 }
 
+/* Whether a job of j's key that must run before j is still owed. For a job not owed, one of an older
+ * epoch. For an owed job, any entry ahead of it: the jobs a crash owes of one key and one epoch are
+ * pieces of one worker's run that may be spread over several workers (rerouted, deferred, following
+ * their key by different paths), and only the table's order (by epoch, then by owe_seq) says which
+ * goes first. Every entry ahead of j is older work, so this wait too points backwards. */
 static bool older_entry(struct crash_table *t, const struct job *j)
 {
     const struct job *first = shard__keymap_first(&t->owed, j->hash);
-    return first && first->epoch < j->epoch;
+    if (!first)
+        return false;
+    return j->owed_to ? first != j : first->epoch < j->epoch;
 }
 
 bool shard__crash_blocks(struct crash_table *t, const struct job *j)

@@ -9,7 +9,12 @@
  *     epochs; these wait on a crash, so the table holds their key instead: shard__crash_defer).
  *     They are charged to their holder's own record, not to the crash they wait behind: a key that
  *     keeps getting jobs would otherwise keep that crash's record, and its worker, alive for ever.
- * A job of key k may run when k's first entry is not of an older epoch than the job.
+ * Each key's FIFO is in epoch order, and within an epoch in the order the entries were made (owe_seq):
+ * the order of submission, as a run of one key's jobs of one epoch, all routed to one worker, becomes
+ * owed in order (a crash takes its worker's leftovers in order; a worker defers what it holds in
+ * order). A job of key k that no crash owes may run when k's first entry is not of an older epoch than
+ * the job; an owed job only when it is k's first entry: the pieces of one such run may be spread over
+ * several workers and reach each in any order, and nothing else orders them.
  *
  * Cheap when nothing is owed: a per-bucket count (`filter`) is read without the lock, and only a job
  * whose bucket is counted takes the lock to look precisely. The counts change under the lock, before
@@ -34,6 +39,7 @@ struct crash_table {
     pthread_mutex_t  lock;
     struct keymap    owed;                           /* L: KEYMAP_CRASH */
     _Atomic uint32_t entries;                        /* L to change; read lock-free */
+    uint64_t         owe_seq;                        /* L: stamps entries in the order they are made */
     _Atomic uint32_t filter[CRASH_FILTER_BUCKETS];   /* L to change; read lock-free */
 };
 

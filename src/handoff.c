@@ -29,7 +29,8 @@
  *
  * Why nothing waits forever: every wait points to strictly older work. A job waits for fences of
  * epochs up to its own, and for older-epoch jobs of its key (also through crash entries, which are in
- * epoch order, a stuck job first); a fence waits for older fences and for held jobs of older epochs
+ * epoch order, a stuck job first); an owed job also for the owed jobs of its key and epoch made
+ * entries before it (they were submitted before it: crash.h), wherever each now waits; a fence waits for older fences and for held jobs of older epochs
  * that no crash owes. Only drain marks and stops wait for everything ahead of them, and nothing waits
  * for those. */
 

@@ -52,6 +52,8 @@ struct job {
     struct job_block  *block;    /* records made in bulk by a crash: freed with the last of them */
     struct crash_record *owed_to; /* a crash owes this job (crash.h): rerouted from its crashed
                                    * worker, or deferred behind a crash; NULL otherwise */
+    uint64_t     owe_seq;        /* while owed_to: when it became owed, the crash table's order among
+                                  * owed jobs of one key and epoch (crash.c, keymap.c) */
     uint64_t     moved_epoch;    /* moved to another worker (follow.c) while the ring of this epoch
                                   * was in force, 0 if not: it waits for that epoch's owners too */
     /* handoff.c: the older owner this held job was last found waiting for, so that a check while it

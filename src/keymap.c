@@ -29,6 +29,19 @@ struct job *shard__keymap_first(const struct keymap *m, uint64_t hash)
     return k;
 }
 
+/* Whether a goes before b in their key's FIFO: by epoch, then jobs a crash owes in the order they
+ * became owed (crash.h), then the others. The second key matters only between jobs of one key and
+ * one epoch, which were all routed to one worker: pieces of such a run can reach a worker in any
+ * order (a crash's reroutes and jobs following their key take different paths), so the order in
+ * which they arrive is not theirs. Jobs not owed keep their arrival order. */
+static bool before(const struct job *a, const struct job *b)
+{
+    if (a->epoch != b->epoch)
+        return a->epoch < b->epoch;
+    uint64_t ra = a->owed_to ? a->owe_seq : UINT64_MAX, rb = b->owed_to ? b->owe_seq : UINT64_MAX;
+    return ra < rb;
+}
+
 /* j takes old's place as its key's first job in the bucket chain (old NULL: j is a new key). */
 static void replace_first(struct keymap *m, struct job *old, struct job *j)
 {
@@ -63,20 +76,20 @@ void shard__keymap_insert(struct keymap *m, struct job *j)
         return;
     }
     struct keylink *lk = L(m, k);
-    if (lk->tail->epoch <= j->epoch) {
+    if (!before(j, lk->tail)) {
         L(m, lk->tail)->next = j;
         lk->tail = j;
-    } else if (j->epoch < k->epoch) {
+    } else if (before(j, k)) {
         lj->next = k;
         replace_first(m, k, j);
     } else {
-        /* Jobs inserted before the tail come in runs of rising epochs (a crash's rerouted jobs, jobs
-         * following their key): start from the last one, not from the key's first job, or pulling n
-         * of them in costs O(n^2). The FIFO is sorted, so every job before the hint is of an epoch
-         * no larger than the hint's, and j goes after it. */
-        struct job *p = lk->hint && lk->hint->epoch <= j->epoch ? lk->hint : k;
-        while (L(m, p)->next->epoch <= j->epoch)
-            p = L(m, p)->next; /* stops: the tail's epoch is larger */
+        /* Jobs inserted before the tail come in rising runs (a crash's rerouted jobs, jobs following
+         * their key): start from the last one, not from the key's first job, or pulling n of them in
+         * costs O(n^2). The FIFO is sorted, so every job before the hint goes before it, and j goes
+         * after it. */
+        struct job *p = lk->hint && !before(j, lk->hint) ? lk->hint : k;
+        while (!before(j, L(m, p)->next))
+            p = L(m, p)->next; /* stops: j goes before the tail */
         lj->next = L(m, p)->next;
         L(m, p)->next = j;
         lk->hint = j;

@@ -4,8 +4,10 @@
  * allocates and cannot fail: this is what lets a worker set jobs aside, and a crash record track the
  * keys still owed, without a failure path. The bucket chains hold one entry per distinct key (its
  * first job), so a lookup costs O(distinct keys / buckets) however many jobs one key has.
- * Each key's FIFO is kept in epoch order, stable for equal epochs: a thread's jobs carry non-decreasing
- * epochs, so this keeps each thread's order. Not synchronised: the owner's lock guards it. */
+ * Each key's FIFO is kept in epoch order: a thread's jobs carry non-decreasing epochs, so this keeps
+ * each thread's order. Within one epoch, jobs a crash owes come first, in the order they became owed
+ * (job.h's owe_seq, the crash table's order, which is their submission order), then the others in
+ * the order they were inserted. Not synchronised: the owner's lock guards it. */
 #ifndef SHARD_SRC_KEYMAP_H
 #define SHARD_SRC_KEYMAP_H
 

@@ -1,0 +1,129 @@
+/* The crash table (what crashes owe, per key) and the held keymap alone, single-threaded: the order
+ * among owed jobs of one key and one epoch. Such a run of jobs, all routed to one worker, becomes
+ * owed in submission order, and its pieces may then reach workers in another order (a crash's
+ * reroutes, jobs deferred behind a stuck job, jobs following their key at different fences): the
+ * order they were made owed must decide, both in the table and in a worker's held jobs. It did not:
+ * an owed job was held back only by entries of older epochs, and a worker held same-epoch jobs in
+ * arrival order, so player_sessions --workers 2 --players 2 --churn-ms 1 ran blocks of one player's
+ * packets out of order. */
+#include <criterion/criterion.h>
+
+#include "crash.h"
+#include "held.h"
+
+static void fn(shard_worker *w, void *arg)
+{
+    (void)w;
+    (void)arg;
+}
+
+#define KEY 42u
+#define EPOCH 7u
+
+static struct job job(uintptr_t seq, uint64_t epoch)
+{
+    return (struct job){ .fn = fn, .arg = (void *)seq, .hash = KEY, .epoch = epoch, .kind = JOB_RUN };
+}
+
+/* A crashed worker's leftovers, three jobs of one key and epoch, owed in order. */
+static void owe_three(struct crash_table *t, struct crash_record *x, struct job *j)
+{
+    j[0].next = &j[1];
+    j[1].next = &j[2];
+    j[2].next = NULL;
+    shard__crash_owe_list(t, x, &j[0]);
+}
+
+Test(crash_table, owed_jobs_of_one_epoch_run_in_the_order_they_became_owed)
+{
+    struct crash_table t;
+    struct crash_record x;
+    shard__crash_table_init(&t);
+    shard__crash_record_init(&x);
+    struct job j[3] = { job(1, EPOCH), job(2, EPOCH), job(3, EPOCH) };
+    owe_three(&t, &x, j);
+    cr_assert_not(shard__crash_blocks(&t, &j[0]), "the first owed job may run");
+    cr_assert(shard__crash_blocks(&t, &j[1]), "an owed job of the same epoch waits for the one owed before it");
+    cr_assert(shard__crash_blocks(&t, &j[2]));
+    /* A later job of the key, not owed, waits for all of them; one of the same epoch is not held back
+     * by them (none such exists once its run is owed: it was owed with it). */
+    struct job later = job(4, EPOCH + 1);
+    cr_assert(shard__crash_blocks(&t, &later));
+    shard__crash_paid(&t, &j[0]);
+    cr_assert_not(shard__crash_blocks(&t, &j[1]));
+    cr_assert(shard__crash_blocks(&t, &j[2]));
+    shard__crash_paid(&t, &j[1]);
+    cr_assert_not(shard__crash_blocks(&t, &j[2]));
+    cr_assert(shard__crash_blocks(&t, &later));
+    shard__crash_paid(&t, &j[2]);
+    cr_assert_not(shard__crash_blocks(&t, &later));
+    cr_assert(shard__crash_settled(&t, &x));
+    shard__crash_table_destroy(&t);
+}
+
+Test(crash_table, a_worker_holds_owed_jobs_in_the_order_they_became_owed_not_as_they_arrive)
+{
+    struct crash_table t;
+    struct crash_record x;
+    shard__crash_table_init(&t);
+    shard__crash_record_init(&x);
+    struct job j[3] = { job(1, EPOCH), job(2, EPOCH), job(3, EPOCH) };
+    owe_three(&t, &x, j);
+    /* An older job of the key (not owed) is held here already, and a later one is set aside. */
+    struct job old = job(0, EPOCH - 1), later = job(4, EPOCH + 1);
+    struct held h;
+    shard__held_init(&h);
+    shard__held_push_back(&h, &old);
+    shard__held_push_back(&h, &later);
+    /* The pieces arrive last first, as jobs following their key from different workers can. */
+    shard__held_push_prio(&h, &j[2]);
+    shard__held_push_prio(&h, &j[0]);
+    shard__held_push_prio(&h, &j[1]);
+    struct job *order[] = { &old, &j[0], &j[1], &j[2], &later };
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+        cr_assert(shard__held_first_of_key(&h, order[i]), "job %zu of the key is not first", i);
+        shard__held_remove(&h, order[i]);
+    }
+    cr_assert_not(shard__held_has_key(&h, KEY));
+    shard__crash_table_destroy(&t);
+}
+
+Test(crash_table, a_deferred_run_keeps_its_place_behind_the_owed_jobs_of_its_epoch)
+{
+    struct crash_table t;
+    struct crash_record x, holder;
+    shard__crash_table_init(&t);
+    shard__crash_record_init(&x);
+    shard__crash_record_init(&holder);
+    /* A job of the key is stuck on a crashed worker; jobs of a later epoch, held by a live worker
+     * behind it, are deferred there in order when that worker reaches a fence, and arrive later. */
+    shard__crash_stick(&t, &x, KEY);
+    struct job d[3] = { job(1, EPOCH), job(2, EPOCH), job(3, EPOCH) };
+    struct held h;
+    shard__held_init(&h);
+    for (int i = 0; i < 3; i++)
+        shard__held_push_back(&h, &d[i]);
+    for (int i = 0; i < 3; i++)
+        cr_assert(shard__crash_defer(&t, &holder, &d[i]), "job %d is behind the stuck job", i);
+    for (int i = 0; i < 3; i++)
+        cr_assert(shard__crash_blocks(&t, &d[i]));
+    cr_assert(shard__held_first_of_key(&h, &d[0]), "deferring keeps the held order");
+    shard__crash_paid(&t, &x.stuck);
+    cr_assert_not(shard__crash_blocks(&t, &d[0]));
+    cr_assert(shard__crash_blocks(&t, &d[1]));
+    cr_assert(shard__crash_blocks(&t, &d[2]));
+    /* They leave (following their key) and come back in another order. */
+    for (int i = 0; i < 3; i++)
+        shard__held_remove(&h, &d[i]);
+    shard__held_push_prio(&h, &d[1]);
+    shard__held_push_prio(&h, &d[2]);
+    shard__held_push_prio(&h, &d[0]);
+    for (int i = 0; i < 3; i++) {
+        cr_assert(shard__held_first_of_key(&h, &d[i]), "job %d of the key is not first", i);
+        cr_assert_not(shard__crash_blocks(&t, &d[i]));
+        shard__held_remove(&h, &d[i]);
+        shard__crash_paid(&t, &d[i]);
+    }
+    cr_assert(shard__crash_settled(&t, &holder));
+    shard__crash_table_destroy(&t);
+}
