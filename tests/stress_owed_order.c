@@ -1,13 +1,14 @@
 /* Owed order: a key's jobs run in submission order while crashes reroute long runs of them and
  * workers lag many ring changes behind. Two producers each flood one key over two workers while a
  * third worker is added and removed, or crashed (REROUTE), back to back. A crash leaves each key a
- * run of owed jobs of one epoch, and the key's next jobs pile up behind it (10^5 and more, set aside
- * outside the queues); workers that lose the key hand those runs on at fences many changes late.
+ * run of owed jobs of one epoch, and the key's next jobs pile up behind it (set aside outside the
+ * queues; the producers keep at most IN_FLIGHT a key unrun); workers that lose the key hand those runs on at fences many changes late.
  * The pieces of one run took different paths and ran in the order they reached a worker (fixed by
  * ordering owed jobs by the order they became owed: crash.h). Checked: each key's jobs run exactly
  * once, one at a time, in order. Runs under TSan too.
  *   stress_owed_order [SECONDS]   (default 3) */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,11 +17,15 @@
 #include "stress_common.h"
 
 #define KEYS 2
+/* Jobs of a key submitted and not yet run, at most: enough for long owed runs and piles behind
+ * them, while a walk over a worker's held jobs stays short enough for the run to end in seconds. */
+#define IN_FLIGHT 16384
 
 static shard_dispatcher *disp;
 static atomic_int stop;
 static atomic_int running[KEYS];
 static uint64_t next_seq[KEYS]; /* touched by the key's jobs only: they form a happens-before chain */
+static atomic_ullong done[KEYS]; /* jobs of the key run so far, for the producer's flow control */
 static uint64_t submitted[KEYS];
 
 static void job(shard_worker *w, void *arg)
@@ -34,6 +39,7 @@ static void job(shard_worker *w, void *arg)
           shard_worker_name(w), (unsigned long long)next_seq[key]);
     next_seq[key] = seq + 1;
     atomic_fetch_sub(&running[key], 1);
+    atomic_fetch_add_explicit(&done[key], 1, memory_order_relaxed);
 }
 
 static void *producer(void *arg)
@@ -43,6 +49,10 @@ static void *producer(void *arg)
     size_t len = (size_t)snprintf(name, sizeof name, "player-%d", key);
     uint64_t seq = 0;
     while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+        if (seq - atomic_load_explicit(&done[key], memory_order_relaxed) >= IN_FLIGHT) {
+            sched_yield();
+            continue;
+        }
         int err = shard_submit(disp, name, len, job, (void *)(uintptr_t)(seq << 1 | (uint64_t)key));
         CHECK(err == 0, "submit: %s", shard_strerror(err));
         if (err)
