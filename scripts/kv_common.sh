@@ -75,3 +75,28 @@ twemproxy_start() {
     TW_PID=$!
     wait_ready "$TW_PORT"
 }
+
+# kv_test_init: what every kv test script sets up: a scratch folder $tmp, removed at exit together
+# with the servers still running (KV_PID, and the PIDs the script puts in kv_extra_pids); fail (the
+# message, then the server's stderr if the script sent it to $tmp/server.err) and expect.
+kv_test_init() {
+    tmp=$(mktemp -d)
+    kv_extra_pids=()
+    trap kv_test_cleanup EXIT
+}
+kv_test_cleanup() {
+    local p
+    for p in ${KV_PID:-} "${kv_extra_pids[@]}"; do
+        [[ -n $p ]] && kill "$p" 2>/dev/null && wait "$p" 2>/dev/null
+    done
+    rm -rf "$tmp"
+}
+fail() {
+    echo "FAIL: $*"
+    echo "--- server stderr:"
+    cat "$tmp/server.err" 2>/dev/null || true
+    exit 1
+}
+expect() { # expect WHAT EXPECTED ACTUAL
+    [[ $2 == "$3" ]] || fail "$1: expected '$2', got '$3'"
+}

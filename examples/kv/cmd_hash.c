@@ -119,15 +119,7 @@ static void hgetall(struct kv_store *s, struct request *r, const struct part *p)
 
 static void hdel(struct kv_store *s, struct request *r, const struct part *p)
 {
-    struct kv_entry *e;
-    int64_t n = 0;
-    if (obj_lookup(s, r, p, KV_HASH, &e) != 0)
-        return;
-    for (uint32_t i = 2; e && i < r->argc; i++)
-        n += obj_map_del(e->obj, r->argv[i].p, r->argv[i].len);
-    if (e && ((struct kvmap *)e->obj)->n == 0)
-        obj_drop(s, r, p);
-    resp_int(part_out(r, p), n);
+    obj_map_remove(s, r, p, KV_HASH);
 }
 
 static void hlen(struct kv_store *s, struct request *r, const struct part *p)

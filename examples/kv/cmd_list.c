@@ -54,12 +54,8 @@ static void rpush(struct kv_store *s, struct request *r, const struct part *p)
 static void pop(struct kv_store *s, struct request *r, const struct part *p, bool left)
 {
     struct buf *out = part_out(r, p);
-    int64_t count = 1;
-    if (r->argc > 3) {
-        obj_reply_arity(r, p);
-        return;
-    }
-    if (r->argc == 3 && !obj_parse_count(r, p, &r->argv[2], &count))
+    int64_t count;
+    if (!obj_pop_count(r, p, true, &count))
         return;
     struct kv_entry *e;
     if (obj_lookup(s, r, p, KV_LIST, &e) != 0)

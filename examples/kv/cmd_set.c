@@ -37,15 +37,7 @@ static void sadd(struct kv_store *s, struct request *r, const struct part *p)
 
 static void srem(struct kv_store *s, struct request *r, const struct part *p)
 {
-    struct kv_entry *e;
-    int64_t n = 0;
-    if (obj_lookup(s, r, p, KV_SET, &e) != 0)
-        return;
-    for (uint32_t i = 2; e && i < r->argc; i++)
-        n += obj_map_del(e->obj, r->argv[i].p, r->argv[i].len);
-    if (e && ((struct kvmap *)e->obj)->n == 0)
-        obj_drop(s, r, p);
-    resp_int(part_out(r, p), n);
+    obj_map_remove(s, r, p, KV_SET);
 }
 
 static bool put_member(const struct kv_entry *m, void *ctx)
@@ -67,12 +59,8 @@ static void pop_one(struct kvmap *m, struct buf *out)
 static void spop(struct kv_store *s, struct request *r, const struct part *p)
 {
     struct buf *out = part_out(r, p);
-    int64_t count = 1;
-    if (r->argc > 3) {
-        resp_error(out, OBJ_ERR_SYNTAX);
-        return;
-    }
-    if (r->argc == 3 && !obj_parse_count(r, p, &r->argv[2], &count))
+    int64_t count;
+    if (!obj_pop_count(r, p, false, &count))
         return;
     struct kv_entry *e;
     if (obj_lookup(s, r, p, KV_SET, &e) != 0)

@@ -198,18 +198,27 @@ static void psetex_part(struct kv_store *s, struct request *r, const struct part
     setex_with(s, r, p, 1);
 }
 
-static void getdel_part(struct kv_store *s, struct request *r, const struct part *p)
+/* GET's reply for the part's key (its value, nil, or WRONGTYPE). Return: its entry when it holds a
+ * string, else NULL. */
+static struct kv_entry *get_reply(struct kv_store *s, struct request *r, const struct part *p)
 {
     struct part_reply *out = &r->part_reply[p->index];
     struct kv_entry *e = store_find(s, HASHED_KEY(r, p));
     if (e && e->type != KV_STRING) {
         resp_error(&out->text, WRONGTYPE);
-    } else if (!e) {
-        resp_null(&out->text);
-    } else {
-        reply_value(out, e->val);
-        store_del(s, HASHED_KEY(r, p));
+        return NULL;
     }
+    if (!e)
+        resp_null(&out->text);
+    else
+        reply_value(out, e->val);
+    return e;
+}
+
+static void getdel_part(struct kv_store *s, struct request *r, const struct part *p)
+{
+    if (get_reply(s, r, p))
+        store_del(s, HASHED_KEY(r, p));
 }
 
 /* GETEX key [EX s | PX ms | EXAT unix-s | PXAT unix-ms | PERSIST] */
@@ -231,20 +240,13 @@ static void getex_part(struct kv_store *s, struct request *r, const struct part 
             goto syntax;
         }
     }
-    struct kv_entry *e = store_find(s, HASHED_KEY(r, p));
-    if (e && e->type != KV_STRING) {
-        resp_error(&out->text, WRONGTYPE);
-    } else if (!e) {
-        resp_null(&out->text);
-    } else {
-        reply_value(out, e->val);
-        if (persist)
-            expire_clear(e);
-        else if (at_ms && at_ms <= kv_now_ms())
-            store_del(s, HASHED_KEY(r, p));
-        else if (at_ms && expire_set(e, at_ms) != 0)
-            out->text.failed = true;
-    }
+    struct kv_entry *e = get_reply(s, r, p);
+    if (e && persist)
+        expire_clear(e);
+    else if (e && at_ms && at_ms <= kv_now_ms())
+        store_del(s, HASHED_KEY(r, p));
+    else if (e && at_ms && expire_set(e, at_ms) != 0)
+        out->text.failed = true;
     return;
 syntax:
     resp_error(&out->text, "ERR syntax error");

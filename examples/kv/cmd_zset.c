@@ -185,12 +185,8 @@ static void zrem(struct kv_store *s, struct request *r, const struct part *p)
 static void zpopmin(struct kv_store *s, struct request *r, const struct part *p)
 {
     struct buf *out = part_out(r, p);
-    int64_t count = 1;
-    if (r->argc > 3) {
-        resp_error(out, OBJ_ERR_SYNTAX);
-        return;
-    }
-    if (r->argc == 3 && !obj_parse_count(r, p, &r->argv[2], &count))
+    int64_t count;
+    if (!obj_pop_count(r, p, false, &count))
         return;
     struct kv_entry *e;
     if (obj_lookup(s, r, p, KV_ZSET, &e) != 0)

@@ -90,3 +90,29 @@ size_t obj_pop_reply_bound(const struct request *r)
 {
     return r->argc == 2 ? OBJ_ONE_REPLY_MAX + OBJ_SMALL_REPLY_MAX : OBJ_MANY_REPLY_MAX;
 }
+
+bool obj_pop_count(struct request *r, const struct part *p, bool arity_error, int64_t *count)
+{
+    *count = 1;
+    if (r->argc > 3) {
+        if (arity_error)
+            obj_reply_arity(r, p);
+        else
+            resp_error(part_out(r, p), OBJ_ERR_SYNTAX);
+        return false;
+    }
+    return r->argc < 3 || obj_parse_count(r, p, &r->argv[2], count);
+}
+
+void obj_map_remove(struct kv_store *s, struct request *r, const struct part *p, enum kv_type type)
+{
+    struct kv_entry *e;
+    int64_t n = 0;
+    if (obj_lookup(s, r, p, type, &e) != 0)
+        return;
+    for (uint32_t i = 2; e && i < r->argc; i++)
+        n += obj_map_del(e->obj, r->argv[i].p, r->argv[i].len);
+    if (e && ((struct kvmap *)e->obj)->n == 0)
+        obj_drop(s, r, p);
+    resp_int(part_out(r, p), n);
+}

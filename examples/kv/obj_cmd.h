@@ -29,6 +29,13 @@
  * whatever its size, but it leaves the store as it does: the reply holds the memory the store let go,
  * as a large value sent by reference does, so the bound holds for what the server holds. */
 size_t obj_pop_reply_bound(const struct request *r);
+/* A pop's count (LPOP RPOP SPOP ZPOPMIN key [count]): 1 without argv[2], else argv[2], positive.
+ * Return: true; false with the error reply written (more arguments: the arity error when
+ * arity_error, as LPOP and RPOP answer, else a syntax error, as SPOP and ZPOPMIN do). */
+bool obj_pop_count(struct request *r, const struct part *p, bool arity_error, int64_t *count);
+/* HDEL and SREM: removes the members named from argv[2] on of the part's key (of type, a kvmap),
+ * deletes the key if that empties it, and replies how many there were. */
+void obj_map_remove(struct kv_store *s, struct request *r, const struct part *p, enum kv_type type);
 
 #define OBJ_ERR_OOM       "ERR out of memory"
 #define OBJ_ERR_INTEGER   "ERR value is not an integer or out of range"

@@ -14,23 +14,7 @@ server_bin=${1:?usage: kv_admin_test.sh PATH/TO/kv_server}
 for tool in redis-cli redis-benchmark stdbuf timeout; do
     command -v "$tool" >/dev/null || { echo "FAIL: $tool not found (Debian packages redis-tools, coreutils)"; exit 1; }
 done
-tmp=$(mktemp -d)
-bench_pid=
-cleanup() {
-    [[ -n $bench_pid ]] && kill "$bench_pid" 2>/dev/null && wait "$bench_pid" 2>/dev/null
-    [[ -n ${KV_PID:-} ]] && kill "$KV_PID" 2>/dev/null && wait "$KV_PID" 2>/dev/null
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() {
-    echo "FAIL: $*"
-    echo "--- server stderr:"
-    cat "$tmp/server.err" 2>/dev/null || true
-    exit 1
-}
-expect() { # expect WHAT EXPECTED ACTUAL
-    [[ $2 == "$3" ]] || fail "$1: expected '$2', got '$3'"
-}
+kv_test_init
 expect_match() { # expect_match WHAT REGEX ACTUAL
     [[ $3 =~ $2 ]] || fail "$1: expected /$2/, got '$3'"
 }
@@ -213,6 +197,7 @@ cli FLUSHDB >/dev/null
 load base: 3000
 redis-benchmark -p "$KV_PORT" -t set -r 10000 -n 100000000 -c 4 -P 16 -q >/dev/null 2>&1 &
 bench_pid=$!
+kv_extra_pids=("$bench_pid")
 changes=("SHARD.ADD w4" "SHARD.CRASH w1" "SHARD.REMOVE w2" "SHARD.ADD w5 3" "SHARD.PLACE base:17 w5"
          "SHARD.CRASH w3" "SHARD.ADD w6" "SHARD.REMOVE w4" "SHARD.UNPLACE base:17" "SHARD.CRASH w5"
          "SHARD.ADD w7" "SHARD.ADD w8 2" "SHARD.REMOVE w6")
@@ -232,7 +217,7 @@ while :; do
 done
 kill "$bench_pid"
 wait "$bench_pid" 2>/dev/null || true
-bench_pid=
+kv_extra_pids=()
 ((calls > ${#changes[@]})) || fail "SCAN ended after $calls calls, before every change was made"
 dups=$(sort "$tmp/scanned" | uniq -d | head -5)
 [[ -z $dups ]] || fail "SCAN returned keys twice: $dups"
@@ -247,6 +232,7 @@ restart --workers 3 --balance-ms 20 --hot-keys 8
 load base: 3000
 redis-benchmark -p "$KV_PORT" -t incr -r 4 -n 100000000 -c 8 -P 32 -q >/dev/null 2>&1 &
 bench_pid=$!
+kv_extra_pids=("$bench_pid")
 sleep 0.5
 for round in 1 2 3; do
     cli --scan >"$tmp/scanned" || fail "--scan under the balancer failed: $(tail -1 "$tmp/scanned")"
@@ -256,7 +242,7 @@ for round in 1 2 3; do
 done
 kill "$bench_pid"
 wait "$bench_pid" 2>/dev/null || true
-bench_pid=
+kv_extra_pids=()
 echo "balancer: $(cli INFO shard | grep -E '^(epoch|balance_moves|scan_drains|scan_rereads):' | tr -d '\r' | tr '\n' ' ')"
 
 # --- AUTH: --requirepass, as Redis's default user's password.

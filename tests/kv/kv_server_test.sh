@@ -20,24 +20,8 @@ for tool in redis-cli redis-benchmark python3; do
     command -v "$tool" >/dev/null || { echo "FAIL: $tool not found (Debian packages redis-tools, python3)"; exit 1; }
 done
 
-tmp=$(mktemp -d)
+kv_test_init
 server_pid=
-cleanup() {
-    [[ -n $server_pid ]] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-fail() {
-    echo "FAIL: $*"
-    echo "--- server stderr:"
-    cat "$tmp/server.err" 2>/dev/null || true
-    exit 1
-}
-
-expect() { # expect WHAT EXPECTED ACTUAL
-    [[ $2 == "$3" ]] || fail "$1: expected '$2', got '$3'"
-}
 
 # --- Bad options: a message and a non-zero exit, never a server half started.
 bad_start() { # bad_start STATUS MESSAGE OPTIONS...

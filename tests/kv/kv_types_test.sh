@@ -11,21 +11,7 @@ export LC_ALL=C # ${#s} counts bytes
 here=$(dirname "$0")
 source "$here/../../scripts/kv_common.sh"
 
-tmp=$(mktemp -d)
-cleanup() {
-    [[ -n ${KV_PID:-} ]] && kill "$KV_PID" 2>/dev/null && wait "$KV_PID" 2>/dev/null
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() {
-    echo "FAIL: $*"
-    echo "--- server stderr:"
-    cat "$tmp/server.err" 2>/dev/null || true
-    exit 1
-}
-expect() { # expect WHAT EXPECTED ACTUAL
-    [[ $2 == "$3" ]] || fail "$1: expected '$2', got '$3'"
-}
+kv_test_init
 
 if [[ -n ${KV_TYPES_PORT:-} ]]; then
     KV_PORT=$KV_TYPES_PORT
