@@ -111,16 +111,19 @@ void shard__crash_owe_list(struct crash_table *t, struct crash_record *x, struct
     pthread_mutex_unlock(&t->lock);
 }
 
-bool shard__crash_defer(struct crash_table *t, struct crash_record *holder, struct job *j)
+void shard__crash_defer_held(struct crash_table *t, struct crash_record *holder, struct job *held,
+                             uint64_t epoch)
 {
-    if (!atomic_load_explicit(bucket(t, j->hash), memory_order_acquire))
-        return false;
+    /* One lock for the whole walk: a key's held jobs of one epoch are then all deferred, in their
+     * held order, or none is. Deciding job by job let a crash add an entry for the key between two of
+     * them: the later job became owed, and so sorted ahead of the earlier one, which the next walk
+     * deferred behind it; each then waited for the other (a review found it). */
     pthread_mutex_lock(&t->lock);
-    bool defer = older_entry(t, j);
-    if (defer)
-        insert(t, holder, j);
+    for (struct job *j = held; j; j = j->next)
+        if (j->kind == JOB_RUN && !j->owed_to && j->epoch < epoch &&
+            atomic_load_explicit(bucket(t, j->hash), memory_order_relaxed) && older_entry(t, j))
+            insert(t, holder, j);
     pthread_mutex_unlock(&t->lock);
-    return defer;
 }
 
 bool shard__crash_paid(struct crash_table *t, struct job *j)

@@ -6,7 +6,7 @@
  *     job's epoch: no job of that key may run until the stuck job returns);
  *   - each job of x's queue rerouted to a new owner, until it has run;
  *   - jobs that a live worker holds behind one of the above when it passes a fence (fences count
- *     epochs; these wait on a crash, so the table holds their key instead: shard__crash_defer).
+ *     epochs; these wait on a crash, so the table holds their key instead: shard__crash_defer_held).
  *     They are charged to their holder's own record, not to the crash they wait behind: a key that
  *     keeps getting jobs would otherwise keep that crash's record, and its worker, alive for ever.
  * Each key's FIFO is in epoch order, and within an epoch in the order the entries were made (owe_seq):
@@ -73,10 +73,12 @@ void shard__crash_stick(struct crash_table *t, struct crash_record *x, uint64_t 
 /* Rerouted jobs of x (a list through next; only JOB_RUN jobs not yet owed are taken): x owes
  * each until it has run. */
 void shard__crash_owe_list(struct crash_table *t, struct crash_record *x, struct job *list);
-/* If an older entry stands before j (a job held by a live worker), j becomes an entry too, charged
- * to its holder's record, and stops counting for the holder's fences. Return: whether j is now
- * owed. */
-bool shard__crash_defer(struct crash_table *t, struct crash_record *holder, struct job *j);
+/* Each job of the held list (through next) that runs, is not owed, is of an epoch below epoch, and
+ * has an older entry of its key before it becomes an entry too, charged to its holder's record, and
+ * stops counting for the holder's fences. Under one lock: a key's jobs of one epoch all become owed,
+ * in list order, or none does. */
+void shard__crash_defer_held(struct crash_table *t, struct crash_record *holder, struct job *held,
+                             uint64_t epoch);
 
 /* Remove an entry: j has run or was dropped; or x's stuck job returned. Return: whether the key's
  * first entry changed (some held job may run now). */

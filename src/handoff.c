@@ -21,7 +21,7 @@
  * of each job it rerouted until that job has run (for jobs of later epochs only). A fence counts only
  * the jobs routed to its worker and not owed by a crash: a rerouted job is covered by its crash's
  * entry; and a job that a worker holds behind a crash entry when it reaches a fence (a job of a key
- * whose job is stuck on a crashed worker) becomes an entry itself (shard__crash_defer) rather than
+ * whose job is stuck on a crashed worker) becomes an entry itself (shard__crash_defer_held) rather than
  * holding the fence, so a stuck job holds its own key and nothing else. If that fence moves the key
  * away, such jobs follow it after the release hook (follow.c's shard__follow_key) and wait, where
  * they arrive, for every owner the key had since their epoch (moved_epoch), so they run where the

@@ -17,13 +17,11 @@ static uint64_t held_min_epoch(const struct held *h)
 }
 
 /* A fence of epoch is held up by jobs of older epochs: those that wait behind a crash's entry become
- * entries of the crash table themselves (shard__crash_defer), which then holds their key instead of
+ * entries of the crash table themselves (shard__crash_defer_held), which then holds their key instead of
  * this worker's fence. Return: the oldest epoch left. Only called while some crash owes something. */
 static uint64_t defer_crash_blocked(struct shard_worker *w, uint64_t epoch)
 {
-    for (struct job *j = w->held.head; j; j = j->next)
-        if (j->kind == JOB_RUN && !j->owed_to && j->epoch < epoch)
-            (void)shard__crash_defer(&w->d->crash, &w->crash, j);
+    shard__crash_defer_held(&w->d->crash, &w->crash, w->held.head, epoch);
     return held_min_epoch(&w->held);
 }
 

@@ -103,8 +103,9 @@ Test(crash_table, a_deferred_run_keeps_its_place_behind_the_owed_jobs_of_its_epo
     shard__held_init(&h);
     for (int i = 0; i < 3; i++)
         shard__held_push_back(&h, &d[i]);
+    shard__crash_defer_held(&t, &holder, h.head, EPOCH + 1);
     for (int i = 0; i < 3; i++)
-        cr_assert(shard__crash_defer(&t, &holder, &d[i]), "job %d is behind the stuck job", i);
+        cr_assert(d[i].owed_to == &holder, "job %d is behind the stuck job", i);
     for (int i = 0; i < 3; i++)
         cr_assert(shard__crash_blocks(&t, &d[i]));
     cr_assert(shard__held_first_of_key(&h, &d[0]), "deferring keeps the held order");
@@ -124,6 +125,42 @@ Test(crash_table, a_deferred_run_keeps_its_place_behind_the_owed_jobs_of_its_epo
         shard__held_remove(&h, &d[i]);
         shard__crash_paid(&t, &d[i]);
     }
+    cr_assert(shard__crash_settled(&t, &holder));
+    shard__crash_table_destroy(&t);
+}
+
+/* A fence's walk defers a key's held jobs of one epoch all at once, in held order, or none: decided
+ * job by job, a crash adding an entry for the key between two of them made the later one owed and so
+ * sorted ahead of the earlier, which the next walk deferred behind it: each then waited for the other
+ * for ever (a review's reproducer, with a delay injected into the walk). Only jobs of older epochs
+ * than the fence, of keys with an older entry, not owed already, are deferred. */
+Test(crash_table, a_fence_defers_a_keys_held_run_whole_and_in_order)
+{
+    struct crash_table t;
+    struct crash_record x, holder;
+    shard__crash_table_init(&t);
+    shard__crash_record_init(&x);
+    shard__crash_record_init(&holder);
+    shard__crash_stick(&t, &x, KEY);
+    struct job k1 = job(1, EPOCH), other = job(2, EPOCH), k2 = job(3, EPOCH), k_new = job(4, EPOCH + 5);
+    other.hash = KEY + 1;
+    struct held h;
+    shard__held_init(&h);
+    shard__held_push_back(&h, &k1);
+    shard__held_push_back(&h, &other);
+    shard__held_push_back(&h, &k2);
+    shard__held_push_back(&h, &k_new);
+    shard__crash_defer_held(&t, &holder, h.head, EPOCH + 1);
+    cr_assert(k1.owed_to == &holder && k2.owed_to == &holder, "the key's run behind the stuck job");
+    cr_assert(k1.owe_seq < k2.owe_seq, "in held order");
+    cr_assert_null(other.owed_to, "a key with no entry is not deferred");
+    cr_assert_null(k_new.owed_to, "a job of the fence's epoch or later is not deferred");
+    cr_assert(shard__held_first_of_key(&h, &k1), "the held order stands");
+    shard__crash_paid(&t, &x.stuck);
+    cr_assert_not(shard__crash_blocks(&t, &k1));
+    cr_assert(shard__crash_blocks(&t, &k2));
+    shard__crash_paid(&t, &k1);
+    shard__crash_paid(&t, &k2);
     cr_assert(shard__crash_settled(&t, &holder));
     shard__crash_table_destroy(&t);
 }
