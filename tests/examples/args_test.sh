@@ -173,7 +173,8 @@ serves() {
     ((status == 0)) || fail "$what: exit status $status after SIGTERM"
     [[ ! -s $tmp/err ]] || fail "$what: wrote on stderr"
 }
-usage_ok kv_server --port --bind --workers --net-threads --queue --pipeline --max-request --max-args
+usage_ok kv_server --port --bind --workers --net-threads --queue --pipeline --max-request --max-args \
+    --hot-keys --balance-ms --requirepass
 refused "unknown option '--frobnicate'" kv_server --frobnicate
 refused "--port wants a number in [0, 65535], not 'x'" kv_server --port x
 refused "--port wants a number in [0, 65535], not '65536'" kv_server --port=65536
@@ -185,6 +186,8 @@ refused "--bind needs a value" kv_server --bind=
 refused "--port wants a number in [0, 65535]" kv_server --port
 refused "unexpected argument 'foo'" kv_server --port 0 foo
 refused "unexpected argument 'foo'" kv_server -- foo
+refused "--requirepass needs a value" kv_server --requirepass
+refused "--requirepass takes at most 255 bytes" kv_server --requirepass "$(printf '%0256d' 0)"
 grep -qF "usage: kv_server" "$tmp/err" || fail "$what: no synopsis on stderr"
 serves --port 0
 serves --port 0 --bind localhost
