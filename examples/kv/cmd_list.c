@@ -103,10 +103,32 @@ static void lrange(struct kv_store *s, struct request *r, const struct part *p)
     if (e)
         obj_range(start, stop, obj_list_len(e->obj), &first, &n);
     resp_array(out, (int64_t)n);
+    /* An element of COPY_MAX bytes or more is sent by reference, as GET sends a value: the reply's
+     * text then takes at most COPY_MAX + 32 bytes an element, which lrange_bound counts on. */
+    struct part_reply *head = &r->part_reply[p->index], *seg = head;
     for (size_t i = 0; i < n; i++) {
-        const struct kv_value *v = obj_list_at(e->obj, first + i);
-        obj_put_bulk(out, v->data, v->len);
+        struct kv_value *v = obj_list_at(e->obj, first + i);
+        if (v->len < COPY_MAX) {
+            obj_put_bulk(&seg->text, v->data, v->len);
+            continue;
+        }
+        resp_bulk_header(&seg->text, v->len);
+        if (!part_reply_add_value(head, &seg, kv_value_get(v)))
+            return;
     }
+}
+
+/* LRANGE's reply bound: GET's for each element its indexes can name (both from the head, or both from
+ * the tail); the output limit when they mix (the list's length decides). */
+static size_t lrange_bound(const struct request *r)
+{
+    int64_t start, stop;
+    if (!parse_int64(r->argv[2].p, r->argv[2].len, &start) || !parse_int64(r->argv[3].p, r->argv[3].len, &stop))
+        return OBJ_SMALL_REPLY_MAX; /* an error */
+    if ((start < 0) != (stop < 0))
+        return OBJ_MANY_REPLY_MAX;
+    uint64_t count = stop < start ? 0 : (uint64_t)stop - (uint64_t)start + 1;
+    return count >= OBJ_MANY_REPLY_MAX / GET_REPLY_MAX ? OBJ_MANY_REPLY_MAX : 32 + count * GET_REPLY_MAX;
 }
 
 static void llen(struct kv_store *s, struct request *r, const struct part *p)
@@ -144,7 +166,7 @@ static const struct command table[] = {
     { "RPUSH", -3, CMD_KEYED, 0, rpush, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL },
     { "LPOP", -2, CMD_KEYED, 0, lpop, NULL, NULL, OBJ_MANY_REPLY_MAX, obj_pop_reply_bound },
     { "RPOP", -2, CMD_KEYED, 0, rpop, NULL, NULL, OBJ_MANY_REPLY_MAX, obj_pop_reply_bound },
-    { "LRANGE", 4, CMD_KEYED, 0, lrange, NULL, NULL, OBJ_MANY_REPLY_MAX, NULL },
+    { "LRANGE", 4, CMD_KEYED, 0, lrange, NULL, NULL, OBJ_MANY_REPLY_MAX, lrange_bound },
     { "LLEN", 2, CMD_KEYED, 0, llen, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL },
     { "LINDEX", 3, CMD_KEYED, 0, lindex, NULL, NULL, OBJ_ONE_REPLY_MAX, NULL },
 };

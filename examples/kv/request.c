@@ -61,14 +61,49 @@ struct request *request_new(struct conn *c, struct net_thread *nt, struct server
     return r;
 }
 
+/* Frees what one segment holds, and the segment itself unless it is the part's own (head). */
+static void segment_free(struct part_reply *s, bool head)
+{
+    buf_free(&s->text);
+    kv_value_put(s->value);
+    if (!head)
+        free(s);
+}
+
 void request_free(struct request *r)
 {
     for (uint32_t i = 0; i < r->nparts; i++) {
-        buf_free(&r->part_reply[i].text);
-        kv_value_put(r->part_reply[i].value);
+        struct part_reply *s = &r->part_reply[i], *more;
+        for (bool head = true; s; s = more, head = false) {
+            more = s->more;
+            segment_free(s, head);
+        }
     }
     buf_free(&r->reply);
     free(r);
+}
+
+bool part_reply_add_value(struct part_reply *head, struct part_reply **seg, struct kv_value *v)
+{
+    struct part_reply *next = calloc(1, sizeof *next);
+    if (!next) {
+        kv_value_put(v);
+        head->text.failed = true;
+        return false;
+    }
+    (*seg)->value = v;
+    (*seg)->more = next;
+    *seg = next;
+    return true;
+}
+
+/* Whether any segment of the part's reply ran out of memory. */
+static bool part_failed(const struct part_reply *s)
+{
+    for (; s; s = s->more)
+        if (s->text.failed)
+            return true;
+    return false;
 }
 
 static void finish(struct request *r)
@@ -94,7 +129,7 @@ static void part_done(struct request *r)
         finish(r);
 }
 
-static void part_failed(struct request *r, int err)
+static void part_error(struct request *r, int err)
 {
     int none = 0;
     atomic_compare_exchange_strong_explicit(&r->error, &none, err, memory_order_relaxed,
@@ -109,15 +144,15 @@ static void run_part(shard_worker *w, void *arg)
     if (s)
         r->cmd->part(s, r, p);
     else
-        part_failed(r, -ENOMEM);
-    if (r->part_reply[p->index].text.failed)
-        part_failed(r, -ENOMEM);
+        part_error(r, -ENOMEM);
+    if (part_failed(&r->part_reply[p->index]))
+        part_error(r, -ENOMEM);
     part_done(r);
 }
 
 static void part_refused(struct request *r, int err)
 {
-    part_failed(r, err);
+    part_error(r, err);
     part_done(r);
 }
 
@@ -188,25 +223,32 @@ size_t request_reply_bound(const struct request *r)
 #define OUT_OF_MEMORY "-ERR out of memory\r\n"
 
 /* The reply's pieces: 0 is r->reply (or the out-of-memory error that replaces it), i > 0 is part
- * i - 1's reply. */
+ * i - 1's reply, a segment at a time: a part's next segment moves into its place once it is put. */
 static uint32_t pieces(const struct request *r)
 {
     return 1 + (r->reply_parts && !r->reply.failed ? r->nparts : 0);
+}
+
+static size_t segment_bytes(const struct part_reply *s)
+{
+    return s->text.len + (s->value ? s->value->len + 2 : 0);
 }
 
 static size_t piece_bytes(const struct request *r, uint32_t i)
 {
     if (i == 0)
         return r->reply.failed ? sizeof OUT_OF_MEMORY - 1 : r->reply.len;
-    const struct part_reply *p = &r->part_reply[i - 1];
-    return p->text.len + (p->value ? p->value->len + 2 : 0);
+    return segment_bytes(&r->part_reply[i - 1]);
 }
 
 size_t request_reply_left(const struct request *r)
 {
     size_t n = 0;
-    for (uint32_t i = r->put; i < pieces(r); i++)
+    for (uint32_t i = r->put; i < pieces(r); i++) {
         n += piece_bytes(r, i);
+        for (const struct part_reply *s = i ? r->part_reply[i - 1].more : NULL; s; s = s->more)
+            n += segment_bytes(s);
+    }
     return n;
 }
 
@@ -217,9 +259,10 @@ bool request_all_put(const struct request *r)
 
 size_t request_put_piece(struct request *r, struct buf *out)
 {
-    uint32_t i = r->put++;
+    uint32_t i = r->put;
     size_t n = piece_bytes(r, i);
     if (i == 0) {
+        r->put++;
         if (r->reply.failed)
             buf_put(out, OUT_OF_MEMORY, n);
         else
@@ -232,9 +275,16 @@ size_t request_put_piece(struct request *r, struct buf *out)
         buf_put(out, p->value->data, p->value->len);
         buf_put(out, "\r\n", 2);
     }
-    /* Freed now rather than with the request: a large MGET gives its memory back part by part. */
-    buf_free(&p->text);
-    kv_value_put(p->value);
-    p->value = NULL;
+    /* Freed now rather than with the request: a large MGET gives its memory back part by part, and a
+     * range segment by segment. */
+    struct part_reply *next = p->more;
+    segment_free(p, true);
+    if (next) {
+        *p = *next;
+        free(next);
+    } else {
+        *p = (struct part_reply){ 0 };
+        r->put++;
+    }
     return n;
 }

@@ -113,9 +113,16 @@ extern const struct command_set cmds_string, cmds_server, cmds_list, cmds_hash, 
 /* A part's reply: its text, then, if value is set, the value's bytes and "\r\n" (a bulk string whose
  * header is the text), sent from the value itself. */
 struct part_reply {
-    struct buf       text;
-    struct kv_value *value; /* a reference, or NULL */
+    struct buf         text;
+    struct kv_value   *value; /* a reference, or NULL */
+    struct part_reply *more;  /* the reply goes on with this segment (allocated apart), or NULL: a
+                               * range sends each large element by reference (part_reply_add_value) */
 };
+
+/* Ends the segment *seg of head's reply with v (a reference the caller hands over; its bulk header is
+ * already in the segment's text) and starts the next segment, where *seg then points. Return: true;
+ * false without memory (v dropped, the reply marked failed). Context: the part's job. */
+bool part_reply_add_value(struct part_reply *head, struct part_reply **seg, struct kv_value *v);
 
 /* Who touches what. I: set by request_new, read-only after. R: the threads running it (its parts'
  * workers, or the admin thread) until request_complete hands it back; the network thread after.

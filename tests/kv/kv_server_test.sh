@@ -303,6 +303,8 @@ python3 "$here/unread_client.py" "$port" "$server_pid" 3000 64 || fail "a client
 # And 300 pipelined KEYS * over 20,000 keys (150 MB of replies that no argument bounds: a hostile
 # review grew the server by 860 MB so, when KEYS was charged as a small reply while it ran).
 python3 "$here/unread_client.py" "$port" "$server_pid" 300 64 keys || fail "a client that sends KEYS and does not read"
+# And 300 pipelined LRANGEs of 5 MB each (1.5 GB): large elements are referenced, not copied.
+python3 "$here/unread_client.py" "$port" "$server_pid" 300 64 lrange || fail "a client that sends LRANGE and does not read"
 expect SHUTDOWN OK "$(cli SHUTDOWN)"
 status=0
 wait "$server_pid" || status=$?

@@ -108,6 +108,15 @@ is '*1|$1|b|' RPOP t:l 10
 is ':0|' EXISTS t:l
 big=$(printf 'x%.0s' {1..3000}) # sent by reference rather than copied
 is ':2|' RPUSH t:l "$big" small
+# A range with large elements among small ones: sent by reference between copied ones, whole and in
+# order, whether the indexes bound the reply (both from the head or the tail) or not.
+is ':4|' RPUSH t:big a "$big" b "$big"
+want="*4|\$1|a|\$3000|$big|\$1|b|\$3000|$big|"
+is "$want" LRANGE t:big 0 3
+is "$want" LRANGE t:big -4 -1
+is "$want" LRANGE t:big 0 -1
+is "*2|\$3000|$big|\$1|b|" LRANGE t:big 1 2
+is ':1|' DEL t:big
 is "\$3000|$big|" LINDEX t:l 0
 is "\$3000|$big|" LPOP t:l
 is '$5|small|' RPOP t:l

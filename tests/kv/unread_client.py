@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A client that pipelines GETs of a large value without reading, then reads them all.
 
-    unread_client.py PORT SERVER_PID N MAX_GROWTH_MB [keys]
+    unread_client.py PORT SERVER_PID N MAX_GROWTH_MB [get|keys|lrange]
 
 SETs a 512 KB value, then sends N GETs of it without reading a reply, until all are sent or the
 server has stopped taking them (nothing could be sent for 2 s), and waits until the server has done
@@ -12,7 +12,9 @@ N replies must be the value, complete. Stops within 120 s whatever the server do
 byte of reply is a failure). Exits 1 on a failure.
 
 With "keys", the request is KEYS * over 20,000 keys (a reply of about 500 KB that no argument of the
-command bounds) instead of the GET: every reply must then be the same as one read before.
+command bounds) instead of the GET; with "lrange", LRANGE 0 19 of a list of ten small elements and ten
+of 512 KB (5 MB a reply: its indexes bound the copied text, the large elements go by reference).
+Every reply must then be the same as one read before.
 """
 import select
 import socket
@@ -76,9 +78,9 @@ def read_line(s):
     return line
 
 
-def keys_reply(s):
-    """KEYS * once, read whole (an array of bulk strings): what every later one must be."""
-    s.sendall(command(b"KEYS", b"*"))
+def array_reply(s, request):
+    """request once, its reply read whole (an array of bulk strings): what every later one must be."""
+    s.sendall(request)
     head = read_line(s)
     out = head
     for _ in range(int(head[1:])):
@@ -87,25 +89,33 @@ def keys_reply(s):
     return out
 
 
-def set_up(s, keys_mode):
+def set_up(s, mode):
     """The data, and the request and reply the test repeats."""
-    if not keys_mode:
+    if mode == "get":
         s.sendall(command(b"SET", KEY, VALUE))
         if s.recv(16) != b"+OK\r\n":
             fail("SET of the 512 KB value was not answered +OK")
         return command(b"GET", KEY), b"$%d\r\n%s\r\n" % (len(VALUE), VALUE)
+    if mode == "lrange":
+        for i in range(10):
+            s.sendall(command(b"RPUSH", b"biglist", b"small", VALUE))
+            if read_line(s) != b":%d\r\n" % (2 * i + 2):
+                fail("RPUSH was not answered with the list's length")
+        request = command(b"LRANGE", b"biglist", b"0", b"19")
+        return request, array_reply(s, request)
     s.sendall(b"".join(command(b"SET", b"k%015d" % i, b"v") for i in range(20000)))
     if read_exactly(s, 5 * 20000) != b"+OK\r\n" * 20000:
         fail("the 20,000 SETs were not all answered +OK")
-    return command(b"KEYS", b"*"), keys_reply(s)
+    request = command(b"KEYS", b"*")
+    return request, array_reply(s, request)
 
 
 def main():
     port, pid, n, max_growth_mb = (int(a) for a in sys.argv[1:5])
-    keys_mode = sys.argv[5:] == ["keys"]
+    mode = sys.argv[5] if len(sys.argv) > 5 else "get"
     deadline = time.monotonic() + 120
     s = socket.create_connection(("127.0.0.1", port))
-    request, expected = set_up(s, keys_mode)
+    request, expected = set_up(s, mode)
     base = vm_kb(pid, "VmHWM")
 
     requests = memoryview(request * n)
@@ -120,7 +130,7 @@ def main():
     wait_idle(pid, min(deadline, time.monotonic() + 30))
     stalled_rss = vm_kb(pid, "VmRSS")
     stalled_hwm = vm_kb(pid, "VmHWM")
-    what = "KEYS" if keys_mode else "GETs"
+    what = {"get": "GETs", "keys": "KEYS", "lrange": "LRANGEs"}[mode]
     print("unread: %d of %d %s sent, no reply read, server idle: RSS +%.1f MB, peak +%.1f MB"
           % (sent // len(request), n, what, (stalled_rss - base) / 1024,
              (stalled_hwm - base) / 1024))
