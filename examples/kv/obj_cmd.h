@@ -18,9 +18,9 @@
 #define OBJ_SMALL_REPLY_MAX 128
 /* ONE: a single element (HGET, LINDEX): as GET, copied below COPY_MAX, else sent by reference. */
 #define OBJ_ONE_REPLY_MAX GET_REPLY_MAX
-/* MANY: a range or a pop with a count (LRANGE, LPOP with a count, HGETALL, SMEMBERS, SPOP, ZRANGE,
- * ZPOPMIN): as many elements as the collection holds, of any size each, so nothing in the command
- * bounds it. It is set to the connection's output limit (net.c's OUT_LIMIT): a connection then runs
+/* MANY: a range or a pop with a count (LPOP with a count, HGETALL, SMEMBERS, SPOP, ZRANGE, ZPOPMIN,
+ * and an LRANGE whose indexes mix head and tail: cmd_list.c's lrange_bound): as many elements as the
+ * collection holds, of any size each, so nothing in the command bounds it. It is set to the connection's output limit (net.c's OUT_LIMIT): a connection then runs
  * one such command at a time, and its reply is the one request net.c lets go over the limit by its own
  * size. Pipelined, these commands thus run one per round trip to their worker. */
 #define OBJ_MANY_REPLY_MAX LARGE_REPLY_MAX
