@@ -100,3 +100,15 @@ fail() {
 expect() { # expect WHAT EXPECTED ACTUAL
     [[ $2 == "$3" ]] || fail "$1: expected '$2', got '$3'"
 }
+
+# kv_churn_step: one membership change pair on the server cli talks to: a worker added (n0, n1, ...:
+# the counter n) and the oldest of the array workers removed, or crashed three times in four; changes
+# counts them. The kv tests' churn under load.
+kv_churn_step() {
+    local new=n$((n++)) victim=${workers[0]} verb=SHARD.CRASH
+    expect "SHARD.ADD $new" OK "$(cli SHARD.ADD "$new")"
+    workers=("${workers[@]:1}" "$new")
+    if ((changes % 4 == 0)); then verb=SHARD.REMOVE; fi
+    expect "$verb $victim" OK "$(cli "$verb" "$victim")"
+    changes=$((changes + 2))
+}

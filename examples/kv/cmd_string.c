@@ -25,16 +25,34 @@ static void reply_value(struct part_reply *out, struct kv_value *v)
     }
 }
 
-static void get_part(struct kv_store *s, struct request *r, const struct part *p)
+/* GET's reply for the part's key (its value, nil, or WRONGTYPE). Return: its entry when it holds a
+ * string, else NULL. */
+static struct kv_entry *get_reply(struct kv_store *s, struct request *r, const struct part *p)
 {
     struct part_reply *out = &r->part_reply[p->index];
     struct kv_entry *e = store_find(s, HASHED_KEY(r, p));
-    if (e && e->type != KV_STRING && r->nparts == 1 && !r->cmd->finish)
-        resp_error(&out->text, WRONGTYPE); /* GET; MGET answers nil for it, as Redis does */
-    else if (!e || e->type != KV_STRING)
+    if (e && e->type != KV_STRING) {
+        resp_error(&out->text, WRONGTYPE);
+        return NULL;
+    }
+    if (!e)
         resp_null(&out->text);
     else
         reply_value(out, e->val);
+    return e;
+}
+
+static void get_part(struct kv_store *s, struct request *r, const struct part *p)
+{
+    if (r->nparts == 1 && !r->cmd->finish) {
+        (void)get_reply(s, r, p); /* GET */
+        return;
+    }
+    struct kv_entry *e = store_find(s, HASHED_KEY(r, p)); /* MGET: nil for another type, as Redis */
+    if (!e || e->type != KV_STRING)
+        resp_null(&r->part_reply[p->index].text);
+    else
+        reply_value(&r->part_reply[p->index], e->val);
 }
 
 /* What a SET-like command asks for besides the value. */
@@ -196,23 +214,6 @@ static void setex_part(struct kv_store *s, struct request *r, const struct part 
 static void psetex_part(struct kv_store *s, struct request *r, const struct part *p)
 {
     setex_with(s, r, p, 1);
-}
-
-/* GET's reply for the part's key (its value, nil, or WRONGTYPE). Return: its entry when it holds a
- * string, else NULL. */
-static struct kv_entry *get_reply(struct kv_store *s, struct request *r, const struct part *p)
-{
-    struct part_reply *out = &r->part_reply[p->index];
-    struct kv_entry *e = store_find(s, HASHED_KEY(r, p));
-    if (e && e->type != KV_STRING) {
-        resp_error(&out->text, WRONGTYPE);
-        return NULL;
-    }
-    if (!e)
-        resp_null(&out->text);
-    else
-        reply_value(out, e->val);
-    return e;
 }
 
 static void getdel_part(struct kv_store *s, struct request *r, const struct part *p)

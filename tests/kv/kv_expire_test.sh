@@ -161,13 +161,7 @@ workers=(w0 w1)
 changes=0
 n=0
 while (($(ms_now) < short_until + 200)) || ((changes < 6)); do
-    new=n$((n++))
-    expect "SHARD.ADD $new" OK "$(cli SHARD.ADD "$new")"
-    victim=${workers[0]}
-    workers=("${workers[@]:1}" "$new")
-    if ((changes % 4 == 0)); then verb=SHARD.REMOVE; else verb=SHARD.CRASH; fi
-    expect "$verb $victim" OK "$(cli "$verb" "$victim")"
-    changes=$((changes + 2))
+    kv_churn_step
 done
 wait_keys $((base + 2000)) "2,000 keys due during $changes membership changes"
 for ((i = 0; i < 2000; i += 1000)); do

@@ -219,13 +219,7 @@ during=0
 n=0
 while kill -0 "$bench_pid" 2>/dev/null || kill -0 "$pipe_pid" 2>/dev/null || ((changes < 6)); do
     kill -0 "$bench_pid" 2>/dev/null && during=$((during + 2))
-    new=n$((n++))
-    expect "SHARD.ADD $new" OK "$(cli SHARD.ADD "$new")"
-    victim=${workers[0]}
-    workers=("${workers[@]:1}" "$new")
-    if ((changes % 4 == 0)); then verb=SHARD.REMOVE; else verb=SHARD.CRASH; fi
-    expect "$verb $victim" OK "$(cli "$verb" "$victim")"
-    changes=$((changes + 2))
+    kv_churn_step
 done
 wait "$bench_pid" || fail "redis-benchmark failed: $(cat "$tmp/bench.out")"
 wait "$bench_set_pid" || fail "redis-benchmark -t set failed: $(cat "$tmp/bench_set.out")"
