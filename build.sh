@@ -11,6 +11,9 @@
 #                        two 100,000-key ring suites, which take minutes there and ASan covers)
 #   ./build.sh bench     every benchmark (bench/run; pass --quick), installing libck-dev for
 #                        bench_peers' ck_ring column
+#   ./build.sh bench-peers
+#                        bench_peers alone, against every peer: installs libck-dev and DPDK's
+#                        libdpdk-dev (about 230 packages) for the rte_ring column; options are passed on
 #   ./build.sh kv-bench  kv_server against redis-server with redis-benchmark (bench/kv_vs_redis;
 #                        pass --quick for a short run)
 #   ./build.sh docs      the API reference (doxygen, HTML and man pages) in build-docs/docs/api;
@@ -119,6 +122,12 @@ bench)
     install_missing
     bench/run "${@:2}"
     ;;
+bench-peers)
+    packages+=(libck-dev libdpdk-dev)
+    install_missing
+    build build-bench -DCMAKE_BUILD_TYPE=Release -DSHARD_BUILD_TESTS=OFF -DSHARD_BUILD_EXAMPLES=OFF
+    ./build-bench/bench/bench_peers "${@:2}"
+    ;;
 kv-bench)
     packages+=(redis-server)
     install_missing
@@ -131,7 +140,7 @@ twemproxy)
     scripts/kv_twemproxy "${@:2}"
     ;;
 *)
-    echo "usage: $0 demo|test|sanitize|clang|docs|fuzz|valgrind|bench|kv-bench|twemproxy" >&2
+    echo "usage: $0 demo|test|sanitize|clang|docs|fuzz|valgrind|bench|bench-peers|kv-bench|twemproxy" >&2
     exit 2
     ;;
 esac

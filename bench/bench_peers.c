@@ -3,6 +3,9 @@
  * there; the peers keep one queue per worker and route by XXH3_64bits(key) % N, shard by its ring:
  *   ck_ring  Concurrency Kit's ring per worker: ck_ring_enqueue_spsc when one producer feeds it, _mpsc
  *            when several do; the consumer dequeues one entry at a time (ck has no batch dequeue)
+ *   rte_ring DPDK's rte_ring per worker (libdpdk-dev; no EAL: rte_ring_init on memory of our own),
+ *            single-producer when one producer feeds it (RING_F_SP_ENQ), multi-producer otherwise, and
+ *            single-consumer; the consumer takes up to BATCH entries with one rte_ring_dequeue_burst
  *   wfcq     liburcu's wfcqueue per worker (inline, _LGPL_SOURCE): a wait-free enqueue (one xchg); the
  *            consumer splices the whole queue out at once. Nodes come from per-producer pools, not
  *            malloc: producer p has a ring of CAP nodes for each worker and reuses a node once that
@@ -28,10 +31,11 @@
  *          one __cds_wfcq_splice_blocking, waking the worker if that splice found its queue empty;
  *          mutex groups the 32 by destination, takes each destination's lock once and signals once;
  *          ck_ring has no burst enqueue, so a ck user loops ck_ring_enqueue_* over the 32, as here,
- *          with the Dekker fence and wake-up check once a burst (and before sleeping on a full ring).
- *          The consumers are those of the other cases. A stream not a multiple of 32 ends in a
- *          shorter burst. The project's goal puts shard_submit_many at >= 0.9x DPDK's rte_ring with
- *          its burst enqueue; DPDK (libdpdk-dev) is not installed here, so these peers stand in.
+ *          with the Dekker fence and wake-up check once a burst (and before sleeping on a full ring);
+ *          rte_ring groups the 32 by destination and hands each group over with one
+ *          rte_ring_enqueue_burst, one fence and wake-up check a burst. The consumers are those of
+ *          the other cases. A stream not a multiple of 32 ends in a shorter burst. The project's goal
+ *          puts shard_submit_many at >= 0.9x DPDK's rte_ring burst.
  *   Plus impl=inline on 1to1_real: the producer's loop calling the job itself, no thread, no queue
  *   (the physical limit).
  * Producers draw keys uniformly from 100k (with two, producer p owns the keys k with k % 2 == p, so
@@ -63,7 +67,8 @@
  * interleaved across the systems:
  *   bench=peers case=C impl=I jobs=N mjobs_per_s=X ns_per_job=T ratio_shard_vs_best=R
  * R, on shard's line ("-" on the others), is shard's rate over the best peer's in that case. Built
- * without Concurrency Kit (libck-dev), the ck_ring lines are missing and a note line says so. */
+ * without Concurrency Kit (libck-dev) or DPDK (libdpdk-dev), the ck_ring or rte_ring lines are missing
+ * and a note line says so (./build.sh bench-peers installs both). */
 #define _LGPL_SOURCE /* liburcu's wfcqueue inline, as a performance-minded user includes it */
 #include <limits.h>
 #include <linux/futex.h>
@@ -84,6 +89,10 @@
 #include <urcu/wfcqueue.h>
 #ifdef SHARD_BENCH_HAVE_CK
 #include <ck_ring.h>
+#endif
+#ifdef SHARD_BENCH_HAVE_DPDK
+#include <rte_config.h> /* first, as DPDK's pkg-config file forces it with -include */
+#include <rte_ring.h>
 #endif
 
 #include "bench_common.h"
@@ -377,6 +386,18 @@ static void peer_close(struct peer *p)
     event_signal(&p->park);
 }
 
+/* Wakes the consumers in mask of queues (an array of queues of size bytes each, which begin with their
+ * struct peer) if parked. Dekker: the jobs pushed to them before their park.armed is read. */
+static void peers_signal_each(void *queues, size_t size, unsigned mask)
+{
+    if (!mask)
+        return;
+    atomic_thread_fence(memory_order_seq_cst);
+    for (int i = 0; i < run.workers; i++)
+        if (mask >> i & 1)
+            event_signal(&((struct peer *)((char *)queues + (size_t)i * size))->park);
+}
+
 /* ---- ck_ring ---- */
 #ifdef SHARD_BENCH_HAVE_CK
 
@@ -408,17 +429,6 @@ static void *ck_producer(void *arg)
     return NULL;
 }
 
-/* Dekker: the jobs pushed to the rings in mask before their park.armed is read. */
-static void ck_signal_each(unsigned mask)
-{
-    if (!mask)
-        return;
-    atomic_thread_fence(memory_order_seq_cst);
-    for (int i = 0; i < run.workers; i++)
-        if (mask >> i & 1)
-            event_signal(&ckqs[i].p.park);
-}
-
 /* ck has no burst enqueue: one ck_ring_enqueue_* a job, one fence and wake-up check a burst. */
 static void *ck_burst_producer(void *arg)
 {
@@ -432,13 +442,13 @@ static void *ck_burst_producer(void *arg)
             if (!ck_push(q, b.job[j])) {
                 /* Full. Before we may sleep, the consumers of what we pushed unannounced must know
                  * of it: a parked consumer of this very ring would otherwise never make room. */
-                ck_signal_each(pushed);
+                peers_signal_each(ckqs, sizeof *ckqs, pushed);
                 pushed = 0;
                 PUSH_OR_WAIT(&q->p.room, ck_push(q, b.job[j]));
             }
             pushed |= 1u << b.dest[j];
         }
-        ck_signal_each(pushed);
+        peers_signal_each(ckqs, sizeof *ckqs, pushed);
     }
     return NULL;
 }
@@ -472,6 +482,99 @@ static void ck_setup(int i)
 {
     ck_ring_init(&ckqs[i].ring, CAP);
     ckqs[i].mp = run.producers > 1;
+}
+#endif
+
+/* ---- DPDK rte_ring ---- */
+#ifdef SHARD_BENCH_HAVE_DPDK
+
+struct rteq {
+    struct peer      p;
+    struct rte_ring *ring; /* CAP slots, CAP - 1 usable, as ck's */
+};
+static struct rteq *rteqs;
+
+static inline bool rte_push(struct rteq *q, uint64_t job)
+{
+    return rte_ring_enqueue(q->ring, (void *)(uintptr_t)job) == 0;
+}
+
+static void *rte_producer(void *arg)
+{
+    struct pstate *p = arg;
+    for (long i = 0; i < run.per_producer; i++) {
+        uint32_t k;
+        uint64_t job = next_job(p, &k);
+        struct rteq *q = &rteqs[route(k)];
+        PUSH_OR_WAIT(&q->p.room, rte_push(q, job));
+        atomic_thread_fence(memory_order_seq_cst); /* Dekker: the job before park.armed is read */
+        event_signal(&q->p.park);
+    }
+    return NULL;
+}
+
+/* Per destination worker: the burst's jobs for it in one rte_ring_enqueue_burst (more only on a full
+ * ring), then one fence and wake-up check for the whole burst. */
+static void *rte_burst_producer(void *arg)
+{
+    struct pstate *p = arg;
+    struct burst b;
+    void *group[BURST];
+    for (long i = 0; i < run.per_producer; i += b.n) {
+        burst_draw(p, &b, run.per_producer - i);
+        unsigned pushed = 0; /* rings with jobs of this burst whose consumer was not yet told */
+        for (uint32_t wi = 0; wi < (uint32_t)run.workers; wi++) {
+            if (!b.count[wi])
+                continue;
+            struct rteq *q = &rteqs[wi];
+            unsigned n = 0, in;
+            for (int j = 0; j < b.n; j++)
+                if (b.dest[j] == wi)
+                    group[n++] = (void *)(uintptr_t)b.job[j];
+            in = rte_ring_enqueue_burst(q->ring, group, n, NULL);
+            if (in < n) {
+                /* Full. As ck's: the consumers of what we pushed unannounced must know before we sleep. */
+                peers_signal_each(rteqs, sizeof *rteqs, pushed | 1u << wi);
+                pushed = 0;
+                PUSH_OR_WAIT(&q->p.room, (in += rte_ring_enqueue_burst(q->ring, group + in, n - in, NULL)) == n);
+            }
+            pushed |= 1u << wi;
+        }
+        peers_signal_each(rteqs, sizeof *rteqs, pushed);
+    }
+    return NULL;
+}
+
+static void *rte_consumer(void *arg)
+{
+    struct rteq *q = arg;
+    struct wstate *w = &ws[q->p.id];
+    void *batch[BATCH];
+    for (;;) {
+        unsigned n = rte_ring_dequeue_burst(q->ring, batch, BATCH, NULL);
+        for (unsigned i = 0; i < n; i++)
+            job_run(w, (uintptr_t)batch[i]);
+        if (n) {
+            /* Unfenced, as ck's. */
+            if (atomic_load_explicit(&q->p.room.armed, memory_order_relaxed) &&
+                rte_ring_count(q->ring) <= CAP - REFILL)
+                event_signal(&q->p.room);
+            continue;
+        }
+        if (atomic_load_explicit(&q->p.closed, memory_order_acquire) && rte_ring_empty(q->ring))
+            return NULL;
+        CONSUMER_IDLE(&q->p, !rte_ring_empty(q->ring));
+    }
+}
+
+/* rte_ring_create would want the EAL's memory zones; a ring on memory of our own needs no EAL. */
+static void rte_setup(int i)
+{
+    ssize_t size = rte_ring_get_memsize(CAP);
+    unsigned flags = RING_F_SC_DEQ | (run.producers == 1 ? RING_F_SP_ENQ : 0);
+    if (size < 0 || !(rteqs[i].ring = aligned_alloc(RTE_CACHE_LINE_SIZE, (size_t)size)) ||
+        rte_ring_init(rteqs[i].ring, "bench_peers", CAP, flags) != 0)
+        abort();
 }
 #endif
 
@@ -801,8 +904,8 @@ static void *inline_producer(void *arg)
 
 /* ---- one run ---- */
 
-enum impl { CK, WFCQ, MUTEX, SHARD, INLINE, NIMPL };
-static const char *const impl_name[NIMPL] = { "ck_ring", "wfcq", "mutex", "shard", "inline" };
+enum impl { CK, RTE, WFCQ, MUTEX, SHARD, INLINE, NIMPL };
+static const char *const impl_name[NIMPL] = { "ck_ring", "rte_ring", "wfcq", "mutex", "shard", "inline" };
 
 static void fail(const char *impl, const char *what, long a, long b)
 {
@@ -890,6 +993,21 @@ static double run_once(enum impl impl)
     case CK:
         abort();
 #endif
+#ifdef SHARD_BENCH_HAVE_DPDK
+    case RTE:
+        rteqs = aligned_alloc(64, sizeof *rteqs * (size_t)N);
+        memset(rteqs, 0, sizeof *rteqs * (size_t)N);
+        for (int i = 0; i < N; i++) {
+            rteqs[i].p.id = i;
+            rte_setup(i);
+            cons[i] = spawn(rte_consumer, &rteqs[i], P + i);
+        }
+        producer = run.burst > 1 ? rte_burst_producer : rte_producer;
+        break;
+#else
+    case RTE:
+        abort();
+#endif
     case WFCQ:
         wfqs = aligned_alloc(64, sizeof *wfqs * (size_t)N);
         memset(wfqs, 0, sizeof *wfqs * (size_t)N);
@@ -942,6 +1060,12 @@ static double run_once(enum impl impl)
             peer_close(&ckqs[i].p);
 #endif
         break;
+    case RTE:
+#ifdef SHARD_BENCH_HAVE_DPDK
+        for (int i = 0; i < N; i++)
+            peer_close(&rteqs[i].p);
+#endif
+        break;
     case WFCQ:
         for (int i = 0; i < N; i++)
             peer_close(&wfqs[i].p);
@@ -956,7 +1080,7 @@ static double run_once(enum impl impl)
     default:
         break;
     }
-    if (impl == CK || impl == WFCQ || impl == MUTEX)
+    if (impl == CK || impl == RTE || impl == WFCQ || impl == MUTEX)
         for (int i = 0; i < N; i++)
             pthread_join(cons[i], NULL);
     double t = (double)(bench_now_ns() - t0) / 1e9;
@@ -965,6 +1089,13 @@ static double run_once(enum impl impl)
     case CK:
 #ifdef SHARD_BENCH_HAVE_CK
         free(ckqs);
+#endif
+        break;
+    case RTE:
+#ifdef SHARD_BENCH_HAVE_DPDK
+        for (int i = 0; i < N; i++)
+            free(rteqs[i].ring);
+        free(rteqs);
 #endif
         break;
     case WFCQ:
@@ -1027,6 +1158,9 @@ int main(int argc, char **argv)
 #ifndef SHARD_BENCH_HAVE_CK
     puts("bench=peers note=no_ck_ring reason=built_without_libck-dev");
 #endif
+#ifndef SHARD_BENCH_HAVE_DPDK
+    puts("bench=peers note=no_rte_ring reason=built_without_libdpdk-dev");
+#endif
     static const struct {
         const char *name;
         int         producers, workers;
@@ -1054,6 +1188,9 @@ int main(int argc, char **argv)
             with[i] = true;
 #ifndef SHARD_BENCH_HAVE_CK
         with[CK] = false;
+#endif
+#ifndef SHARD_BENCH_HAVE_DPDK
+        with[RTE] = false;
 #endif
         with[INLINE] = run.kind == REAL && run.producers == 1;
         for (int i = 0; i < NIMPL; i++)
