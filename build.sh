@@ -9,8 +9,9 @@
 #   ./build.sh clang     builds everything with clang -Werror and runs the unit and example tests
 #   ./build.sh valgrind  the Criterion suites under valgrind memcheck: no error, no leak (all but the
 #                        two 100,000-key ring suites, which take minutes there and ASan covers)
-#   ./build.sh bench     every benchmark (bench/run; pass --quick), installing libck-dev for
-#                        bench_peers' ck_ring column
+#   ./build.sh bench     every benchmark (bench/run; pass --quick), installing libck-dev and
+#                        DPDK's libdpdk-dev (about 230 packages) for bench_peers' ck_ring and rte_ring
+#                        columns
 #   ./build.sh bench-peers
 #                        bench_peers alone, against every peer: installs libck-dev and DPDK's
 #                        libdpdk-dev (about 230 packages) for the rte_ring column; options are passed on
@@ -118,7 +119,7 @@ docs)
     echo "API reference: build-docs/docs/api/html/index.html, man pages in build-docs/docs/api/man"
     ;;
 bench)
-    packages+=(libck-dev)
+    packages+=(libck-dev libdpdk-dev)
     install_missing
     bench/run "${@:2}"
     ;;

@@ -76,6 +76,7 @@
 #include <sched.h>
 #include <shard.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -386,6 +387,7 @@ static void peer_close(struct peer *p)
     event_signal(&p->park);
 }
 
+#if defined(SHARD_BENCH_HAVE_CK) || defined(SHARD_BENCH_HAVE_DPDK)
 /* Wakes the consumers in mask of queues (an array of queues of size bytes each, which begin with their
  * struct peer) if parked. Dekker: the jobs pushed to them before their park.armed is read. */
 static void peers_signal_each(void *queues, size_t size, unsigned mask)
@@ -397,6 +399,7 @@ static void peers_signal_each(void *queues, size_t size, unsigned mask)
         if (mask >> i & 1)
             event_signal(&((struct peer *)((char *)queues + (size_t)i * size))->park);
 }
+#endif
 
 /* ---- ck_ring ---- */
 #ifdef SHARD_BENCH_HAVE_CK
@@ -408,6 +411,7 @@ struct ckq {
     bool mp; /* several producers: _mpsc enqueue */
 };
 static struct ckq *ckqs;
+_Static_assert(offsetof(struct ckq, p) == 0, "peers_signal_each finds the peer at a queue's start");
 
 static inline bool ck_push(struct ckq *q, uint64_t job)
 {
@@ -493,6 +497,7 @@ struct rteq {
     struct rte_ring *ring; /* CAP slots, CAP - 1 usable, as ck's */
 };
 static struct rteq *rteqs;
+_Static_assert(offsetof(struct rteq, p) == 0, "peers_signal_each finds the peer at a queue's start");
 
 static inline bool rte_push(struct rteq *q, uint64_t job)
 {
