@@ -55,16 +55,16 @@
 
 #include "peers/peers.h"
 
-char          keys[KEYS][16];
-size_t        key_len[KEYS];
-struct wstate ws[MAXT];
-struct pstate ps[MAXT];
+char          peers_keys[KEYS][16];
+size_t        peers_key_len[KEYS];
+struct wstate peers_ws[MAXT];
+struct pstate peers_ps[MAXT];
 
 /* ---- placement ---- */
 
 static int cpus[CPU_SETSIZE], ncpus;
 
-void pin_self(int slot)
+void peers_pin_self(int slot)
 {
     if (!run.pin || ncpus == 0)
         return;
@@ -84,11 +84,11 @@ static void *thread_main(void *a)
 {
     struct thread_arg t = *(struct thread_arg *)a;
     free(a);
-    pin_self(t.slot);
+    peers_pin_self(t.slot);
     return t.fn(t.arg);
 }
 
-pthread_t spawn(void *(*fn)(void *), void *arg, int slot)
+pthread_t peers_spawn(void *(*fn)(void *), void *arg, int slot)
 {
     struct thread_arg *t = malloc(sizeof *t);
     pthread_t th;
@@ -128,14 +128,14 @@ static void fail(const char *impl, const char *what, long a, long b)
 static void reset(void)
 {
     for (int i = 0; i < MAXT; i++) {
-        ws[i].count = ws[i].sum = ws[i].errors = 0;
+        peers_ws[i].count = peers_ws[i].sum = peers_ws[i].errors = 0;
         if (run.kind == REAL)
-            memset(ws[i].table, 0, sizeof(struct entry) << TABLE_BITS);
-        ps[i].rng = 0x5eed0000u + (uint64_t)i; /* every system gets the same job streams */
-        ps[i].sum = ps[i].made = 0;
-        memset(ps[i].sent, 0, sizeof ps[i].sent);
-        memset(ps[i].next_seq, 0, KEYS * sizeof *ps[i].next_seq);
-        ps[i].id = i;
+            memset(peers_ws[i].table, 0, sizeof(struct entry) << TABLE_BITS);
+        peers_ps[i].rng = 0x5eed0000u + (uint64_t)i; /* every system gets the same job streams */
+        peers_ps[i].sum = peers_ps[i].made = 0;
+        memset(peers_ps[i].sent, 0, sizeof peers_ps[i].sent);
+        memset(peers_ps[i].next_seq, 0, KEYS * sizeof *peers_ps[i].next_seq);
+        peers_ps[i].id = i;
     }
 }
 
@@ -145,12 +145,12 @@ static void verify(enum impl impl)
     int nw = impl == INLINE ? 1 : run.workers;
     uint64_t count = 0, sum = 0, want_sum = 0, errors = 0;
     for (int i = 0; i < nw; i++) {
-        count += ws[i].count;
-        sum += ws[i].sum;
-        errors += ws[i].errors;
+        count += peers_ws[i].count;
+        sum += peers_ws[i].sum;
+        errors += peers_ws[i].errors;
     }
     for (int i = 0; i < run.producers; i++)
-        want_sum += ps[i].sum;
+        want_sum += peers_ps[i].sum;
     long want = run.per_producer * run.producers;
     if ((long)count != want)
         fail(name, "jobs run", (long)count, want);
@@ -165,19 +165,19 @@ static void verify(enum impl impl)
     long found = 0, used = 0;
     for (int i = 0; i < nw; i++)
         for (size_t j = 0; j < (size_t)1 << TABLE_BITS; j++) {
-            const struct entry *e = &ws[i].table[j];
+            const struct entry *e = &peers_ws[i].table[j];
             if (!e->hash)
                 continue;
             if (owner[e->idx] != -1)
                 fail(name, "a key ran on two workers", e->idx, -1);
             owner[e->idx] = (int8_t)i;
-            uint32_t last = ps[e->idx % (uint32_t)run.producers].next_seq[e->idx];
+            uint32_t last = peers_ps[e->idx % (uint32_t)run.producers].next_seq[e->idx];
             if (e->next_seq != last || e->count != last)
                 fail(name, "a key's final sequence number", e->next_seq, last);
             found++;
         }
     for (uint32_t k = 0; k < KEYS; k++)
-        used += ps[k % (uint32_t)run.producers].next_seq[k] != 0;
+        used += peers_ps[k % (uint32_t)run.producers].next_seq[k] != 0;
     if (found != used)
         fail(name, "keys seen by the workers", found, used);
 }
@@ -192,7 +192,7 @@ static double run_once(enum impl impl)
 
     uint64_t t0 = bench_now_ns();
     for (int i = 0; i < run.producers; i++)
-        prod[i] = spawn(producer, &ps[i], i);
+        prod[i] = peers_spawn(producer, &peers_ps[i], i);
     for (int i = 0; i < run.producers; i++)
         pthread_join(prod[i], NULL);
     peer->close();
@@ -231,11 +231,11 @@ int main(int argc, char **argv)
             if (CPU_ISSET(c, &allowed))
                 cpus[ncpus++] = c;
     for (int k = 0; k < KEYS; k++)
-        key_len[k] = (size_t)snprintf(keys[k], sizeof keys[k], "user:%d", k);
+        peers_key_len[k] = (size_t)snprintf(peers_keys[k], sizeof peers_keys[k], "user:%d", k);
     for (int i = 0; i < MAXT; i++) {
-        ws[i].table = aligned_alloc(64, sizeof(struct entry) << TABLE_BITS);
-        ps[i].next_seq = calloc(KEYS, sizeof *ps[i].next_seq);
-        if (!ws[i].table || !ps[i].next_seq)
+        peers_ws[i].table = aligned_alloc(64, sizeof(struct entry) << TABLE_BITS);
+        peers_ps[i].next_seq = calloc(KEYS, sizeof *peers_ps[i].next_seq);
+        if (!peers_ws[i].table || !peers_ps[i].next_seq)
             abort();
     }
     if (!impls[CK])
@@ -296,8 +296,8 @@ int main(int argc, char **argv)
         }
     }
     for (int i = 0; i < MAXT; i++) {
-        free(ws[i].table);
-        free(ps[i].next_seq);
+        free(peers_ws[i].table);
+        free(peers_ps[i].next_seq);
     }
     return 0;
 }

@@ -64,7 +64,7 @@ static void *ck_burst_producer(void *arg)
 static void *ck_consumer(void *arg)
 {
     struct ckq *q = arg;
-    struct wstate *w = &ws[q->p.id];
+    struct wstate *w = &peers_ws[q->p.id];
     for (;;) {
         void *v;
         long n = 0;
@@ -96,12 +96,11 @@ static int ck_start(const struct run *r, pthread_t *consumers)
 {
     run = *r;
     int N = run.workers;
-    ckqs = aligned_alloc(64, sizeof *ckqs * (size_t)N);
-    memset(ckqs, 0, sizeof *ckqs * (size_t)N);
+    ckqs = peers_queues_alloc((size_t)N, sizeof *ckqs);
     for (int i = 0; i < N; i++) {
         ckqs[i].p.id = i;
         ck_setup(i);
-        consumers[i] = spawn(ck_consumer, &ckqs[i], run.producers + i);
+        consumers[i] = peers_spawn(ck_consumer, &ckqs[i], run.producers + i);
     }
     return N;
 }

@@ -15,7 +15,7 @@ static void *inline_producer(void *arg)
     for (long i = 0; i < run.per_producer; i++) {
         uint32_t k;
         uint64_t job = next_job(p, &k);
-        job_run(&ws[0], job);
+        job_run(&peers_ws[0], job);
     }
     return NULL;
 }

@@ -78,7 +78,7 @@ static void *mq_burst_producer(void *arg)
 static void *mq_consumer(void *arg)
 {
     struct mq *q = arg;
-    struct wstate *w = &ws[q->id];
+    struct wstate *w = &peers_ws[q->id];
     static _Thread_local uint64_t batch[CAP];
     long head = 0; /* our copy of q->head: only we change it */
     for (;;) {
@@ -119,11 +119,10 @@ static int mq_start(const struct run *r, pthread_t *consumers)
 {
     run = *r;
     int N = run.workers;
-    mqs = aligned_alloc(64, sizeof *mqs * (size_t)N);
-    memset(mqs, 0, sizeof *mqs * (size_t)N);
+    mqs = peers_queues_alloc((size_t)N, sizeof *mqs);
     for (int i = 0; i < N; i++) {
         mq_setup(i);
-        consumers[i] = spawn(mq_consumer, &mqs[i], run.producers + i);
+        consumers[i] = peers_spawn(mq_consumer, &mqs[i], run.producers + i);
     }
     return N;
 }

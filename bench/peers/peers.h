@@ -25,6 +25,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -48,8 +49,8 @@
 #define MAXT        2   /* producers and workers at most */
 
 /* The keys, "user:0" to "user:99999": written by main before any run, read-only after. */
-extern char   keys[KEYS][16];
-extern size_t key_len[KEYS];
+extern char   peers_keys[KEYS][16];
+extern size_t peers_key_len[KEYS];
 
 enum kind { EMPTY, REAL };
 
@@ -65,7 +66,7 @@ struct run {
  * before it starts a thread. Static, as it was when all of this was one file, so that the compiler
  * sees that no store through a pointer (a job's count, a producer's sum) can change it and keeps its
  * fields in registers across the producers' loops: one extern copy cost 1to1_burst's rte_ring ~10 %. */
-static struct run run;
+static struct run run __attribute__((unused)); /* unused in a file that includes this only for types */
 
 /* ---- the jobs ---- */
 
@@ -85,7 +86,7 @@ struct wstate {
     _Alignas(64) uint64_t count, sum, errors;
     struct entry *table;
 };
-extern struct wstate ws[MAXT];
+extern struct wstate peers_ws[MAXT];
 
 static inline uint64_t mix64(uint64_t x)
 {
@@ -104,8 +105,8 @@ static inline void job_real(struct wstate *w, uint64_t job)
 {
     uint32_t k = (uint32_t)(job & KEY_MASK);
     uint32_t seq = (uint32_t)(job >> KEY_BITS);
-    const char *key = keys[k];
-    size_t len = key_len[k];
+    const char *key = peers_keys[k];
+    size_t len = peers_key_len[k];
     uint64_t h = XXH3_64bits(key, len) | 1;
     const size_t mask = ((size_t)1 << TABLE_BITS) - 1;
     struct entry *e;
@@ -150,7 +151,7 @@ struct pstate {
     uint32_t *next_seq;    /* [KEYS]: the next sequence number of each key this producer owns */
     int       id;
 };
-extern struct pstate ps[MAXT];
+extern struct pstate peers_ps[MAXT];
 
 static inline uint64_t next_job(struct pstate *p, uint32_t *key)
 {
@@ -166,7 +167,7 @@ static inline uint64_t next_job(struct pstate *p, uint32_t *key)
 
 static inline uint32_t route(uint32_t k)
 {
-    return (uint32_t)(XXH3_64bits(keys[k], key_len[k]) % (uint64_t)run.workers);
+    return (uint32_t)(XXH3_64bits(peers_keys[k], peers_key_len[k]) % (uint64_t)run.workers);
 }
 
 /* The burst cases: a producer draws BURST jobs, then hands them over at once. */
@@ -196,11 +197,21 @@ static inline void burst_draw(struct pstate *p, struct burst *b, long left)
 
 /* Pins the calling thread to the slot-th CPU this process may use (modulo their number), unless
  * --no-pin. Context: any thread; before the run's work, not during it. */
-void pin_self(int slot);
+void peers_pin_self(int slot);
 
 /* Starts a thread that pins itself to slot, then runs fn(arg); aborts if it cannot. Producer i is slot
  * i, worker i slot P + i. Context: main. Pair with pthread_join. */
-pthread_t spawn(void *(*fn)(void *), void *arg, int slot);
+pthread_t peers_spawn(void *(*fn)(void *), void *arg, int slot);
+
+/* n zeroed queues of size bytes each, a cache line aligned; aborts without memory (a benchmark has
+ * nothing better to do). */
+static inline void *peers_queues_alloc(size_t n, size_t size)
+{
+    void *q = aligned_alloc(64, (n * size + 63) / 64 * 64);
+    if (!q)
+        abort();
+    return memset(q, 0, n * size);
+}
 
 /* ---- the peers' events: spin-then-park, futex behind a Dekker pair ---- */
 
@@ -317,7 +328,7 @@ static inline void peers_signal_each(void *queues, size_t size, unsigned mask)
 /* One system under test. The harness (bench_peers.c, main's thread) calls, per repetition, start, then
  * runs run.producers threads of producer (burst_producer when run.burst > 1), each given its struct
  * pstate, joins them, calls close, joins the consumers start returned, and calls free. Worker i runs
- * its jobs with job_run(&ws[i], ...), or job_empty / job_real. */
+ * its jobs with job_run(&peers_ws[i], ...), or job_empty / job_real. */
 struct peer_ops {
     const char *name; /* impl= in the output */
     /* Copies r into this file's run, makes the queues of run.workers workers and starts their

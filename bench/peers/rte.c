@@ -71,7 +71,7 @@ static void *rte_burst_producer(void *arg)
 static void *rte_consumer(void *arg)
 {
     struct rteq *q = arg;
-    struct wstate *w = &ws[q->p.id];
+    struct wstate *w = &peers_ws[q->p.id];
     void *batch[BATCH];
     for (;;) {
         unsigned n = rte_ring_dequeue_burst(q->ring, batch, BATCH, NULL);
@@ -104,12 +104,11 @@ static int rte_start(const struct run *r, pthread_t *consumers)
 {
     run = *r;
     int N = run.workers;
-    rteqs = aligned_alloc(64, sizeof *rteqs * (size_t)N);
-    memset(rteqs, 0, sizeof *rteqs * (size_t)N);
+    rteqs = peers_queues_alloc((size_t)N, sizeof *rteqs);
     for (int i = 0; i < N; i++) {
         rteqs[i].p.id = i;
         rte_setup(i);
-        consumers[i] = spawn(rte_consumer, &rteqs[i], run.producers + i);
+        consumers[i] = peers_spawn(rte_consumer, &rteqs[i], run.producers + i);
     }
     return N;
 }

@@ -105,7 +105,7 @@ static void *wfq_burst_producer(void *arg)
 static void *wfq_consumer(void *arg)
 {
     struct wfq *q = arg;
-    struct wstate *w = &ws[q->p.id];
+    struct wstate *w = &peers_ws[q->p.id];
     struct __cds_wfcq_head lh;
     struct cds_wfcq_tail lt;
     uint64_t freed[MAXT] = { 0 };
@@ -149,8 +149,7 @@ static int wfq_start(const struct run *r, pthread_t *consumers)
 {
     run = *r;
     int P = run.producers, N = run.workers;
-    wfqs = aligned_alloc(64, sizeof *wfqs * (size_t)N);
-    memset(wfqs, 0, sizeof *wfqs * (size_t)N);
+    wfqs = peers_queues_alloc((size_t)N, sizeof *wfqs);
     for (int p = 0; p < P; p++)
         for (int i = 0; i < N; i++)
             if (!(pools[p][i] = calloc(CAP, sizeof(struct wnode))))
@@ -158,7 +157,7 @@ static int wfq_start(const struct run *r, pthread_t *consumers)
     for (int i = 0; i < N; i++) {
         wfqs[i].p.id = i;
         wfq_setup(i);
-        consumers[i] = spawn(wfq_consumer, &wfqs[i], P + i);
+        consumers[i] = peers_spawn(wfq_consumer, &wfqs[i], P + i);
     }
     return N;
 }
