@@ -423,7 +423,11 @@ static void round_once(struct balancer *b)
                 b->own[b->nown++] = p.hash[i];
             }
             if (p.isolate) {
-                snprintf(b->isolated, sizeof b->isolated, "%s", holder);
+                /* A member's name, at most SHARD_NAME_MAX bytes (ring.c checks it); copied by
+                 * length, which GCC can see is bounded where it cannot for "%s". */
+                size_t len = strnlen(holder, sizeof b->isolated - 1);
+                memcpy(b->isolated, holder, len);
+                b->isolated[len] = '\0';
                 b->isolated_hash = unsplittable;
                 weights = 1;
             }
