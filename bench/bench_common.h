@@ -1,9 +1,12 @@
-/* Shared helpers of the benchmark programs: a monotonic clock and the --quick flag. */
+/* Shared helpers of the benchmark programs: a monotonic clock, their arguments (--quick) and a
+ * stream of inputs. */
 #ifndef SHARD_BENCH_COMMON_H
 #define SHARD_BENCH_COMMON_H
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -14,12 +17,28 @@ static inline uint64_t bench_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Whether --quick was given (short runs: CI's smoke test). Any other argument that accept (NULL:
+ * none) does not take is an error: a usage line, with usage_more after [--quick], and exit status 2,
+ * never a full run nobody asked for. */
+static inline bool bench_args(int argc, char **argv, bool (*accept)(const char *arg), const char *usage_more)
+{
+    bool quick = false;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0) {
+            quick = true;
+        } else if (!accept || !accept(argv[i])) {
+            fprintf(stderr, "%s: unknown argument '%s'\nusage: %s [--quick]%s\n", argv[0], argv[i], argv[0],
+                    usage_more ? usage_more : "");
+            exit(2);
+        }
+    }
+    return quick;
+}
+
+/* For a benchmark whose only option is --quick. */
 static inline bool bench_quick(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--quick") == 0)
-            return true;
-    return false;
+    return bench_args(argc, argv, NULL, NULL);
 }
 
 /* splitmix64: a fast deterministic stream of 64-bit values for inputs. */

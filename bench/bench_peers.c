@@ -211,19 +211,69 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+static const struct {
+    const char *name;
+    int         producers, workers;
+    enum kind   kind;
+    long        jobs_full, jobs_quick; /* per producer */
+    int         burst;
+} cases[] = {
+    { "1to1_empty", 1, 1, EMPTY, 4000000, 200000, 1 },
+    { "1to1_real", 1, 1, REAL, 2000000, 100000, 1 },
+    { "2to2_empty", 2, 2, EMPTY, 2000000, 100000, 1 },
+    { "2to2_real", 2, 2, REAL, 1000000, 50000, 1 },
+    { "1to1_burst", 1, 1, EMPTY, 4000000, 200000, BURST },
+    { "2to2_burst", 2, 2, EMPTY, 2000000, 100000, BURST },
+};
+#define NCASES (sizeof cases / sizeof cases[0])
+
+static const char *only_impl, *only_case;
+
+/* The options beside --quick (bench_args). */
+static bool accept_option(const char *arg)
+{
+    if (strcmp(arg, "--no-pin") == 0)
+        run.pin = false;
+    else if (strncmp(arg, "--impl=", 7) == 0)
+        only_impl = arg + 7;
+    else if (strncmp(arg, "--case=", 7) == 0)
+        only_case = arg + 7;
+    else
+        return false;
+    return true;
+}
+
+/* An --impl or --case that names nothing would run nothing and say nothing: an error instead. */
+static void check_names(void)
+{
+    bool impl_ok = !only_impl, case_ok = !only_case;
+    for (int i = 0; i < NIMPL && !impl_ok; i++)
+        impl_ok = impls[i] && strcmp(only_impl, impls[i]->name) == 0;
+    for (size_t c = 0; c < NCASES && !case_ok; c++)
+        case_ok = strcmp(only_case, cases[c].name) == 0;
+    if (impl_ok && case_ok)
+        return;
+    if (!impl_ok) {
+        fprintf(stderr, "bench_peers: no system '%s' in this build; the systems:", only_impl);
+        for (int i = 0; i < NIMPL; i++)
+            if (impls[i])
+                fprintf(stderr, " %s", impls[i]->name);
+        fputs(" (ck_ring needs libck-dev, rte_ring libdpdk-dev)\n", stderr);
+    }
+    if (!case_ok) {
+        fprintf(stderr, "bench_peers: no case '%s'; the cases:", only_case);
+        for (size_t c = 0; c < NCASES; c++)
+            fprintf(stderr, " %s", cases[c].name);
+        fputc('\n', stderr);
+    }
+    exit(2);
+}
+
 int main(int argc, char **argv)
 {
-    bool quick = bench_quick(argc, argv);
     run.pin = true;
-    const char *only_impl = NULL, *only_case = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--no-pin") == 0)
-            run.pin = false;
-        else if (strncmp(argv[i], "--impl=", 7) == 0)
-            only_impl = argv[i] + 7;
-        else if (strncmp(argv[i], "--case=", 7) == 0)
-            only_case = argv[i] + 7;
-    }
+    bool quick = bench_args(argc, argv, accept_option, " [--no-pin] [--impl=SYSTEM] [--case=CASE]");
+    check_names();
     int reps = quick ? 1 : 3;
     cpu_set_t allowed;
     if (sched_getaffinity(0, sizeof allowed, &allowed) == 0)
@@ -242,21 +292,7 @@ int main(int argc, char **argv)
         puts("bench=peers note=no_ck_ring reason=built_without_libck-dev");
     if (!impls[RTE])
         puts("bench=peers note=no_rte_ring reason=built_without_libdpdk-dev");
-    static const struct {
-        const char *name;
-        int         producers, workers;
-        enum kind   kind;
-        long        jobs_full, jobs_quick; /* per producer */
-        int         burst;
-    } cases[] = {
-        { "1to1_empty", 1, 1, EMPTY, 4000000, 200000, 1 },
-        { "1to1_real", 1, 1, REAL, 2000000, 100000, 1 },
-        { "2to2_empty", 2, 2, EMPTY, 2000000, 100000, 1 },
-        { "2to2_real", 2, 2, REAL, 1000000, 50000, 1 },
-        { "1to1_burst", 1, 1, EMPTY, 4000000, 200000, BURST },
-        { "2to2_burst", 2, 2, EMPTY, 2000000, 100000, BURST },
-    };
-    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    for (size_t c = 0; c < NCASES; c++) {
         if (only_case && strcmp(only_case, cases[c].name) != 0)
             continue;
         run.kind = cases[c].kind;

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The benchmarks' command lines: a wrong argument exits 2 with a message on stderr naming it and
+# nothing on stdout, never a full run nobody asked for; bench_peers also refuses a system or a case
+# that does not exist (or was not built).
+#
+#   bench_args_test.sh BENCH_PEERS_PATH OTHER_BENCH_PATH...
+set -euo pipefail
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+checks=0
+
+# refused MESSAGE PROGRAM ARGS...
+refused() {
+    local msg=$1 status=0
+    shift
+    timeout 60 "$@" >"$tmp/out" 2>"$tmp/err" || status=$?
+    checks=$((checks + 1))
+    ((status == 2)) || { echo "FAIL: $*: exit status $status, expected 2"; cat "$tmp/err"; exit 1; }
+    grep -qF -- "$msg" "$tmp/err" || { echo "FAIL: $*: no \"$msg\" on stderr"; cat "$tmp/err"; exit 1; }
+    [[ ! -s $tmp/out ]] || { echo "FAIL: $*: refused, yet printed on stdout"; head -5 "$tmp/out"; exit 1; }
+}
+
+peers=$1
+shift
+for b in "$peers" "$@"; do
+    refused "unknown argument '--frobnicate'" "$b" --frobnicate
+    refused "unknown argument 'quick'" "$b" quick
+done
+refused "no system 'nonesuch'" "$peers" --impl=nonesuch --quick
+refused "no case 'nonesuch'" "$peers" --case=nonesuch --quick
+refused "unknown argument '--impl'" "$peers" --impl
+echo "bench_args: $checks checks passed"
