@@ -17,15 +17,18 @@ static inline uint64_t bench_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Whether --quick was given (short runs: CI's smoke test). Any other argument that accept (NULL:
- * none) does not take is an error: a usage line, with usage_more after [--quick], and exit status 2,
- * never a full run nobody asked for. */
+/* Whether --quick was given (short runs: CI's smoke test). --help prints the usage line, with
+ * usage_more after [--quick], and exits 0; any other argument that accept (NULL: none) does not take
+ * is an error: that line on stderr and exit status 2, never a full run nobody asked for. */
 static inline bool bench_args(int argc, char **argv, bool (*accept)(const char *arg), const char *usage_more)
 {
     bool quick = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) {
             quick = true;
+        } else if (strcmp(argv[i], "--help") == 0) {
+            printf("usage: %s [--quick]%s\n", argv[0], usage_more ? usage_more : "");
+            exit(0);
         } else if (!accept || !accept(argv[i])) {
             fprintf(stderr, "%s: unknown argument '%s'\nusage: %s [--quick]%s\n", argv[0], argv[i], argv[0],
                     usage_more ? usage_more : "");

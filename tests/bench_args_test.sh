@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The benchmarks' command lines: a wrong argument exits 2 with a message on stderr naming it and
-# nothing on stdout, never a full run nobody asked for; bench_peers also refuses a system or a case
-# that does not exist (or was not built).
+# The benchmarks' command lines: --help prints the usage line on stdout and exits 0; a wrong argument
+# exits 2 with a message on stderr naming it and nothing on stdout, never a full run nobody asked
+# for; bench_peers also refuses a system or a case that does not exist (or was not built).
 #
 #   bench_args_test.sh BENCH_PEERS_PATH OTHER_BENCH_PATH...
 set -euo pipefail
@@ -24,6 +24,11 @@ refused() {
 peers=$1
 shift
 for b in "$peers" "$@"; do
+    status=0
+    timeout 60 "$b" --help >"$tmp/out" 2>"$tmp/err" || status=$?
+    checks=$((checks + 1))
+    ((status == 0)) && grep -q "^usage: .*\[--quick\]" "$tmp/out" && [[ ! -s $tmp/err ]] ||
+        { echo "FAIL: $b --help: exit status $status, or no usage line on stdout"; cat "$tmp/out" "$tmp/err"; exit 1; }
     refused "unknown argument '--frobnicate'" "$b" --frobnicate
     refused "unknown argument 'quick'" "$b" quick
 done
