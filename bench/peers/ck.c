@@ -15,7 +15,7 @@ struct ckq {
     bool mp; /* several producers: _mpsc enqueue */
 };
 static struct ckq *ckqs;
-_Static_assert(offsetof(struct ckq, p) == 0, "peers_signal_each finds the peer at a queue's start");
+_Static_assert(offsetof(struct ckq, p) == 0, "peers_at finds the peer at a queue's start");
 
 static inline bool ck_push(struct ckq *q, uint64_t job)
 {
@@ -95,20 +95,13 @@ static void ck_setup(int i)
 static int ck_start(const struct run *r, pthread_t *consumers)
 {
     run = *r;
-    int N = run.workers;
-    ckqs = peers_queues_alloc((size_t)N, sizeof *ckqs);
-    for (int i = 0; i < N; i++) {
-        ckqs[i].p.id = i;
-        ck_setup(i);
-        consumers[i] = peers_spawn(ck_consumer, &ckqs[i], run.producers + i);
-    }
-    return N;
+    ckqs = peers_queues_alloc((size_t)run.workers, sizeof *ckqs);
+    return peers_start_each(ckqs, sizeof *ckqs, ck_setup, ck_consumer, consumers);
 }
 
 static void ck_close(void)
 {
-    for (int i = 0; i < run.workers; i++)
-        peer_close(&ckqs[i].p);
+    peers_close_each(ckqs, sizeof *ckqs);
 }
 
 static void ck_free(void)

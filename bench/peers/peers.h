@@ -311,8 +311,34 @@ static inline void peer_close(struct peer *p)
     event_signal(&p->park);
 }
 
-/* Wakes the consumers in mask of queues (an array of queues of size bytes each, which begin with their
- * struct peer) if parked. Dekker: the jobs pushed to them before their park.armed is read. */
+/* Queue i of queues, an array of queues of size bytes each that begin with their struct peer. */
+static inline struct peer *peers_at(void *queues, size_t size, int i)
+{
+    return (struct peer *)((char *)queues + (size_t)i * size);
+}
+
+/* A system's start with such queues (zeroed, run.workers of them): numbers each queue's peer, calls
+ * setup(i), and starts consumer on queue i, worker i on slot run.producers + i. Return: run.workers,
+ * the threads in consumers. */
+static inline int peers_start_each(void *queues, size_t size, void (*setup)(int), void *(*consumer)(void *),
+                                   pthread_t *consumers)
+{
+    for (int i = 0; i < run.workers; i++) {
+        peers_at(queues, size, i)->id = i;
+        setup(i);
+        consumers[i] = peers_spawn(consumer, peers_at(queues, size, i), run.producers + i);
+    }
+    return run.workers;
+}
+
+/* A system's close with such queues: every consumer may finish. */
+static inline void peers_close_each(void *queues, size_t size)
+{
+    for (int i = 0; i < run.workers; i++)
+        peer_close(peers_at(queues, size, i));
+}
+
+/* Wakes the consumers in mask of queues (as above) if parked. Dekker: the jobs pushed to them before their park.armed is read. */
 static inline void peers_signal_each(void *queues, size_t size, unsigned mask)
 {
     if (!mask)
@@ -320,7 +346,7 @@ static inline void peers_signal_each(void *queues, size_t size, unsigned mask)
     atomic_thread_fence(memory_order_seq_cst);
     for (int i = 0; i < run.workers; i++)
         if (mask >> i & 1)
-            event_signal(&((struct peer *)((char *)queues + (size_t)i * size))->park);
+            event_signal(&peers_at(queues, size, i)->park);
 }
 
 /* ---- what each system's file provides ---- */

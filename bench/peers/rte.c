@@ -15,7 +15,7 @@ struct rteq {
     struct rte_ring *ring; /* CAP slots, CAP - 1 usable, as ck's */
 };
 static struct rteq *rteqs;
-_Static_assert(offsetof(struct rteq, p) == 0, "peers_signal_each finds the peer at a queue's start");
+_Static_assert(offsetof(struct rteq, p) == 0, "peers_at finds the peer at a queue's start");
 
 static inline bool rte_push(struct rteq *q, uint64_t job)
 {
@@ -103,20 +103,13 @@ static void rte_setup(int i)
 static int rte_start(const struct run *r, pthread_t *consumers)
 {
     run = *r;
-    int N = run.workers;
-    rteqs = peers_queues_alloc((size_t)N, sizeof *rteqs);
-    for (int i = 0; i < N; i++) {
-        rteqs[i].p.id = i;
-        rte_setup(i);
-        consumers[i] = peers_spawn(rte_consumer, &rteqs[i], run.producers + i);
-    }
-    return N;
+    rteqs = peers_queues_alloc((size_t)run.workers, sizeof *rteqs);
+    return peers_start_each(rteqs, sizeof *rteqs, rte_setup, rte_consumer, consumers);
 }
 
 static void rte_close(void)
 {
-    for (int i = 0; i < run.workers; i++)
-        peer_close(&rteqs[i].p);
+    peers_close_each(rteqs, sizeof *rteqs);
 }
 
 static void rte_free(void)

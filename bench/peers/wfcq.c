@@ -30,6 +30,7 @@ struct wfq {
     _Alignas(64) _Atomic uint64_t freed[MAXT]; /* by the consumer: nodes of producer i it is done with */
 };
 static struct wfq *wfqs;
+_Static_assert(offsetof(struct wfq, p) == 0, "peers_at finds the peer at a queue's start");
 static struct wnode *pools[MAXT][MAXT]; /* [producer][worker]: CAP nodes each */
 
 static void *wfq_producer(void *arg)
@@ -154,18 +155,12 @@ static int wfq_start(const struct run *r, pthread_t *consumers)
         for (int i = 0; i < N; i++)
             if (!(pools[p][i] = calloc(CAP, sizeof(struct wnode))))
                 abort();
-    for (int i = 0; i < N; i++) {
-        wfqs[i].p.id = i;
-        wfq_setup(i);
-        consumers[i] = peers_spawn(wfq_consumer, &wfqs[i], P + i);
-    }
-    return N;
+    return peers_start_each(wfqs, sizeof *wfqs, wfq_setup, wfq_consumer, consumers);
 }
 
 static void wfq_close(void)
 {
-    for (int i = 0; i < run.workers; i++)
-        peer_close(&wfqs[i].p);
+    peers_close_each(wfqs, sizeof *wfqs);
 }
 
 static void wfq_free(void)
