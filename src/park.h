@@ -14,27 +14,27 @@
 
 #include "cacheline.h"
 
-/* Parking: the worker sleeps on seq while sleeping is set; a waker clears sleeping and bumps seq. */
+/* Parking: the worker sleeps on seq while sleeping is set; a waker clears sleeping and bumps seq.
+ * With the idle hook (shard_config.on_worker_idle) the worker waits in the hook instead, on fd, and a
+ * waker writes to fd rather than waking the futex; the Dekker pair is the same. */
 struct parking {
     alignas(SHARD_CACHELINE) _Atomic uint32_t seq;
     _Atomic uint32_t sleeping;
+    int              fd; /* an eventfd with the idle hook, else -1 */
 };
 
+/* Return: 0; -ENOMEM when with_fd and no eventfd could be made. */
+int      shard__park_init(struct parking *pk, bool with_fd);
+void     shard__park_destroy(struct parking *pk);
+/* Empties fd of wake-ups already taken. Context: the worker, before shard__park_prepare. */
+void     shard__park_clear_fd(struct parking *pk);
 uint32_t shard__park_prepare(struct parking *pk);
 void     shard__park_cancel(struct parking *pk);
 void     shard__park_wait(struct parking *pk, uint32_t seq);
 /* As shard__park_wait, but returns by deadline (CLOCK_MONOTONIC ns) at the latest. */
 void     shard__park_wait_until(struct parking *pk, uint32_t seq, uint64_t deadline_ns);
-/* The waker's slow half: sleeping was seen set. */
+/* The waker's slow half, once it has seen sleeping set (with a seq_cst load: the waker's side of the
+ * pair, after its push). Return: whether this call woke it. */
 bool     shard__park_wake_sleeper(struct parking *pk);
-
-/* Wakes the parked worker, if it is parked. Return: whether this call woke it. Inline: every submit
- * calls it, and it is one load when the worker is awake. */
-static inline bool shard__park_wake(struct parking *pk)
-{
-    if (!atomic_load_explicit(&pk->sleeping, memory_order_seq_cst))
-        return false;
-    return shard__park_wake_sleeper(pk);
-}
 
 #endif

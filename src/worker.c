@@ -2,6 +2,7 @@
  * run.c acts on what it took, pass.c on what it set aside), polling and parking when idle, exit.
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,7 @@ struct shard_worker *shard__worker_new(shard_dispatcher *d, const char *name, ui
     if (!w)
         return NULL;
     memset(w, 0, sizeof *w);
+    w->park.fd = -1; /* none until shard__park_init below makes one: what shard__worker_free closes */
     if (shard__queue_init(&w->q, d->capacity) != 0) {
         free(w);
         return NULL;
@@ -45,7 +47,7 @@ struct shard_worker *shard__worker_new(shard_dispatcher *d, const char *name, ui
     w->stop_item.embedded = true;
     shard__timers_worker_init(w);
     w->hot = shard__hot_new(d->cfg.hot_keys, d->cfg.hot_window_ms);
-    if (d->cfg.hot_keys && !w->hot) {
+    if ((d->cfg.hot_keys && !w->hot) || shard__park_init(&w->park, d->cfg.on_worker_idle != NULL) != 0) {
         shard__worker_free(w);
         return NULL;
     }
@@ -76,6 +78,7 @@ void shard__worker_free(struct shard_worker *w)
     pthread_mutex_destroy(&w->inbox_lock);
     shard__timers_worker_destroy(w);
     shard__hot_free(w->hot);
+    shard__park_destroy(&w->park);
     free(w);
 }
 
@@ -180,6 +183,22 @@ static bool poll_before_park(struct shard_worker *w)
     }
 }
 
+/* Waits in the user's idle hook (shard_config.on_worker_idle) instead of on the futex, until wake_at
+ * (ns; UINT64_MAX: none). Context: w's thread, parking prepared, w->lock not held. */
+static void idle_hook(struct shard_worker *w, uint64_t wake_at)
+{
+    int timeout_ms = -1;
+    if (wake_at != UINT64_MAX) {
+        uint64_t now = shard__now_ns();
+        uint64_t ms = wake_at > now ? (wake_at - now + 999999) / 1000000 : 0; /* rounded up: not early */
+        timeout_ms = ms > INT_MAX ? INT_MAX : (int)ms;
+    }
+    /* Not in_fn: that marks a job or a release hook, which a crash must wait for or take over. A
+     * crash treats w as parked (it is, by its flag) and wakes it through the fd. */
+    w->d->cfg.on_worker_idle(w, w->park.fd, timeout_ms, w->d->cfg.user);
+    shard__park_cancel(&w->park);
+}
+
 static void idle(struct shard_worker *w)
 {
     shard__queue_publish_head_sc(&w->q); /* the slots taken so far are free for producers again */
@@ -187,6 +206,8 @@ static void idle(struct shard_worker *w)
      * new jobs, so it parks at once and leaves the cores to workers that have work. */
     if (atomic_load_explicit(&w->state, memory_order_relaxed) == SHARD_WORKER_RUNNING && poll_before_park(w))
         return;
+    if (w->park.fd >= 0)
+        shard__park_clear_fd(&w->park); /* before the flag is set: a later wake-up stays readable */
     uint32_t seq = shard__park_prepare(&w->park);
     /* After shard__park_prepare's seq_cst store: a submitter that found the queue full and registered is
      * seen here even if the per-job check missed it (shard__space_notify). */
@@ -202,7 +223,9 @@ static void idle(struct shard_worker *w)
     if (w->hot)
         shard__hot_idle(w->hot, shard__now_ns());
     pthread_mutex_unlock(&w->lock);
-    if (wake_at == UINT64_MAX)
+    if (w->park.fd >= 0)
+        idle_hook(w, wake_at);
+    else if (wake_at == UINT64_MAX)
         shard__park_wait(&w->park, seq);
     else
         shard__park_wait_until(&w->park, seq, wake_at);

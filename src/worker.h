@@ -153,10 +153,14 @@ struct shard_worker *shard__worker_new(shard_dispatcher *d, const char *name, ui
 int   shard__worker_start(struct shard_worker *w);
 void  shard__worker_free(struct shard_worker *w);
 void *shard__worker_main(void *arg);
-/* Wakes w if it is parked. Context: any thread. */
+/* Wakes w if it is parked. Context: any thread. Inline: every submit calls it, and it is one load when
+ * the worker is awake. */
 static inline void shard__worker_wake(struct shard_worker *w)
 {
-    if (shard__park_wake(&w->park))
+    if (!atomic_load_explicit(&w->park.sleeping, memory_order_seq_cst))
+        return;
+    /* w's own idle hook submitting to it: w looks at its queue once the hook returns. */
+    if (w != shard__current_worker && shard__park_wake_sleeper(&w->park))
         shard__count(&w->woken);
 }
 /* inbox.c. Jobs a crash rerouted to w, jobs that followed their key to it (follow.c) and drain

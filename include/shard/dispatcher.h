@@ -148,6 +148,18 @@ struct shard_config {
     uint32_t   hot_keys;
     uint32_t   hot_window_ms; /**< the window of hot_keys; 0: 1000 */
     struct shard_balance_config balance; /**< the balancer; zeroed: off (added in 0.2) */
+    /** Run on an idle worker's thread in place of its sleep (added in 0.2), so that the worker can
+     * wait for the caller's events as well as for jobs: a shard-per-core server runs its network loop
+     * here, on the thread that runs the jobs of the keys it reads. The hook waits (poll, epoll) on
+     * wake_fd, which becomes readable when the worker has work, beside its own descriptors, for at
+     * most timeout_ms (its next timer; -1: none), and returns once wake_fd is readable or the time is
+     * up; returning sooner is fine (the worker calls it again while it stays idle; one that returns at
+     * once makes the worker poll). It must not read wake_fd. It may do what a job may: submit (to this
+     * worker too: such jobs run after it returns), arm timers, shard_worker_crashed(). A crash or a
+     * removal wakes it and lets it return before the worker goes. The worker first polls its queue
+     * as poll_us says. Each worker then holds an eventfd: creating a worker fails with -ENOMEM when
+     * the process has no descriptor left. NULL: the worker sleeps on a futex. */
+    void (*on_worker_idle)(shard_worker *w, int wake_fd, int timeout_ms, void *user);
 };
 
 /** The most entries shard_config.cpus may have, and one more than the highest CPU number accepted. */

@@ -1,0 +1,192 @@
+/* The idle hook (shard_config.on_worker_idle): an idle worker waits in it, on its wake descriptor
+ * beside the caller's own; a submit, a timer, a removal, a crash and destroy each make it return; what
+ * it submits to its own worker runs after it returns, in order, without waking it; and a dispatcher
+ * that cannot have the descriptor says so. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdbool.h>
+#include <shard.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+/* What the hooks of one test saw. */
+static sem_t      entered;  /* posted each time a hook is entered */
+static atomic_int calls, woken_by_fd, last_timeout;
+static atomic_int min_timeout = 1 << 30;
+
+/* Waits on wake_fd alone, as the contract asks. */
+static void wait_hook(shard_worker *w, int wake_fd, int timeout_ms, void *user)
+{
+    (void)w, (void)user;
+    atomic_fetch_add(&calls, 1);
+    atomic_store(&last_timeout, timeout_ms);
+    if (timeout_ms >= 0 && timeout_ms < atomic_load(&min_timeout))
+        atomic_store(&min_timeout, timeout_ms);
+    sem_post(&entered);
+    struct pollfd p = { .fd = wake_fd, .events = POLLIN };
+    if (poll(&p, 1, timeout_ms) == 1 && (p.revents & POLLIN))
+        atomic_fetch_add(&woken_by_fd, 1);
+}
+
+/* Waits for s at most 10 s: what should happen at once fails the test rather than hanging it. */
+static bool within_10s(sem_t *s)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    t.tv_sec += 10;
+    int r;
+    while ((r = sem_timedwait(s, &t)) != 0 && errno == EINTR)
+        ;
+    return r == 0;
+}
+
+static shard_dispatcher *make(uint32_t workers, void (*hook)(shard_worker *, int, int, void *))
+{
+    sem_init(&entered, 0, 0);
+    shard_dispatcher *d;
+    struct shard_config cfg = { .workers = workers, .on_worker_idle = hook };
+    cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
+    return d;
+}
+
+static void post(shard_worker *w, void *arg)
+{
+    (void)w;
+    sem_post(arg);
+}
+
+Test(idle, a_worker_waits_in_the_hook_and_a_submit_wakes_it)
+{
+    shard_dispatcher *d = make(1, wait_hook);
+    sem_wait(&entered); /* the worker is idle, in the hook, with no timer: no limit */
+    cr_assert_eq(atomic_load(&last_timeout), -1);
+    sem_t ran;
+    sem_init(&ran, 0, 0);
+    cr_assert_eq(shard_submit(d, "k", 1, post, &ran), 0);
+    cr_assert(within_10s(&ran), "the submit did not wake the hook");
+    cr_assert_geq(atomic_load(&woken_by_fd), 1, "the job ran without the hook seeing wake_fd readable");
+    shard_dispatcher_destroy(d);
+}
+
+/* The hook submits, the first time it is called, jobs of one key to its own (only) worker; each
+ * checks its place in the sequence. */
+#define OWN_JOBS 1000
+static atomic_int own_next, own_bad, fd_readable_after_own;
+static sem_t      own_done;
+
+static void own_job(shard_worker *w, void *arg)
+{
+    (void)w;
+    int i = (int)(intptr_t)arg;
+    if (atomic_load(&own_next) != i)
+        atomic_fetch_add(&own_bad, 1);
+    atomic_store(&own_next, i + 1);
+    if (i == OWN_JOBS - 1)
+        sem_post(&own_done);
+}
+
+static void submitting_hook(shard_worker *w, int wake_fd, int timeout_ms, void *user)
+{
+    if (atomic_fetch_add(&calls, 1) == 0) {
+        shard_dispatcher *d;
+        while (!(d = atomic_load((_Atomic(shard_dispatcher *) *)user)))
+            ; /* create has not stored it yet: the first call may come before it returns */
+        for (int i = 0; i < OWN_JOBS; i++)
+            if (shard_submit(d, "own", 3, own_job, (void *)(intptr_t)i) != 0)
+                atomic_fetch_add(&own_bad, 1);
+        /* Its own submits did not make wake_fd readable: the worker is not asleep. */
+        struct pollfd p = { .fd = wake_fd, .events = POLLIN };
+        atomic_store(&fd_readable_after_own, poll(&p, 1, 0));
+        if (shard_worker_crashed(w))
+            atomic_fetch_add(&own_bad, 1);
+        return; /* the jobs run now, after it */
+    }
+    struct pollfd p = { .fd = wake_fd, .events = POLLIN };
+    poll(&p, 1, timeout_ms);
+}
+
+Test(idle, jobs_a_hook_submits_to_its_own_worker_run_after_it_in_order)
+{
+    static _Atomic(shard_dispatcher *) dp;
+    sem_init(&own_done, 0, 0);
+    shard_dispatcher *d;
+    /* More jobs than the queue holds: from a worker's thread a full queue takes them beyond it. */
+    struct shard_config cfg = { .workers = 1, .queue_capacity = 64, .on_worker_idle = submitting_hook,
+                                .user = (void *)&dp };
+    cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
+    atomic_store(&dp, d);
+    cr_assert(within_10s(&own_done), "the hook's jobs did not run");
+    cr_assert_eq(atomic_load(&own_bad), 0, "a submit from the hook failed, or its job ran out of order");
+    cr_assert_eq(atomic_load(&own_next), OWN_JOBS);
+    cr_assert_eq(atomic_load(&fd_readable_after_own), 0, "the hook's own submits woke its worker");
+    shard_dispatcher_destroy(d);
+}
+
+Test(idle, the_timeout_is_the_next_timer_and_the_timer_fires)
+{
+    shard_dispatcher *d = make(1, wait_hook);
+    sem_wait(&entered);
+    sem_t fired;
+    sem_init(&fired, 0, 0);
+    cr_assert_eq(shard_submit_after(d, "t", 1, 300 * 1000000ull, post, &fired, NULL), 0);
+    cr_assert(within_10s(&fired), "the timer did not fire: the hook was not told its time");
+    int t = atomic_load(&min_timeout);
+    cr_assert(t >= 0 && t <= 300, "the hook was given %d ms, not the time to a timer due in 300 ms", t);
+    shard_dispatcher_destroy(d);
+}
+
+Test(idle, remove_crash_and_destroy_wake_a_worker_in_its_hook)
+{
+    shard_dispatcher *d = make(3, wait_hook);
+    for (int i = 0; i < 3; i++)
+        sem_wait(&entered); /* every worker in its hook, waiting with no limit */
+    cr_assert_eq(shard_worker_remove(d, "w2"), 0); /* waits for w2 to pass its fence and exit */
+    cr_assert_eq(shard_worker_crash(d, "w1", SHARD_CRASH_REROUTE), 0);
+    struct shard_stats st;
+    cr_assert_eq(shard_dispatcher_stats(d, &st), 0);
+    cr_assert_eq(st.workers, 1);
+    sem_t ran;
+    sem_init(&ran, 0, 0);
+    for (int i = 0; i < 64; i++) { /* keys that were w1's and w2's reach w0 */
+        char k[16];
+        cr_assert_eq(shard_submit(d, k, (size_t)snprintf(k, sizeof k, "k%d", i), post, &ran), 0);
+    }
+    for (int i = 0; i < 64; i++)
+        cr_assert(within_10s(&ran), "job %d of the keys w1 and w2 had did not run on w0", i);
+    shard_dispatcher_destroy(d); /* joins w0, in its hook again */
+}
+
+Test(idle, a_dispatcher_without_a_descriptor_left_fails_with_enomem)
+{
+    struct rlimit rl;
+    cr_assert_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+    int fd = open("/dev/null", O_RDONLY); /* the lowest free one: the limit there leaves none */
+    cr_assert_geq(fd, 0);
+    close(fd);
+    struct rlimit low = { (rlim_t)fd, rl.rlim_max };
+    cr_assert_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
+    shard_dispatcher *d = NULL;
+    struct shard_config cfg = { .workers = 2, .on_worker_idle = wait_hook };
+    sem_init(&entered, 0, 0);
+    cr_assert_eq(shard_dispatcher_create(&d, &cfg), -ENOMEM);
+    cfg.on_worker_idle = NULL; /* without the hook no descriptor is needed */
+    cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
+    cr_assert_eq(shard_worker_add(d, "x", 1), 0);
+    shard_dispatcher_destroy(d);
+    cr_assert_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+    cfg.on_worker_idle = wait_hook;
+    cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
+    cr_assert_eq(setrlimit(RLIMIT_NOFILE, &low), 0); /* an added worker's descriptor fails the add */
+    cr_assert_eq(shard_worker_add(d, "x", 1), -ENOMEM);
+    cr_assert_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+    cr_assert_eq(shard_worker_add(d, "x", 1), 0);
+    shard_dispatcher_destroy(d);
+}
