@@ -62,14 +62,15 @@ static const char *requirepass;
  * --name VALUE or --name=VALUE, -- ends the options, no operands. */
 static struct server_options parse_options(int argc, char **argv)
 {
-    long long port = 7379, workers = 2, net_threads = 1, queue = SHARD_DEFAULT_QUEUE_CAPACITY, pipeline = 1024,
+    long long port = 7379, workers = 2, net_threads = 0, queue = SHARD_DEFAULT_QUEUE_CAPACITY, pipeline = 1024,
               max_request = 1 << 20, max_args = 1024, hot_keys = 8, balance_ms = 0;
     const char *bind = "127.0.0.1";
     const struct option_spec options[] = {
         { "--port", OPTION_INT, &port, 0, 65535, "port to listen on; 0: any free one, printed" },
         { "--bind", OPTION_STRING, &bind, 0, 0, "address to listen on: IPv4, IPv6 or a host name" },
         { "--workers", OPTION_INT, &workers, 1, SHARD_MAX_WORKERS, "shard workers, each owning its keys" },
-        { "--net-threads", OPTION_INT, &net_threads, 1, 64, "network threads, each with its own epoll" },
+        { "--net-threads", OPTION_INT, &net_threads, 0, 64,
+          "network threads, each with its own epoll; 0: the workers run the network themselves" },
         { "--queue", OPTION_INT, &queue, 1, SHARD_MAX_QUEUE_CAPACITY, "jobs a worker may hold" },
         { "--pipeline", OPTION_INT, &pipeline, 1, 1 << 20, "requests in flight per connection" },
         { "--max-request", OPTION_INT, &max_request, 64, 512ll << 20, "bytes of one request, at most" },
@@ -133,6 +134,12 @@ static struct server_options parse_options(int argc, char **argv)
     };
 }
 
+static void on_worker_stop(shard_worker *w, void *user)
+{
+    store_on_stop(w, user);
+    net_worker_stop();
+}
+
 int main(int argc, char **argv)
 {
     struct server srv = { .opt = parse_options(argc, argv), .listen_fd = -1 };
@@ -149,7 +156,9 @@ int main(int argc, char **argv)
         .workers = srv.opt.workers,
         .queue_capacity = srv.opt.queue_capacity,
         .on_worker_start = store_on_start,
-        .on_worker_stop = store_on_stop,
+        .on_worker_stop = on_worker_stop,
+        .on_worker_idle = srv.opt.net_threads ? NULL : net_on_idle,
+        .user = &srv,
         .on_release = store_on_release,
         .hot_keys = srv.opt.hot_keys,
         .balance = { .interval_ms = srv.opt.balance_ms },
@@ -160,10 +169,15 @@ int main(int argc, char **argv)
         err = auth_set_password(requirepass);
     if (!err)
         err = store_global_init();
+    if (!err && (err = net_init(&srv)) != 0) { /* said why */
+        net_free(&srv);
+        return 1;
+    }
     if (!err)
         err = shard_dispatcher_create(&srv.d, &cfg);
     if (err) {
         fprintf(stderr, "kv_server: cannot start: %s\n", shard_strerror(err));
+        net_free(&srv);
         return 1;
     }
     err = admin_start(&srv);
@@ -172,8 +186,12 @@ int main(int argc, char **argv)
     else
         err = net_start(&srv);
     if (err == 0) {
-        printf("kv_server: listening on %s:%d with %u workers, %u network threads\n", srv.opt.bind,
-               srv.port, srv.opt.workers, srv.opt.net_threads);
+        if (srv.opt.net_threads)
+            printf("kv_server: listening on %s:%d with %u workers, %u network threads\n", srv.opt.bind,
+                   srv.port, srv.opt.workers, srv.opt.net_threads);
+        else
+            printf("kv_server: listening on %s:%d with %u workers, the network on the workers\n",
+                   srv.opt.bind, srv.port, srv.opt.workers);
         fflush(stdout);
         int sig;
         sigwait(&stop_signals, &sig);

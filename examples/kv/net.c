@@ -455,27 +455,32 @@ static void take_completions(struct net_thread *nt)
     }
 }
 
+bool net_round(struct net_thread *nt, int timeout_ms)
+{
+    struct epoll_event ev[MAX_EVENTS];
+    int n = epoll_wait(nt->epfd, ev, MAX_EVENTS, timeout_ms);
+    nt->now_ms = monotonic_ms(CLOCK_MONOTONIC_COARSE);
+    for (int i = 0; i < n; i++) {
+        struct conn *c = ev[i].data.ptr;
+        if (ev[i].data.ptr == NULL)
+            accept_all(nt);
+        else if (ev[i].data.ptr == nt)
+            take_completions(nt);
+        else if (c->dead || c->hungup)
+            continue; /* out of epoll since an earlier event of this batch */
+        else
+            conn_event(c, ev[i].events);
+    }
+    take_completions(nt);
+    bury(nt);
+    return n > 0;
+}
+
 static void *net_main(void *arg)
 {
     struct net_thread *nt = arg;
-    struct epoll_event ev[MAX_EVENTS];
-    while (!atomic_load_explicit(&nt->srv->stopping, memory_order_acquire)) {
-        int n = epoll_wait(nt->epfd, ev, MAX_EVENTS, -1);
-        nt->now_ms = monotonic_ms(CLOCK_MONOTONIC_COARSE);
-        for (int i = 0; i < n; i++) {
-            struct conn *c = ev[i].data.ptr;
-            if (ev[i].data.ptr == NULL)
-                accept_all(nt);
-            else if (ev[i].data.ptr == nt)
-                take_completions(nt);
-            else if (c->dead || c->hungup)
-                continue; /* out of epoll since an earlier event of this batch */
-            else
-                conn_event(c, ev[i].events);
-        }
-        take_completions(nt);
-        bury(nt);
-    }
+    while (!atomic_load_explicit(&nt->srv->stopping, memory_order_acquire))
+        net_round(nt, -1);
     return NULL;
 }
 
@@ -522,6 +527,7 @@ static int net_thread_init(struct server *srv, struct net_thread *nt, int listen
 {
     *nt = (struct net_thread){ .srv = srv, .epfd = -1, .listen_fd = listen_fd, .event_fd = -1,
                                .now_ms = monotonic_ms(CLOCK_MONOTONIC_COARSE) };
+    pthread_mutex_init(&nt->drive, NULL);
     nt->argv = calloc(srv->opt.limits.max_args, sizeof *nt->argv);
     if (!nt->argv)
         return -ENOMEM;
@@ -537,9 +543,11 @@ static int net_thread_init(struct server *srv, struct net_thread *nt, int listen
     return 0;
 }
 
-int net_start(struct server *srv)
+int net_init(struct server *srv)
 {
-    srv->net = calloc(srv->opt.net_threads, sizeof *srv->net);
+    /* On the workers: one loop for each initial worker, up to as many as network threads may be. */
+    srv->nnet = srv->opt.net_threads ? srv->opt.net_threads : srv->opt.workers < 64 ? srv->opt.workers : 64;
+    srv->net = calloc(srv->nnet, sizeof *srv->net);
     if (!srv->net)
         return -ENOMEM;
     srv->listen_fd = listen_on(srv, srv->opt.port);
@@ -549,15 +557,24 @@ int net_start(struct server *srv)
         return srv->listen_fd;
     }
     srv->port = bound_port(srv->listen_fd);
-    for (uint32_t i = 0; i < srv->opt.net_threads; i++) {
+    for (uint32_t i = 0; i < srv->nnet; i++) {
         int err = net_thread_init(srv, &srv->net[i], srv->listen_fd);
         srv->net_ready = i + 1;
         if (err) {
-            fprintf(stderr, "kv_server: cannot set up a network thread: %s\n", strerror(-err));
+            fprintf(stderr, "kv_server: cannot set up a network loop: %s\n", strerror(-err));
             return err;
         }
     }
-    for (uint32_t i = 0; i < srv->opt.net_threads; i++) {
+    return 0;
+}
+
+int net_start(struct server *srv)
+{
+    if (!srv->opt.net_threads) { /* the workers' idle hooks run the loops from now on */
+        atomic_store_explicit(&srv->net_live, true, memory_order_release);
+        return 0;
+    }
+    for (uint32_t i = 0; i < srv->nnet; i++) {
         int err = pthread_create(&srv->net[i].thread, NULL, net_main, &srv->net[i]);
         if (err) {
             fprintf(stderr, "kv_server: cannot start a network thread: %s\n", strerror(err));
@@ -579,6 +596,11 @@ void net_stop(struct server *srv)
     for (uint32_t i = 0; i < srv->net_running; i++)
         pthread_join(srv->net[i].thread, NULL);
     srv->net_running = 0;
+    /* A worker that began a round before it saw stopping finishes it first; none begins another. */
+    for (uint32_t i = 0; i < srv->net_ready; i++) {
+        pthread_mutex_lock(&srv->net[i].drive);
+        pthread_mutex_unlock(&srv->net[i].drive);
+    }
 }
 
 void net_free(struct server *srv)
@@ -601,6 +623,7 @@ void net_free(struct server *srv)
             close(nt->epfd);
         if (nt->event_fd >= 0)
             close(nt->event_fd);
+        pthread_mutex_destroy(&nt->drive);
     }
     free(srv->net);
     srv->net = NULL;

@@ -43,9 +43,14 @@ struct conn {
     struct conn       *list_prev, *list_next;     /* L */
 };
 
+/* A network loop: its epoll, its connections and its completion stack. With --net-threads N each has
+ * a thread of its own (net_main); with 0 the workers run them from their idle hooks (net_workers.c),
+ * one worker at a time under drive. Either way "the network thread" in these files means the one
+ * running its round. */
 struct net_thread {
     struct server  *srv;
-    pthread_t       thread;
+    pthread_t       thread;         /* its own thread, with --net-threads N */
+    pthread_mutex_t drive;          /* held while a worker runs a round of it (--net-threads 0) */
     int             epfd, listen_fd, event_fd;
     /* Completion stack: workers and the admin thread push finished requests, this thread takes them
      * all at once. */
@@ -58,6 +63,11 @@ struct net_thread {
      * write on the hot path), INFO sums them on another. */
     atomic_ullong    bytes_in, bytes_out;
 };
+
+/* One round of nt's loop: waits up to timeout_ms (0: not at all; -1: no limit) for events, handles
+ * them, then the completions and the dead connections. Return: whether any event came. Context: nt's
+ * own thread, or a worker holding nt->drive. */
+bool net_round(struct net_thread *nt, int timeout_ms);
 
 /* clients.c: the list CLIENT LIST walks. Context: c's network thread; the count, any thread. */
 void     clients_add(struct conn *c);    /* at accept, once c's address and id are set */

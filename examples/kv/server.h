@@ -37,7 +37,8 @@ struct server_options {
     const char *bind;           /* address to listen on; 127.0.0.1 unless told otherwise */
     int         port;           /* 0: any free port (printed at start) */
     uint32_t    workers;        /* initial shard workers */
-    uint32_t    net_threads;    /* network threads, each with its own epoll and listening socket */
+    uint32_t    net_threads;    /* network threads, each with its own epoll; 0: the workers run one
+                                 * network loop each (of the initial ones) in their idle hooks */
     uint32_t    queue_capacity; /* shard queue capacity per worker */
     uint32_t    max_pipeline;   /* requests in flight per connection before it is read no further */
     uint32_t    hot_keys;       /* heaviest keys each worker tracks (SHARD.STATS) */
@@ -57,7 +58,9 @@ struct admin {
 struct server {
     struct server_options opt;
     shard_dispatcher     *d;
-    struct net_thread    *net;
+    struct net_thread    *net;         /* nnet loops */
+    uint32_t              nnet;
+    atomic_bool           net_live;    /* --net-threads 0: the workers may run the loops */
     struct admin          admin;
     uint32_t              net_ready;   /* network threads set up (sockets, epoll) */
     uint32_t              net_running; /* of those, started */
@@ -238,11 +241,21 @@ void admin_crash(struct server *srv, struct request *r);
 void admin_stats(struct server *srv, struct request *r);
 
 /* net.c */
-/* Binds and starts the network threads. Return: 0; a negative errno (message printed). */
+/* Binds and sets the network loops up. Return: 0; a negative errno (message printed). Context: main,
+ * before the dispatcher is created (its workers may run the loops). */
+int  net_init(struct server *srv);
+/* Starts the network threads, or lets the workers run the loops. Return: 0; a negative errno
+ * (message printed). Context: main, once the dispatcher and the admin thread run. */
 int  net_start(struct server *srv);
 /* Stops the threads (no request is read any more); net_free once the dispatcher is destroyed. */
 void net_stop(struct server *srv);
 void net_free(struct server *srv);
+/* net_workers.c: the network loops on the workers (--net-threads 0). */
+/* shard_config.on_worker_idle, user the server: runs a round of each loop it can take, and waits on
+ * them and wake_fd when none had anything. */
+void net_on_idle(shard_worker *w, int wake_fd, int timeout_ms, void *user);
+/* Frees what net_on_idle keeps for the calling worker. Context: on_worker_stop. */
+void net_worker_stop(void);
 /* A connection's reading ends after its pending replies: QUIT, and after a protocol error. */
 void conn_close_after_replies(struct conn *c);
 

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # kv_server driven by real Redis clients (redis-cli, redis-benchmark from Debian's redis-tools).
 #
-#   kv_server_test.sh PATH/TO/kv_server
+#   kv_server_test.sh PATH/TO/kv_server [NET_THREADS]
+#
+# NET_THREADS: the server's --net-threads (default 0: the network runs on the workers); CTest runs
+# it both ways.
 #
 # Starts the server on a free loopback port and checks: the commands and their errors; replies in
 # request order for a pipelined connection whose commands go to different workers; a client sending
@@ -15,7 +18,8 @@ set -euo pipefail
 here=$(dirname "$0")
 source "$here/../../scripts/kv_common.sh"
 
-server_bin=${1:?usage: kv_server_test.sh PATH/TO/kv_server}
+server_bin=${1:?usage: kv_server_test.sh PATH/TO/kv_server [NET_THREADS]}
+net_threads=${2:-0}
 for tool in redis-cli redis-benchmark python3; do
     command -v "$tool" >/dev/null || { echo "FAIL: $tool not found (Debian packages redis-tools, python3)"; exit 1; }
 done
@@ -51,10 +55,10 @@ redis-cli -p "$KV_PORT" SHUTDOWN >/dev/null
 wait "$KV_PID" || fail "the first server on port $KV_PORT did not exit cleanly: $(cat "$tmp/holder.err")"
 
 # The server under test: on a free port, read from its first line (kv_start: a FIFO, no polling).
-KV_LOG=$tmp/server.err kv_start "$server_bin" --workers 2 --net-threads 2 --queue 64
+KV_LOG=$tmp/server.err kv_start "$server_bin" --workers 2 --net-threads "$net_threads" --queue 64
 server_pid=$KV_PID
 port=$KV_PORT
-echo "server: port $port, 2 workers, 2 network threads"
+echo "server: port $port, 2 workers, --net-threads $net_threads"
 
 cli() { redis-cli -p "$port" "$@"; }
 
@@ -290,7 +294,7 @@ server_pid=
 # (Under ASan, freed memory waits in its quarantine, 256 MB by default, and counts in the RSS: a small
 # one keeps the RSS a measure of what the server holds. Harmless for a build without ASan.)
 ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=4 KV_LOG=$tmp/server.err \
-    kv_start "$server_bin" --workers 2 --net-threads 2
+    kv_start "$server_bin" --workers 2 --net-threads "$net_threads"
 server_pid=$KV_PID
 port=$KV_PORT
 python3 "$here/unread_client.py" "$port" "$server_pid" 3000 64 || fail "a client that does not read"
