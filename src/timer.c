@@ -77,8 +77,10 @@ static bool insert_into(struct shard_worker *w, uint32_t idx, uint64_t epoch)
         atomic_store_explicit(&w->timer_next, at, memory_order_relaxed);
     pthread_mutex_unlock(&w->timer_lock);
     /* A worker asleep until a later deadline (or for ever) looks again. It read timer_next under the
-     * lock after announcing that it parks, so this wake-up is not lost (park.h). */
-    if (sooner && w != shard__current_worker)
+     * lock after announcing that it parks, so this wake-up is not lost (park.h). The caller may be w
+     * itself, in its idle hook, about to wait with the old deadline: it is woken too (a worker in a
+     * job is not parked, and the wake is one load). */
+    if (sooner)
         shard__worker_wake(w);
     return true;
 }

@@ -157,10 +157,8 @@ void *shard__worker_main(void *arg);
  * the worker is awake. */
 static inline void shard__worker_wake(struct shard_worker *w)
 {
-    if (!atomic_load_explicit(&w->park.sleeping, memory_order_seq_cst))
-        return;
-    /* w's own idle hook submitting to it: w looks at its queue once the hook returns. */
-    if (w != shard__current_worker && shard__park_wake_sleeper(&w->park))
+    /* Also when w is the caller, in its idle hook: the hook may wait on wake_fd after it submits. */
+    if (atomic_load_explicit(&w->park.sleeping, memory_order_seq_cst) && shard__park_wake_sleeper(&w->park))
         shard__count(&w->woken);
 }
 /* inbox.c. Jobs a crash rerouted to w, jobs that followed their key to it (follow.c) and drain

@@ -1,7 +1,8 @@
 /* Workers that wait in an idle hook, as a shard-per-core server's network loop does, while workers are
  * added, removed and crashed. Each hook waits on its wake descriptor and on a shared "network"
  * eventfd that a client thread signals; whichever hook reads a signal submits a batch of jobs (to
- * every worker, its own included), as a network loop submits the requests it read. A thread outside
+ * every worker, its own included), as a network loop submits the requests it read, and waits again
+ * until wake_fd says it has work. A thread outside
  * submits too. Every job must run once, and the jobs of one key from one submitting thread in order,
  * one at a time; no wake-up may be lost (the run would hang: ctest's timeout). Runs under
  * ThreadSanitizer in CI. */
@@ -61,20 +62,24 @@ static void on_start(shard_worker *w, void *user)
     memset(seq, 0, sizeof seq);
 }
 
+/* As a network loop: waits on both, takes signals and submits their batches until wake_fd is readable
+ * (its own submits make it so) or the time is up. */
 static void hook(shard_worker *w, int wake_fd, int timeout_ms, void *user)
 {
     (void)w, (void)user;
-    struct pollfd p[2] = { { .fd = wake_fd, .events = POLLIN }, { .fd = net_fd, .events = POLLIN } };
-    if (poll(p, 2, timeout_ms) <= 0 || !(p[1].revents & POLLIN))
-        return;
-    uint64_t n;
-    if (read(net_fd, &n, sizeof n) != sizeof n) /* another hook took it first */
-        return;
-    shard_dispatcher *d = atomic_load(&disp);
-    for (uint64_t s = 0; s < n && producer < PRODUCERS; s++)
-        for (int b = 0; b < BATCH; b++)
-            submit_one(d, (int)((s * 7 + (uint64_t)b * 5 + (uint64_t)producer) % KEYS));
-    atomic_fetch_add(&signals_taken, (long)n);
+    for (;;) {
+        struct pollfd p[2] = { { .fd = wake_fd, .events = POLLIN }, { .fd = net_fd, .events = POLLIN } };
+        if (poll(p, 2, timeout_ms) <= 0 || (p[0].revents & POLLIN) || !(p[1].revents & POLLIN))
+            return;
+        uint64_t n;
+        if (read(net_fd, &n, sizeof n) != sizeof n) /* another hook took it first */
+            continue;
+        shard_dispatcher *d = atomic_load(&disp); /* set: the client signals once create returned */
+        for (uint64_t s = 0; s < n && producer < PRODUCERS; s++)
+            for (int b = 0; b < BATCH; b++)
+                submit_one(d, (int)((s * 7 + (uint64_t)b * 5 + (uint64_t)producer) % KEYS));
+        atomic_fetch_add(&signals_taken, (long)n);
+    }
 }
 
 struct client {

@@ -1,6 +1,6 @@
 /* The idle hook (shard_config.on_worker_idle): an idle worker waits in it, on its wake descriptor
  * beside the caller's own; a submit, a timer, a removal, a crash and destroy each make it return; what
- * it submits to its own worker runs after it returns, in order, without waking it; and a dispatcher
+ * it submits to its own worker runs after it returns, in order, and makes wake_fd readable; and a dispatcher
  * that cannot have the descriptor says so. */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -76,8 +76,9 @@ Test(idle, a_worker_waits_in_the_hook_and_a_submit_wakes_it)
     shard_dispatcher_destroy(d);
 }
 
-/* The hook submits, the first time it is called, jobs of one key to its own (only) worker; each
- * checks its place in the sequence. */
+/* The hook submits, the first time it is called, jobs of one key to its own (only) worker, then waits
+ * on wake_fd as a network loop would: its own submits must make it readable, or it waits for ever.
+ * Each job checks its place in the sequence. */
 #define OWN_JOBS 1000
 static atomic_int own_next, own_bad, fd_readable_after_own;
 static sem_t      own_done;
@@ -102,11 +103,10 @@ static void submitting_hook(shard_worker *w, int wake_fd, int timeout_ms, void *
         for (int i = 0; i < OWN_JOBS; i++)
             if (shard_submit(d, "own", 3, own_job, (void *)(intptr_t)i) != 0)
                 atomic_fetch_add(&own_bad, 1);
-        /* Its own submits did not make wake_fd readable: the worker is not asleep. */
-        struct pollfd p = { .fd = wake_fd, .events = POLLIN };
-        atomic_store(&fd_readable_after_own, poll(&p, 1, 0));
         if (shard_worker_crashed(w))
             atomic_fetch_add(&own_bad, 1);
+        struct pollfd p = { .fd = wake_fd, .events = POLLIN };
+        atomic_store(&fd_readable_after_own, poll(&p, 1, 10 * 1000)); /* 10 s: 0 fails the test */
         return; /* the jobs run now, after it */
     }
     struct pollfd p = { .fd = wake_fd, .events = POLLIN };
@@ -126,7 +126,7 @@ Test(idle, jobs_a_hook_submits_to_its_own_worker_run_after_it_in_order)
     cr_assert(within_10s(&own_done), "the hook's jobs did not run");
     cr_assert_eq(atomic_load(&own_bad), 0, "a submit from the hook failed, or its job ran out of order");
     cr_assert_eq(atomic_load(&own_next), OWN_JOBS);
-    cr_assert_eq(atomic_load(&fd_readable_after_own), 0, "the hook's own submits woke its worker");
+    cr_assert_eq(atomic_load(&fd_readable_after_own), 1, "the hook's own submits left wake_fd unreadable");
     shard_dispatcher_destroy(d);
 }
 
@@ -188,5 +188,36 @@ Test(idle, a_dispatcher_without_a_descriptor_left_fails_with_enomem)
     cr_assert_eq(shard_worker_add(d, "x", 1), -ENOMEM);
     cr_assert_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
     cr_assert_eq(shard_worker_add(d, "x", 1), 0);
+    shard_dispatcher_destroy(d);
+}
+
+/* The hook arms, the first time it is called, a timer on its own worker due in 50 ms, then waits as
+ * it was told (no timer then: no limit): the timer must make wake_fd readable, or it never fires. */
+static sem_t timer_fired;
+
+static void timer_hook(shard_worker *w, int wake_fd, int timeout_ms, void *user)
+{
+    (void)w;
+    if (atomic_fetch_add(&calls, 1) == 0) {
+        shard_dispatcher *d;
+        while (!(d = atomic_load((_Atomic(shard_dispatcher *) *)user)))
+            ;
+        if (shard_submit_after(d, "t", 1, 50 * 1000000ull, post, &timer_fired, NULL) != 0)
+            atomic_fetch_add(&own_bad, 1);
+    }
+    struct pollfd p = { .fd = wake_fd, .events = POLLIN };
+    poll(&p, 1, timeout_ms);
+}
+
+Test(idle, a_timer_the_hook_arms_on_its_own_worker_wakes_it)
+{
+    static _Atomic(shard_dispatcher *) dp;
+    sem_init(&timer_fired, 0, 0);
+    shard_dispatcher *d;
+    struct shard_config cfg = { .workers = 1, .on_worker_idle = timer_hook, .user = (void *)&dp };
+    cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
+    atomic_store(&dp, d);
+    cr_assert(within_10s(&timer_fired), "a timer armed in the hook did not fire: the hook kept waiting");
+    cr_assert_eq(atomic_load(&own_bad), 0);
     shard_dispatcher_destroy(d);
 }
