@@ -429,12 +429,15 @@ static void accept_all(struct net_thread *nt)
     }
 }
 
-/* Takes every finished request and pumps each connection that got one. */
-static void take_completions(struct net_thread *nt)
+/* Takes every finished request and pumps each connection that got one; signalled: its eventfd fired,
+ * and is emptied first (a push after that signals it again). */
+static void take_completions(struct net_thread *nt, bool signalled)
 {
     uint64_t count;
-    ssize_t n = read(nt->event_fd, &count, sizeof count);
-    (void)n; /* EAGAIN when nothing was signalled: the stack is taken anyway */
+    if (signalled) {
+        ssize_t n = read(nt->event_fd, &count, sizeof count);
+        (void)n; /* EAGAIN: another round emptied it */
+    }
     /* acquire: pairs with the release push in request_complete, so the replies are visible. */
     struct request *r = atomic_exchange_explicit(&nt->done, NULL, memory_order_acquire);
     struct conn *touched = NULL;
@@ -465,13 +468,13 @@ bool net_round(struct net_thread *nt, int timeout_ms)
         if (ev[i].data.ptr == NULL)
             accept_all(nt);
         else if (ev[i].data.ptr == nt)
-            take_completions(nt);
+            take_completions(nt, true);
         else if (c->dead || c->hungup)
             continue; /* out of epoll since an earlier event of this batch */
         else
             conn_event(c, ev[i].events);
     }
-    take_completions(nt);
+    take_completions(nt, false);
     bury(nt);
     return n > 0;
 }

@@ -91,9 +91,26 @@ void net_on_idle(shard_worker *w, int wake_fd, int timeout_ms, void *user)
         wait_fd_only(wake_fd, capped(timeout_ms));
         return;
     }
-    struct epoll_event ev;
-    int n = epoll_wait(ep, &ev, 1, timeout_ms);
-    (void)n; /* whatever woke it, the worker looks at its queue and calls again */
+    /* seq_cst, the Dekker pair with request_complete's push then net_completion_wakes' read: either
+     * this sees a completion pushed without a signal, or the pusher sees this worker waiting. */
+    atomic_fetch_add_explicit(&srv->net_waiters, 1, memory_order_seq_cst);
+    bool pending = false;
+    for (uint32_t k = 0; k < srv->nnet && !pending; k++)
+        pending = atomic_load_explicit(&srv->net[k].done, memory_order_seq_cst) != NULL;
+    if (!pending) {
+        struct epoll_event ev;
+        int n = epoll_wait(ep, &ev, 1, timeout_ms);
+        (void)n; /* whatever woke it, the worker looks at its queue and calls again */
+    }
+    atomic_fetch_sub_explicit(&srv->net_waiters, 1, memory_order_relaxed);
+}
+
+bool net_completion_wakes(struct server *srv)
+{
+    /* home is set once this thread has run net_on_idle: it is a worker that runs the loops, and runs
+     * a round of each when it is next idle (unless another worker is running it then: that one is
+     * not waiting, and runs it again when it is idle). */
+    return srv->opt.net_threads || home < 0 || atomic_load_explicit(&srv->net_waiters, memory_order_seq_cst) != 0;
 }
 
 void net_worker_stop(void)

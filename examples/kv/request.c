@@ -194,13 +194,15 @@ void request_complete(struct request *r)
      * stack with an acquire exchange. A hand-written Treiber push (push and take-all only, so no ABA):
      * liburcu's lfstack does the same, but with inline-assembly atomics ThreadSanitizer cannot see. */
     struct request *head = atomic_load_explicit(&nt->done, memory_order_relaxed);
+    struct server *srv = r->srv;
+    /* seq_cst: before net_completion_wakes' read (its Dekker pair with a worker about to wait). */
     do
         atomic_store_explicit(&r->done_next, head, memory_order_relaxed);
-    while (!atomic_compare_exchange_weak_explicit(&nt->done, &head, r, memory_order_release,
+    while (!atomic_compare_exchange_weak_explicit(&nt->done, &head, r, memory_order_seq_cst,
                                                   memory_order_relaxed));
     /* Only the push onto an empty stack wakes the thread: a non-empty stack has a wake-up pending
      * (the thread takes the whole stack after reading the eventfd). r may be freed from here on. */
-    if (!head) {
+    if (!head && net_completion_wakes(srv)) {
         uint64_t one = 1;
         ssize_t n = write(nt->event_fd, &one, sizeof one);
         (void)n; /* fails only when the counter would overflow: a wake-up is pending anyway */

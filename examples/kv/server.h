@@ -61,6 +61,7 @@ struct server {
     struct net_thread    *net;         /* nnet loops */
     uint32_t              nnet;
     atomic_bool           net_live;    /* --net-threads 0: the workers may run the loops */
+    atomic_uint           net_waiters; /* --net-threads 0: workers waiting on the loops (net_workers.c) */
     struct admin          admin;
     uint32_t              net_ready;   /* network threads set up (sockets, epoll) */
     uint32_t              net_running; /* of those, started */
@@ -256,6 +257,11 @@ void net_free(struct server *srv);
 void net_on_idle(shard_worker *w, int wake_fd, int timeout_ms, void *user);
 /* Frees what net_on_idle keeps for the calling worker. Context: on_worker_stop. */
 void net_worker_stop(void);
+/* Whether a request just pushed onto an empty completion stack must signal its loop's eventfd. Not
+ * when the workers run the loops, the caller is one of them, and none waits: every worker runs a
+ * round of each loop before it waits, and checks the stacks after it counts itself as waiting.
+ * Context: request_complete, after its push. */
+bool net_completion_wakes(struct server *srv);
 /* A connection's reading ends after its pending replies: QUIT, and after a protocol error. */
 void conn_close_after_replies(struct conn *c);
 
