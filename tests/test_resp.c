@@ -1,9 +1,10 @@
 /* The kv_server example's RESP request parser: complete and partial requests, inline commands, the
- * size limits and malformed input. */
+ * size limits and malformed input; and its integer replies (buf.h). */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <string.h>
 
+#include "buf.h"
 #include "resp.h"
 
 static const struct resp_limits limits = { .max_request = 64, .max_args = 4 };
@@ -103,4 +104,26 @@ Test(resp, malformed)
         cr_assert(strncmp(why, "ERR Protocol error: ", 20) == 0, "case %zu: %s", i, why);
     }
     cr_assert_eq(parse("*1\r\n$3333333333333333333333\r\n"), -EPROTO, "a length too long to read");
+}
+
+/* resp_int and its digits against snprintf, at the edges of int64 and around each power of ten. */
+Test(resp, integer_replies_match_printf)
+{
+    int64_t cases[200];
+    size_t n = 0;
+    cases[n++] = 0, cases[n++] = INT64_MIN, cases[n++] = INT64_MAX, cases[n++] = INT64_MIN + 1;
+    for (int64_t p = 1; p <= INT64_MAX / 10; p *= 10)
+        for (int64_t d = -1; d <= 1; d++) {
+            cases[n++] = p + d;
+            cases[n++] = -(p + d);
+        }
+    for (size_t i = 0; i < n; i++) {
+        struct buf b = { 0 };
+        resp_int(&b, cases[i]);
+        char want[32];
+        int k = snprintf(want, sizeof want, ":%" PRId64 "\r\n", cases[i]);
+        cr_assert_eq(b.len, (size_t)k, "%" PRId64 ": %zu bytes, not %d", cases[i], b.len, k);
+        cr_assert_arr_eq(b.p, want, (size_t)k, "%" PRId64 ": %.*s", cases[i], (int)b.len, b.p);
+        buf_free(&b);
+    }
 }

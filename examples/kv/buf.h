@@ -61,11 +61,33 @@ static inline void buf_free(struct buf *b)
     *b = (struct buf){ 0 };
 }
 
-static inline void buf_printf_line(struct buf *b, char type, const char *fmt_value, int64_t n)
+/* v in decimal into out, which has room for 20 bytes. Return: its length. By hand: snprintf's format
+ * parsing was about 4 % of a server answering INCR or RPUSH (perf). */
+static inline size_t fmt_int64(char *out, int64_t v)
 {
-    char line[32];
-    int k = snprintf(line, sizeof line, fmt_value, type, n);
-    buf_put(b, line, (size_t)k);
+    char rev[20];
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v; /* INT64_MIN too */
+    size_t n = 0, k = 0;
+    do {
+        rev[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        out[k++] = '-';
+    while (n)
+        out[k++] = rev[--n];
+    return k;
+}
+
+/* A RESP line: type, n in decimal, CRLF. */
+static inline void buf_line(struct buf *b, char type, int64_t n)
+{
+    char line[24];
+    line[0] = type;
+    size_t k = 1 + fmt_int64(line + 1, n);
+    line[k++] = '\r';
+    line[k++] = '\n';
+    buf_put(b, line, k);
 }
 
 /* RESP2 replies. */
@@ -86,18 +108,18 @@ static inline void resp_error(struct buf *b, const char *msg)
 
 static inline void resp_int(struct buf *b, int64_t n)
 {
-    buf_printf_line(b, ':', "%c%" PRId64 "\r\n", n);
+    buf_line(b, ':', n);
 }
 
 static inline void resp_array(struct buf *b, int64_t n)
 {
-    buf_printf_line(b, '*', "%c%" PRId64 "\r\n", n);
+    buf_line(b, '*', n);
 }
 
 /* A bulk string's first line; its n bytes and "\r\n" follow. */
 static inline void resp_bulk_header(struct buf *b, size_t n)
 {
-    buf_printf_line(b, '$', "%c%" PRId64 "\r\n", (int64_t)n);
+    buf_line(b, '$', (int64_t)n);
 }
 
 static inline void resp_bulk(struct buf *b, const void *s, size_t n)

@@ -350,9 +350,9 @@ static void add_to(struct kv_store *s, struct request *r, const struct part *p, 
         return;
     }
     v += by;
-    char text[24];
-    int n = snprintf(text, sizeof text, "%" PRId64, v);
-    if (!store_set(s, HASHED_KEY(r, p), text, (size_t)n))
+    char text[20];
+    size_t n = fmt_int64(text, v);
+    if (!store_set(s, HASHED_KEY(r, p), text, n))
         resp_error(out, "ERR out of memory");
     else
         resp_int(out, v);
