@@ -352,7 +352,8 @@ static void add_to(struct kv_store *s, struct request *r, const struct part *p, 
     v += by;
     char text[20];
     size_t n = fmt_int64(text, v);
-    if (!store_set(s, HASHED_KEY(r, p), text, n))
+    /* The entry found, rewritten in place (its TTL kept, as store_set would): no second lookup. */
+    if (e ? kv_entry_set(e, text, n) != 0 : !store_set(s, HASHED_KEY(r, p), text, n))
         resp_error(out, "ERR out of memory");
     else
         resp_int(out, v);

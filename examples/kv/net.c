@@ -431,7 +431,7 @@ static void accept_all(struct net_thread *nt)
 
 /* Takes every finished request and pumps each connection that got one; signalled: its eventfd fired,
  * and is emptied first (a push after that signals it again). */
-static void take_completions(struct net_thread *nt, bool signalled)
+static bool take_completions(struct net_thread *nt, bool signalled)
 {
     uint64_t count;
     if (signalled) {
@@ -456,6 +456,7 @@ static void take_completions(struct net_thread *nt, bool signalled)
         c->touched = false;
         conn_pump(c);
     }
+    return touched != NULL;
 }
 
 bool net_round(struct net_thread *nt, int timeout_ms)
@@ -474,9 +475,9 @@ bool net_round(struct net_thread *nt, int timeout_ms)
         else
             conn_event(c, ev[i].events);
     }
-    take_completions(nt, false);
+    bool took = take_completions(nt, false);
     bury(nt);
-    return n > 0;
+    return n > 0 || took;
 }
 
 static void *net_main(void *arg)
