@@ -17,7 +17,15 @@ struct buf {
     char  *p;
     size_t len, cap;
     bool   failed;
+    bool   borrowed; /* p is storage the buffer was lent (buf_borrow), not its own allocation */
 };
+
+/* Starts b empty in storage of n bytes that outlives it (a request's own allocation): a short reply
+ * then costs no allocation. It moves to a heap allocation of its own if it outgrows it. */
+static inline void buf_borrow(struct buf *b, char *storage, size_t n)
+{
+    *b = (struct buf){ .p = storage, .cap = n, .borrowed = true };
+}
 
 static inline bool buf_reserve(struct buf *b, size_t more)
 {
@@ -28,11 +36,14 @@ static inline bool buf_reserve(struct buf *b, size_t more)
     size_t cap = b->cap ? b->cap : 64;
     while (cap < b->len + more)
         cap *= 2;
-    char *p = realloc(b->p, cap);
+    char *p = b->borrowed ? malloc(cap) : realloc(b->p, cap);
     if (!p) {
         b->failed = true;
         return false;
     }
+    if (b->borrowed && b->len)
+        memcpy(p, b->p, b->len);
+    b->borrowed = false;
     b->p = p;
     b->cap = cap;
     return true;
@@ -57,7 +68,8 @@ static inline void buf_consume(struct buf *b, size_t n)
 
 static inline void buf_free(struct buf *b)
 {
-    free(b->p);
+    if (!b->borrowed)
+        free(b->p);
     *b = (struct buf){ 0 };
 }
 

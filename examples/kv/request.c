@@ -21,6 +21,10 @@ static uint32_t count_parts(const struct command *cmd, uint32_t argc)
     return (argc - 1 + (uint32_t)cmd->key_step - 1) / (uint32_t)cmd->key_step;
 }
 
+/* Bytes of reply a request of at most one part keeps in its own allocation: what most replies take
+ * (an integer, OK, a short value), so that they need no allocation of their own. */
+#define INLINE_REPLY 64
+
 struct request *request_new(struct conn *c, struct net_thread *nt, struct server *srv,
                             const struct command *cmd, const struct resp_arg *argv, uint32_t argc)
 {
@@ -33,7 +37,10 @@ struct request *request_new(struct conn *c, struct net_thread *nt, struct server
     size_t off_replies = align_up(off_parts + nparts * sizeof(struct part));
     size_t off_argv = align_up(off_replies + nparts * sizeof(struct part_reply));
     size_t off_bytes = off_argv + argc * sizeof(struct resp_arg);
-    char *mem = calloc(1, off_bytes + bytes);
+    /* A short reply, a command's own (local, admin) or its one part's, lives here too. */
+    size_t off_inline = off_bytes + bytes;
+    bool lend = nparts <= 1;
+    char *mem = calloc(1, off_inline + (lend ? INLINE_REPLY : 0));
     if (!mem)
         return NULL;
     struct request *r = (struct request *)mem;
@@ -44,7 +51,7 @@ struct request *request_new(struct conn *c, struct net_thread *nt, struct server
     r->argc = argc;
     r->nparts = nparts;
     r->parts = (struct part *)(mem + off_parts);
-    r->mem = off_bytes + bytes;
+    r->mem = off_inline + (lend ? INLINE_REPLY : 0);
     r->part_reply = (struct part_reply *)(mem + off_replies);
     r->argv = (struct resp_arg *)(mem + off_argv);
     char *p = mem + off_bytes;
@@ -54,6 +61,8 @@ struct request *request_new(struct conn *c, struct net_thread *nt, struct server
         r->argv[i] = (struct resp_arg){ p, argv[i].len };
         p += argv[i].len + 1;
     }
+    if (lend)
+        buf_borrow(nparts ? &r->part_reply[0].text : &r->reply, mem + off_inline, INLINE_REPLY);
     uint32_t step = cmd && cmd->key_step ? (uint32_t)cmd->key_step : 1;
     for (uint32_t i = 0; i < nparts; i++)
         r->parts[i] = (struct part){ r, i, 1 + i * step };
