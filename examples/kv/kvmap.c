@@ -151,10 +151,6 @@ static size_t nbuckets(const struct kvmap *m)
     return (size_t)1 << m->bits;
 }
 
-static size_t bucket_of(const struct kvmap *m, uint64_t hash)
-{
-    return m->bits ? (size_t)(hash >> (64 - m->bits)) : 0;
-}
 
 void kvmap_free(struct kvmap *m)
 {
@@ -174,7 +170,7 @@ static bool same_key(const struct kv_entry *e, uint64_t hash, const void *key, s
 
 struct kv_entry *kvmap_find(const struct kvmap *m, uint64_t hash, const void *key, size_t klen)
 {
-    for (struct kv_entry *e = m->buckets[bucket_of(m, hash)]; e; e = e->next)
+    for (struct kv_entry *e = m->buckets[kvmap_bucket_of(m, hash)]; e; e = e->next)
         if (same_key(e, hash, key, klen))
             return e;
     return NULL;
@@ -189,7 +185,7 @@ static void grow(struct kvmap *m)
     for (size_t i = 0; i < nbuckets(m); i++)
         for (struct kv_entry *e = m->buckets[i], *next; e; e = next) {
             next = e->next;
-            struct kv_entry **head = &bigger.buckets[bucket_of(&bigger, e->hash)];
+            struct kv_entry **head = &bigger.buckets[kvmap_bucket_of(&bigger, e->hash)];
             e->next = *head;
             *head = e;
         }
@@ -202,7 +198,7 @@ void kvmap_insert(struct kvmap *m, struct kv_entry *e)
 {
     if (m->n >= nbuckets(m) && m->bits < 48)
         grow(m);
-    struct kv_entry **head = &m->buckets[bucket_of(m, e->hash)];
+    struct kv_entry **head = &m->buckets[kvmap_bucket_of(m, e->hash)];
     e->next = *head;
     *head = e;
     m->n++;
@@ -210,7 +206,7 @@ void kvmap_insert(struct kvmap *m, struct kv_entry *e)
 
 struct kv_entry *kvmap_take(struct kvmap *m, uint64_t hash, const void *key, size_t klen)
 {
-    for (struct kv_entry **p = &m->buckets[bucket_of(m, hash)]; *p; p = &(*p)->next)
+    for (struct kv_entry **p = &m->buckets[kvmap_bucket_of(m, hash)]; *p; p = &(*p)->next)
         if (same_key(*p, hash, key, klen)) {
             struct kv_entry *e = *p;
             *p = e->next;
@@ -244,7 +240,7 @@ uint64_t kvmap_range(const struct kvmap *m, uint64_t from, uint64_t to,
 {
     if (from > to)
         return to + 1;
-    for (size_t b = bucket_of(m, from), last = bucket_of(m, to); b <= last; b++) {
+    for (size_t b = kvmap_bucket_of(m, from), last = kvmap_bucket_of(m, to); b <= last; b++) {
         bool more = true;
         for (const struct kv_entry *e = m->buckets[b]; e; e = e->next)
             if (e->hash >= from && e->hash <= to)

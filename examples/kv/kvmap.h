@@ -58,6 +58,19 @@ struct kvmap {
     size_t            n;
 };
 
+/* The bucket of hash: its top bits. */
+static inline size_t kvmap_bucket_of(const struct kvmap *m, uint64_t hash)
+{
+    return m->bits ? (size_t)(hash >> (64 - m->bits)) : 0;
+}
+
+/* Starts loading the bucket of hash into the cache, for a lookup soon. Context: m's thread. */
+static inline void kvmap_prefetch(const struct kvmap *m, uint64_t hash)
+{
+    if (m->buckets)
+        __builtin_prefetch(&m->buckets[kvmap_bucket_of(m, hash)]);
+}
+
 /* Seeds kv_hash with a random number, so that clients cannot craft keys that collide. Context:
  * once, before any other thread starts (store_global_init). SCAN's cursors, positions in the space
  * of these hashes, so hold for one run of the server. */

@@ -64,8 +64,10 @@ struct request *request_new(struct conn *c, struct net_thread *nt, struct server
     if (lend)
         buf_borrow(nparts ? &r->part_reply[0].text : &r->reply, mem + off_inline, INLINE_REPLY);
     uint32_t step = cmd && cmd->key_step ? (uint32_t)cmd->key_step : 1;
-    for (uint32_t i = 0; i < nparts; i++)
-        r->parts[i] = (struct part){ r, i, 1 + i * step };
+    for (uint32_t i = 0; i < nparts; i++) {
+        uint32_t arg = 1 + i * step;
+        r->parts[i] = (struct part){ r, i, arg, kv_hash(r->argv[arg].p, r->argv[arg].len) };
+    }
     atomic_init(&r->parts_left, nparts);
     return r;
 }
@@ -176,6 +178,7 @@ void request_submit(struct request *r)
         for (uint32_t k = 0; k < m; k++) {
             const struct resp_arg *key = &r->argv[r->parts[i + k].arg];
             jobs[k] = (struct shard_job){ key->p, key->len, run_part, &r->parts[i + k] };
+            store_prefetch(r->parts[i + k].hash);
         }
         int got = shard_submit_many(r->srv->d, jobs, m);
         if (got < 0) {

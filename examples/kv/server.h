@@ -82,6 +82,7 @@ struct part {
     struct request *r;
     uint32_t        index; /* which part: its reply is r->part_reply[index] */
     uint32_t        arg;   /* argv index of its key */
+    uint64_t        hash;  /* kv_hash of its key, taken once by request_new */
 };
 
 /* Reply text a keyed or admin request writes in r->reply: a count, an OK, an array header, an error. */
@@ -166,7 +167,7 @@ static inline struct buf *part_out(struct request *r, const struct part *p)
 }
 
 #define KEY(r, p) key_of(r, p)->p, key_of(r, p)->len
-#define HASHED_KEY(r, p) kv_hash(KEY(r, p)), KEY(r, p)
+#define HASHED_KEY(r, p) (p)->hash, KEY(r, p)
 
 /* A value at least this long is sent by reference rather than copied into the reply: a client that
  * does not read its replies then holds the server's memory to its output limit (net.c), not to the

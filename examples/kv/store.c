@@ -84,6 +84,15 @@ static struct kv_entry *transit_take(uint64_t hash, const void *key, size_t klen
     return e;
 }
 
+/* The calling worker's store; NULL on other threads. */
+static _Thread_local struct kv_store *own_store;
+
+void store_prefetch(uint64_t hash)
+{
+    if (own_store)
+        kvmap_prefetch(&own_store->map, hash);
+}
+
 void store_on_start(shard_worker *w, void *user)
 {
     (void)user;
@@ -101,6 +110,7 @@ void store_on_start(shard_worker *w, void *user)
     registry = s;
     pthread_mutex_unlock(&registry_lock);
     shard_worker_set_user(w, s);
+    own_store = s;
 }
 
 void store_on_stop(shard_worker *w, void *user)
@@ -120,6 +130,7 @@ void store_on_stop(shard_worker *w, void *user)
     kvmap_free(&s->map);
     free(s);
     shard_worker_set_user(w, NULL);
+    own_store = NULL;
 }
 
 struct kv_store *store_of(shard_worker *w)

@@ -37,6 +37,11 @@ void store_on_release(shard_worker *w, const struct shard_handoff *h, void *user
 /* The running worker's store; NULL if its start hook found no memory. Context: a job on w. */
 struct kv_store *store_of(shard_worker *w);
 
+/* Starts loading the bucket of hash in the calling worker's own store, which the job about to be
+ * submitted will read if the key is this worker's (with the network on the workers, a request is
+ * parsed on the worker that runs it when it owns the key). Nothing on other threads. */
+void store_prefetch(uint64_t hash);
+
 /* The name of the worker that owns the store. */
 const char *store_name(const struct kv_store *s);
 
