@@ -134,10 +134,16 @@ static struct server_options parse_options(int argc, char **argv)
     };
 }
 
+static void on_worker_start(shard_worker *w, void *user)
+{
+    store_on_start(w, user);
+    net_worker_start(user);
+}
+
 static void on_worker_stop(shard_worker *w, void *user)
 {
     store_on_stop(w, user);
-    net_worker_stop();
+    net_worker_stop(w, user);
 }
 
 int main(int argc, char **argv)
@@ -155,7 +161,7 @@ int main(int argc, char **argv)
     struct shard_config cfg = {
         .workers = srv.opt.workers,
         .queue_capacity = srv.opt.queue_capacity,
-        .on_worker_start = store_on_start,
+        .on_worker_start = on_worker_start,
         .on_worker_stop = on_worker_stop,
         .on_worker_idle = srv.opt.net_threads ? NULL : net_on_idle,
         .user = &srv,

@@ -549,8 +549,11 @@ static int net_thread_init(struct server *srv, struct net_thread *nt, int listen
 
 int net_init(struct server *srv)
 {
-    /* On the workers: one loop for each initial worker, up to as many as network threads may be. */
-    srv->nnet = srv->opt.net_threads ? srv->opt.net_threads : srv->opt.workers < 64 ? srv->opt.workers : 64;
+    /* On the workers: a loop for each initial worker, at most one a CPU (a loop batches the requests
+     * of its connections: more loops than cores would only batch less) and 64. */
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    uint32_t most = cpus < 1 ? 1 : cpus > 64 ? 64 : (uint32_t)cpus;
+    srv->nnet = srv->opt.net_threads ? srv->opt.net_threads : srv->opt.workers < most ? srv->opt.workers : most;
     srv->net = calloc(srv->nnet, sizeof *srv->net);
     if (!srv->net)
         return -ENOMEM;

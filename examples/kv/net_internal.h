@@ -51,6 +51,7 @@ struct net_thread {
     struct server  *srv;
     pthread_t       thread;         /* its own thread, with --net-threads N */
     pthread_mutex_t drive;          /* held while a worker runs a round of it (--net-threads 0) */
+    _Atomic unsigned keeper;        /* the worker that waits on it (net_workers.c); 0: none */
     int             epfd, listen_fd, event_fd;
     /* Completion stack: workers and the admin thread push finished requests, this thread takes them
      * all at once. */

@@ -5,14 +5,17 @@
  * submits it, a worker runs it and pushes the reply back. On a machine where the client takes a core
  * that is two threads sharing what is left, with a wake-up each way. Here an idle worker runs the
  * loops instead, from shard's idle hook: it reads its connections, submits their commands (those of
- * keys it owns land in its own queue, without a wake-up), returns to run them, and when idle again
- * writes the replies. With one worker that is Redis's own loop, on one thread.
+ * keys it owns land in its own queue), returns to run them, and when idle again writes the replies.
+ * With one worker that is Redis's own loop, on one thread.
  *
- * A worker may run any loop, one worker a loop at a time (its drive lock, taken with trylock: an idle
- * worker never waits for a busy one). Worker i tries loop i first (of the initial workers), then the
- * others, so a loop whose worker was removed or crashed is run by those left. When no loop it could
- * take had an event, it waits on its own epoll of every loop's epoll and wake_fd: the first event,
- * job, timer or change returns it. */
+ * Each loop has one keeper, the worker that waits on it: the n-th worker started keeps loop n (there
+ * are as many loops as initial workers, up to one a CPU), and a worker started later keeps none. An idle worker
+ * runs a round of each loop it keeps and of each loop with completions waiting (one worker a loop at
+ * a time: its drive lock, taken with trylock, so an idle worker never waits for a busy one); when none
+ * had anything, it waits on an epoll of wake_fd and the loops it keeps. One waiter a loop: an event
+ * wakes one worker, and a loop's epoll sits in one other epoll (the kernel refuses more than 500 such
+ * paths from the listening socket, which every loop watches). A worker that stops gives its loops up
+ * and wakes another worker (a job), which adopts them at its next idle call. */
 #include <errno.h>
 #include <poll.h>
 #include <sys/epoll.h>
@@ -24,27 +27,69 @@
  * a worker looks at them again this often. */
 #define NOT_LIVE_POLL_MS 10
 
-static atomic_uint          next_home;       /* hands each worker thread its first loop */
-static _Thread_local int    home = -1;       /* this worker's first loop */
-static _Thread_local int    waits_on = -1;   /* its epoll: wake_fd and every loop's epoll */
+static atomic_uint          next_token;      /* hands each worker thread its token, from 1 */
+static _Thread_local unsigned token;         /* this worker's (0: not a worker that runs loops) */
+static _Thread_local unsigned seen_orphans;  /* srv->net_orphans when it last looked for loops */
+static _Thread_local int    waits_on = -1;   /* its epoll: wake_fd and the loops it keeps */
+static _Thread_local bool   stale = true;    /* waits_on must be made again: what it keeps changed */
 
-/* This worker's epoll set, made at its first idle wait. Return: the descriptor; -1 without one. */
+static bool keeps(const struct net_thread *nt)
+{
+    return atomic_load_explicit(&nt->keeper, memory_order_relaxed) == token;
+}
+
+/* Takes every loop with no keeper (given up by a worker that stopped). */
+static void adopt(struct server *srv)
+{
+    for (uint32_t i = 0; i < srv->nnet; i++) {
+        unsigned none = 0;
+        if (atomic_compare_exchange_strong_explicit(&srv->net[i].keeper, &none, token, memory_order_relaxed,
+                                                    memory_order_relaxed))
+            stale = true;
+    }
+}
+
+/* This worker's epoll set, made again when what it keeps changed. Return: the descriptor; -1 without
+ * one (then it looks at its loops every NOT_LIVE_POLL_MS, until what it keeps changes). */
 static int wait_set(struct server *srv, int wake_fd)
 {
-    if (waits_on >= 0)
+    if (!stale)
         return waits_on;
-    int ep = epoll_create1(EPOLL_CLOEXEC);
-    if (ep < 0)
+    stale = false;
+    if (waits_on >= 0)
+        close(waits_on);
+    waits_on = epoll_create1(EPOLL_CLOEXEC);
+    if (waits_on < 0)
         return -1;
     struct epoll_event e = { .events = EPOLLIN };
-    bool ok = epoll_ctl(ep, EPOLL_CTL_ADD, wake_fd, &e) == 0;
+    bool ok = epoll_ctl(waits_on, EPOLL_CTL_ADD, wake_fd, &e) == 0;
     for (uint32_t i = 0; ok && i < srv->nnet; i++)
-        ok = epoll_ctl(ep, EPOLL_CTL_ADD, srv->net[i].epfd, &e) == 0;
+        if (keeps(&srv->net[i]))
+            ok = epoll_ctl(waits_on, EPOLL_CTL_ADD, srv->net[i].epfd, &e) == 0;
     if (!ok) {
-        close(ep);
-        return -1;
+        close(waits_on);
+        waits_on = -1;
     }
-    return waits_on = ep;
+    return waits_on;
+}
+
+void net_worker_start(struct server *srv)
+{
+    if (srv->opt.net_threads)
+        return;
+    token = atomic_fetch_add_explicit(&next_token, 1, memory_order_relaxed) + 1;
+    if (token <= srv->nnet) { /* an initial worker (a later one only adopts) */
+        unsigned none = 0;
+        atomic_compare_exchange_strong_explicit(&srv->net[token - 1].keeper, &none, token, memory_order_relaxed,
+                                                memory_order_relaxed);
+    }
+    seen_orphans = 0;
+    stale = true;
+}
+
+static void wake_someone(shard_worker *w, void *arg)
+{
+    (void)w, (void)arg; /* its worker, once idle, adopts the loops given up */
 }
 
 /* timeout_ms, but at most NOT_LIVE_POLL_MS. */
@@ -72,11 +117,17 @@ void net_on_idle(shard_worker *w, int wake_fd, int timeout_ms, void *user)
         wait_fd_only(wake_fd, capped(timeout_ms));
         return;
     }
-    if (home < 0)
-        home = (int)(atomic_fetch_add_explicit(&next_home, 1, memory_order_relaxed) % srv->nnet);
+    unsigned orphans = atomic_load_explicit(&srv->net_orphans, memory_order_acquire);
+    if (orphans != seen_orphans) {
+        seen_orphans = orphans;
+        adopt(srv);
+    }
     bool any = false;
-    for (uint32_t k = 0; k < srv->nnet; k++) {
-        struct net_thread *nt = &srv->net[((uint32_t)home + k) % srv->nnet];
+    for (uint32_t i = 0; i < srv->nnet; i++) {
+        struct net_thread *nt = &srv->net[i];
+        /* Its own loops, and any with completions: those it may have pushed without a signal. */
+        if (!keeps(nt) && !atomic_load_explicit(&nt->done, memory_order_relaxed))
+            continue;
         if (pthread_mutex_trylock(&nt->drive) != 0)
             continue; /* another worker runs it now */
         /* Under drive, after the check: net_stop takes every drive lock after setting stopping. */
@@ -85,7 +136,7 @@ void net_on_idle(shard_worker *w, int wake_fd, int timeout_ms, void *user)
         pthread_mutex_unlock(&nt->drive);
     }
     if (any)
-        return; /* the commands it submitted to itself run now; it comes back when they are done */
+        return; /* the commands it submitted run now; it comes back when they are done */
     int ep = wait_set(srv, wake_fd);
     if (ep < 0) {
         wait_fd_only(wake_fd, capped(timeout_ms));
@@ -94,12 +145,24 @@ void net_on_idle(shard_worker *w, int wake_fd, int timeout_ms, void *user)
     /* seq_cst, the Dekker pair with request_complete's push then net_completion_wakes' read: either
      * this sees a completion pushed without a signal, or the pusher sees this worker waiting. */
     atomic_fetch_add_explicit(&srv->net_waiters, 1, memory_order_seq_cst);
-    bool pending = false;
-    for (uint32_t k = 0; k < srv->nnet && !pending; k++)
-        pending = atomic_load_explicit(&srv->net[k].done, memory_order_seq_cst) != NULL;
+    bool pending = false, busy = false;
+    for (uint32_t k = 0; k < srv->nnet && !pending; k++) {
+        struct net_thread *nt = &srv->net[k];
+        if (!atomic_load_explicit(&nt->done, memory_order_seq_cst))
+            continue;
+        /* A loop in another worker's round: that worker looks at the stack again before it waits. A
+         * short wait rather than a spin covers the moment it has let go but not yet looked (and a
+         * worker descheduled while it holds the loop, which a spin would only feed). */
+        if (pthread_mutex_trylock(&nt->drive) != 0) {
+            busy = true;
+            continue;
+        }
+        pthread_mutex_unlock(&nt->drive);
+        pending = true;
+    }
     if (!pending) {
         struct epoll_event ev;
-        int n = epoll_wait(ep, &ev, 1, timeout_ms);
+        int n = epoll_wait(ep, &ev, 1, busy && (timeout_ms < 0 || timeout_ms > 1) ? 1 : timeout_ms);
         (void)n; /* whatever woke it, the worker looks at its queue and calls again */
     }
     atomic_fetch_sub_explicit(&srv->net_waiters, 1, memory_order_relaxed);
@@ -107,16 +170,31 @@ void net_on_idle(shard_worker *w, int wake_fd, int timeout_ms, void *user)
 
 bool net_completion_wakes(struct server *srv)
 {
-    /* home is set once this thread has run net_on_idle: it is a worker that runs the loops, and runs
-     * a round of each when it is next idle (unless another worker is running it then: that one is
-     * not waiting, and runs it again when it is idle). */
-    return srv->opt.net_threads || home < 0 || atomic_load_explicit(&srv->net_waiters, memory_order_seq_cst) != 0;
+    /* A worker that runs loops runs a round of each loop with completions when it is next idle
+     * (unless another worker is running it then: that one is not waiting, and runs it again when it
+     * is idle). */
+    return srv->opt.net_threads || token == 0 || atomic_load_explicit(&srv->net_waiters, memory_order_seq_cst) != 0;
 }
 
-void net_worker_stop(void)
+void net_worker_stop(shard_worker *w, struct server *srv)
 {
+    if (token == 0)
+        return;
+    bool gave = false;
+    for (uint32_t i = 0; i < srv->nnet; i++)
+        if (keeps(&srv->net[i])) {
+            atomic_store_explicit(&srv->net[i].keeper, 0, memory_order_relaxed);
+            gave = true;
+        }
+    if (gave) {
+        atomic_fetch_add_explicit(&srv->net_orphans, 1, memory_order_release);
+        /* Whichever worker the key reaches (this one has left the ring) adopts them when idle; any
+         * other idle worker may first. -ESHUTDOWN during destroy: nobody needs them then. */
+        (void)shard_submit(shard_worker_dispatcher(w), "kv:net:adopt", 12, wake_someone, NULL);
+    }
     if (waits_on >= 0)
         close(waits_on);
     waits_on = -1;
-    home = -1;
+    token = 0;
+    stale = true;
 }

@@ -62,6 +62,7 @@ struct server {
     uint32_t              nnet;
     atomic_bool           net_live;    /* --net-threads 0: the workers may run the loops */
     atomic_uint           net_waiters; /* --net-threads 0: workers waiting on the loops (net_workers.c) */
+    atomic_uint           net_orphans; /* --net-threads 0: bumped when a worker gives its loops up */
     struct admin          admin;
     uint32_t              net_ready;   /* network threads set up (sockets, epoll) */
     uint32_t              net_running; /* of those, started */
@@ -253,11 +254,14 @@ int  net_start(struct server *srv);
 void net_stop(struct server *srv);
 void net_free(struct server *srv);
 /* net_workers.c: the network loops on the workers (--net-threads 0). */
-/* shard_config.on_worker_idle, user the server: runs a round of each loop it can take, and waits on
- * them and wake_fd when none had anything. */
+/* Makes the calling worker the keeper of its loop, if it is an initial one. Context: on_worker_start. */
+void net_worker_start(struct server *srv);
+/* shard_config.on_worker_idle, user the server: runs a round of each loop it keeps or that has
+ * completions, and waits on the loops it keeps and wake_fd when none had anything. */
 void net_on_idle(shard_worker *w, int wake_fd, int timeout_ms, void *user);
-/* Frees what net_on_idle keeps for the calling worker. Context: on_worker_stop. */
-void net_worker_stop(void);
+/* Gives up the calling worker's loops (another worker adopts them) and frees what net_on_idle keeps
+ * for it. Context: on_worker_stop. */
+void net_worker_stop(shard_worker *w, struct server *srv);
 /* Whether a request just pushed onto an empty completion stack must signal its loop's eventfd. Not
  * when the workers run the loops, the caller is one of them, and none waits: every worker runs a
  * round of each loop before it waits, and checks the stacks after it counts itself as waiting.
