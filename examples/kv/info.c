@@ -211,7 +211,7 @@ static void section_stats(struct server *srv, struct buf *b)
     line(b, "instantaneous_ops_per_sec:%" PRIu64, ops);
     line(b, "total_net_input_bytes:%" PRIu64, t.bytes_in);
     line(b, "total_net_output_bytes:%" PRIu64, t.bytes_out);
-    line(b, "rejected_connections:0");
+    line(b, "rejected_connections:%llu", atomic_load_explicit(&srv->refused, memory_order_relaxed));
     line(b, "evicted_keys:0");
     line(b, "total_protocol_errors:%llu", atomic_load_explicit(&srv->protocol_errors, memory_order_relaxed));
 }

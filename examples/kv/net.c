@@ -25,6 +25,7 @@
  * can keep such values beyond the bound. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -395,12 +396,31 @@ static void describe_address(int fd, bool peer, char *out, size_t n)
     snprintf(out, n, "%s:%d", host, port);
 }
 
+/* Out of descriptors: accepts one waiting connection with the spare descriptor and closes it, so that
+ * the client learns at once (a closed connection) and the listening socket does not stay readable,
+ * which would make every round find it so and its thread spin. Return: whether it took one. */
+static bool refuse_one(struct net_thread *nt)
+{
+    if (nt->spare_fd < 0)
+        return false;
+    close(nt->spare_fd);
+    int fd = accept4(nt->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+    if (fd >= 0)
+        close(fd);
+    nt->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0)
+        atomic_fetch_add_explicit(&nt->srv->refused, 1, memory_order_relaxed);
+    return fd >= 0;
+}
+
 static void accept_all(struct net_thread *nt)
 {
     for (;;) {
         int fd = accept4(nt->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0 && (errno == EMFILE || errno == ENFILE) && refuse_one(nt))
+            continue;
         if (fd < 0)
-            return; /* EAGAIN, or out of descriptors: the kernel keeps the rest in the backlog */
+            return; /* EAGAIN (or out of descriptors with none spare: the backlog keeps the rest) */
         struct conn *c = calloc(1, sizeof *c);
         if (!c) {
             close(fd);
@@ -529,12 +549,13 @@ static int bound_port(int fd)
 
 static int net_thread_init(struct server *srv, struct net_thread *nt, int listen_fd)
 {
-    *nt = (struct net_thread){ .srv = srv, .epfd = -1, .listen_fd = listen_fd, .event_fd = -1,
+    *nt = (struct net_thread){ .srv = srv, .epfd = -1, .listen_fd = listen_fd, .event_fd = -1, .spare_fd = -1,
                                .now_ms = monotonic_ms(CLOCK_MONOTONIC_COARSE) };
     pthread_mutex_init(&nt->drive, NULL);
     nt->argv = calloc(srv->opt.limits.max_args, sizeof *nt->argv);
     if (!nt->argv)
         return -ENOMEM;
+    nt->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     nt->epfd = epoll_create1(EPOLL_CLOEXEC);
     nt->event_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (nt->epfd < 0 || nt->event_fd < 0)
@@ -630,6 +651,8 @@ void net_free(struct server *srv)
             close(nt->epfd);
         if (nt->event_fd >= 0)
             close(nt->event_fd);
+        if (nt->spare_fd >= 0)
+            close(nt->spare_fd);
         pthread_mutex_destroy(&nt->drive);
     }
     free(srv->net);

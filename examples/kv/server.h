@@ -70,6 +70,7 @@ struct server {
     int                   port;      /* the one bound */
     atomic_bool           stopping;
     atomic_ullong         connections, commands, protocol_errors;
+    atomic_ullong         refused; /* connections closed at once for want of a descriptor */
 };
 
 enum cmd_kind {

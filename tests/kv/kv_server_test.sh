@@ -288,6 +288,17 @@ server_pid=
 ((status == 0)) || fail "the server exited with status $status"
 [[ ! -s $tmp/server.err ]] || fail "the server wrote to stderr"
 
+# --- Out of descriptors (64): connections beyond them are closed at once (counted in INFO's
+# rejected_connections), the others served, and the server does not spin on its listening socket.
+printf '#!/bin/sh\nulimit -n 64\nexec %s "$@"\n' "$(realpath "$server_bin")" >"$tmp/lowfd"
+chmod +x "$tmp/lowfd"
+KV_LOG=$tmp/lowfd.err kv_start "$tmp/lowfd" --workers 2 --net-threads "$net_threads"
+python3 "$here/fd_limit_client.py" "$KV_PORT" "$KV_PID" 120 || fail "a server out of descriptors"
+[[ $(redis-cli -p "$KV_PORT" INFO stats | tr -d '\r' | grep '^rejected_connections:') != rejected_connections:0 ]] ||
+    fail "INFO rejected_connections did not count the connections closed"
+redis-cli -p "$KV_PORT" SHUTDOWN >/dev/null
+wait "$KV_PID" || fail "the server with 64 descriptors did not exit cleanly: $(cat "$tmp/lowfd.err")"
+
 # --- Memory against a client that never reads: 3,000 pipelined GETs of a 512 KB value (1.5 GB of
 # replies) may grow a fresh server's peak RSS by less than 64 MB (the bound is about the 1 MiB output
 # limit plus one value: examples/kv/net.c); then the client reads all of them, each complete.
