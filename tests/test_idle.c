@@ -22,6 +22,13 @@ static sem_t      entered;  /* posted each time a hook is entered */
 static atomic_int calls, woken_by_fd, last_timeout;
 static atomic_int min_timeout = 1 << 30;
 
+/* Waits on wake_fd alone. Return: poll's. */
+static int wait_wake(int wake_fd, int timeout_ms)
+{
+    struct pollfd p = { .fd = wake_fd, .events = POLLIN };
+    return poll(&p, 1, timeout_ms);
+}
+
 /* Waits on wake_fd alone, as the contract asks. */
 static void wait_hook(shard_worker *w, int wake_fd, int timeout_ms, void *user)
 {
@@ -31,8 +38,7 @@ static void wait_hook(shard_worker *w, int wake_fd, int timeout_ms, void *user)
     if (timeout_ms >= 0 && timeout_ms < atomic_load(&min_timeout))
         atomic_store(&min_timeout, timeout_ms);
     sem_post(&entered);
-    struct pollfd p = { .fd = wake_fd, .events = POLLIN };
-    if (poll(&p, 1, timeout_ms) == 1 && (p.revents & POLLIN))
+    if (wait_wake(wake_fd, timeout_ms) == 1)
         atomic_fetch_add(&woken_by_fd, 1);
 }
 
@@ -54,6 +60,26 @@ static shard_dispatcher *make(uint32_t workers, void (*hook)(shard_worker *, int
     shard_dispatcher *d;
     struct shard_config cfg = { .workers = workers, .on_worker_idle = hook };
     cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
+    return d;
+}
+
+/* The dispatcher a hook's user points to, once create has stored it (a hook may run before). */
+static shard_dispatcher *created(void *user)
+{
+    shard_dispatcher *d;
+    while (!(d = atomic_load((_Atomic(shard_dispatcher *) *)user)))
+        ;
+    return d;
+}
+
+/* A dispatcher of one worker with hook, whose user is *dp, set once create returns. */
+static shard_dispatcher *make_one(void (*hook)(shard_worker *, int, int, void *), uint32_t capacity,
+                                  _Atomic(shard_dispatcher *) *dp)
+{
+    shard_dispatcher *d;
+    struct shard_config cfg = { .workers = 1, .queue_capacity = capacity, .on_worker_idle = hook, .user = (void *)dp };
+    cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
+    atomic_store(dp, d);
     return d;
 }
 
@@ -97,32 +123,24 @@ static void own_job(shard_worker *w, void *arg)
 static void submitting_hook(shard_worker *w, int wake_fd, int timeout_ms, void *user)
 {
     if (atomic_fetch_add(&calls, 1) == 0) {
-        shard_dispatcher *d;
-        while (!(d = atomic_load((_Atomic(shard_dispatcher *) *)user)))
-            ; /* create has not stored it yet: the first call may come before it returns */
+        shard_dispatcher *d = created(user);
         for (int i = 0; i < OWN_JOBS; i++)
             if (shard_submit(d, "own", 3, own_job, (void *)(intptr_t)i) != 0)
                 atomic_fetch_add(&own_bad, 1);
         if (shard_worker_crashed(w))
             atomic_fetch_add(&own_bad, 1);
-        struct pollfd p = { .fd = wake_fd, .events = POLLIN };
-        atomic_store(&fd_readable_after_own, poll(&p, 1, 10 * 1000)); /* 10 s: 0 fails the test */
+        atomic_store(&fd_readable_after_own, wait_wake(wake_fd, 10 * 1000)); /* 10 s: 0 fails the test */
         return; /* the jobs run now, after it */
     }
-    struct pollfd p = { .fd = wake_fd, .events = POLLIN };
-    poll(&p, 1, timeout_ms);
+    wait_wake(wake_fd, timeout_ms);
 }
 
 Test(idle, jobs_a_hook_submits_to_its_own_worker_run_after_it_in_order)
 {
     static _Atomic(shard_dispatcher *) dp;
     sem_init(&own_done, 0, 0);
-    shard_dispatcher *d;
     /* More jobs than the queue holds: from a worker's thread a full queue takes them beyond it. */
-    struct shard_config cfg = { .workers = 1, .queue_capacity = 64, .on_worker_idle = submitting_hook,
-                                .user = (void *)&dp };
-    cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
-    atomic_store(&dp, d);
+    shard_dispatcher *d = make_one(submitting_hook, 64, &dp);
     cr_assert(within_10s(&own_done), "the hook's jobs did not run");
     cr_assert_eq(atomic_load(&own_bad), 0, "a submit from the hook failed, or its job ran out of order");
     cr_assert_eq(atomic_load(&own_next), OWN_JOBS);
@@ -198,25 +216,17 @@ static sem_t timer_fired;
 static void timer_hook(shard_worker *w, int wake_fd, int timeout_ms, void *user)
 {
     (void)w;
-    if (atomic_fetch_add(&calls, 1) == 0) {
-        shard_dispatcher *d;
-        while (!(d = atomic_load((_Atomic(shard_dispatcher *) *)user)))
-            ;
-        if (shard_submit_after(d, "t", 1, 50 * 1000000ull, post, &timer_fired, NULL) != 0)
-            atomic_fetch_add(&own_bad, 1);
-    }
-    struct pollfd p = { .fd = wake_fd, .events = POLLIN };
-    poll(&p, 1, timeout_ms);
+    if (atomic_fetch_add(&calls, 1) == 0 &&
+        shard_submit_after(created(user), "t", 1, 50 * 1000000ull, post, &timer_fired, NULL) != 0)
+        atomic_fetch_add(&own_bad, 1);
+    wait_wake(wake_fd, timeout_ms);
 }
 
 Test(idle, a_timer_the_hook_arms_on_its_own_worker_wakes_it)
 {
     static _Atomic(shard_dispatcher *) dp;
     sem_init(&timer_fired, 0, 0);
-    shard_dispatcher *d;
-    struct shard_config cfg = { .workers = 1, .on_worker_idle = timer_hook, .user = (void *)&dp };
-    cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
-    atomic_store(&dp, d);
+    shard_dispatcher *d = make_one(timer_hook, 0, &dp);
     cr_assert(within_10s(&timer_fired), "a timer armed in the hook did not fire: the hook kept waiting");
     cr_assert_eq(atomic_load(&own_bad), 0);
     shard_dispatcher_destroy(d);
