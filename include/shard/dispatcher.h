@@ -156,10 +156,10 @@ struct shard_config {
      * up; returning sooner is fine (the worker calls it again while it stays idle; one that returns at
      * once makes the worker poll). It must not read wake_fd. It may do what a job may: submit (to this
      * worker too: such jobs run after it returns, and make wake_fd readable like any other), arm
-     * timers, shard_worker_crashed(). A crash or a
-     * removal wakes it and lets it return before the worker goes. The worker first polls its queue
-     * as poll_us says. Each worker then holds an eventfd: creating a worker fails with -ENOMEM when
-     * the process has no descriptor left. NULL: the worker sleeps on a futex. */
+     * timers, shard_worker_crashed(). A crash or a removal wakes it and lets it return before the
+     * worker goes. The worker first polls its queue as poll_us says. Each worker then holds an
+     * eventfd: creating a worker fails with -ENOMEM when the process has no descriptor left. NULL:
+     * the worker sleeps on a futex. */
     void (*on_worker_idle)(shard_worker *w, int wake_fd, int timeout_ms, void *user);
 };
 
