@@ -77,7 +77,8 @@ static shard_dispatcher *make_one(void (*hook)(shard_worker *, int, int, void *)
                                   _Atomic(shard_dispatcher *) *dp)
 {
     shard_dispatcher *d;
-    struct shard_config cfg = { .workers = 1, .queue_capacity = capacity, .on_worker_idle = hook, .user = (void *)dp };
+    struct shard_config cfg = { .workers = 1, .queue_capacity = capacity, .on_worker_idle = hook,
+                                .user = (void *)dp };
     cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
     atomic_store(dp, d);
     return d;

@@ -574,7 +574,8 @@ int net_init(struct server *srv)
      * of its connections: more loops than cores would only batch less) and 64. */
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     uint32_t most = cpus < 1 ? 1 : cpus > 64 ? 64 : (uint32_t)cpus;
-    srv->nnet = srv->opt.net_threads ? srv->opt.net_threads : srv->opt.workers < most ? srv->opt.workers : most;
+    srv->nnet = srv->opt.net_threads ? srv->opt.net_threads
+                                     : srv->opt.workers < most ? srv->opt.workers : most;
     srv->net = calloc(srv->nnet, sizeof *srv->net);
     if (!srv->net)
         return -ENOMEM;

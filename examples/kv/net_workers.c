@@ -9,10 +9,10 @@
  * With one worker that is Redis's own loop, on one thread.
  *
  * Each loop has one keeper, the worker that waits on it: the n-th worker started keeps loop n (there
- * are as many loops as initial workers, up to one a CPU), and a worker started later keeps none. An idle worker
- * runs a round of each loop it keeps and of each loop with completions waiting (one worker a loop at
- * a time: its drive lock, taken with trylock, so an idle worker never waits for a busy one); when none
- * had anything, it waits on an epoll of wake_fd and the loops it keeps. One waiter a loop: an event
+ * are as many loops as initial workers, up to one a CPU), and a worker started later keeps none. An
+ * idle worker runs a round of each loop it keeps and of each loop with completions waiting (one
+ * worker a loop at a time: its drive lock, taken with trylock, so an idle worker never waits for a
+ * busy one); when none had anything, it waits on an epoll of wake_fd and the loops it keeps. One waiter a loop: an event
  * wakes one worker, and a loop's epoll sits in one other epoll (the kernel refuses more than 500 such
  * paths from the listening socket, which every loop watches). A worker that stops gives its loops up
  * and wakes another worker (a job), which adopts them at its next idle call. */
@@ -80,8 +80,8 @@ void net_worker_start(struct server *srv)
     token = atomic_fetch_add_explicit(&next_token, 1, memory_order_relaxed) + 1;
     if (token <= srv->nnet) { /* an initial worker (a later one only adopts) */
         unsigned none = 0;
-        atomic_compare_exchange_strong_explicit(&srv->net[token - 1].keeper, &none, token, memory_order_relaxed,
-                                                memory_order_relaxed);
+        atomic_compare_exchange_strong_explicit(&srv->net[token - 1].keeper, &none, token,
+                                                memory_order_relaxed, memory_order_relaxed);
     }
     seen_orphans = 0;
     stale = true;
@@ -173,7 +173,8 @@ bool net_completion_wakes(struct server *srv)
     /* A worker that runs loops runs a round of each loop with completions when it is next idle
      * (unless another worker is running it then: that one is not waiting, and runs it again when it
      * is idle). */
-    return srv->opt.net_threads || token == 0 || atomic_load_explicit(&srv->net_waiters, memory_order_seq_cst) != 0;
+    return srv->opt.net_threads || token == 0 ||
+           atomic_load_explicit(&srv->net_waiters, memory_order_seq_cst) != 0;
 }
 
 void net_worker_stop(shard_worker *w, struct server *srv)

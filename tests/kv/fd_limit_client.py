@@ -41,7 +41,8 @@ def main():
         else:
             fail("unexpected reply %r" % r)
     if served == 0 or closed == 0:
-        fail("%d served and %d closed of %d: the limit did not bite, or nothing was served" % (served, closed, n))
+        fail("%d served and %d closed of %d: the limit did not bite, or nothing was served"
+             % (served, closed, n))
     before = cpu_seconds(pid)
     time.sleep(1)
     used = cpu_seconds(pid) - before
@@ -49,7 +50,8 @@ def main():
         fail("the server used %.2f s of CPU in 1 s while out of descriptors and idle: it spins" % used)
     for s in held:
         s.close()
-    print("out of descriptors: %d connections served, %d closed at once, %.2f s of CPU idle" % (served, closed, used))
+    print("out of descriptors: %d connections served, %d closed at once, %.2f s of CPU idle"
+          % (served, closed, used))
 
 
 main()
