@@ -51,7 +51,7 @@ struct net_thread {
     struct server  *srv;
     pthread_t       thread;         /* its own thread, with --net-threads N */
     pthread_mutex_t drive;          /* held while a worker runs a round of it (--net-threads 0) */
-    _Atomic unsigned keeper;        /* the worker that waits on it (net_workers.c); 0: none */
+    _Atomic unsigned keeper, second; /* the workers that wait on it (net_workers.c); 0: none */
     int             epfd, listen_fd, event_fd;
     int             spare_fd;       /* held in reserve for refusing a connection without descriptors */
     /* Completion stack: workers and the admin thread push finished requests, this thread takes them

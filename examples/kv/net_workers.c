@@ -8,14 +8,18 @@
  * keys it owns land in its own queue), returns to run them, and when idle again writes the replies.
  * With one worker that is Redis's own loop, on one thread.
  *
- * Each loop has one keeper, the worker that waits on it: the n-th worker started keeps loop n (there
- * are as many loops as initial workers, up to one a CPU), and a worker started later keeps none. An
- * idle worker runs a round of each loop it keeps and of each loop with completions waiting (one
- * worker a loop at a time: its drive lock, taken with trylock, so an idle worker never waits for a
- * busy one); when none had anything, it waits on an epoll of wake_fd and the loops it keeps. One waiter a loop: an event
- * wakes one worker, and a loop's epoll sits in one other epoll (the kernel refuses more than 500 such
- * paths from the listening socket, which every loop watches). A worker that stops gives its loops up
- * and wakes another worker (a job), which adopts them at its next idle call. */
+ * Each loop has two watchers, the workers that wait on it: its keeper (the n-th worker started keeps
+ * loop n; there are as many loops as initial workers, up to one a CPU) and a second (the n-th worker
+ * is second on loop n + 1), so that a connection whose keeper is busy in a long job is served by the
+ * second when that one is idle; a worker started later watches none. An idle worker runs a round of
+ * each loop it watches (one worker a loop at a time: its drive lock, taken with trylock, so an idle
+ * worker never waits for a busy one); when none had anything, it waits on an epoll of wake_fd and the
+ * loops it watches. A worker that completes a request signals the loop's eventfd unless it watches
+ * that loop itself and no worker waits (it then takes the completion at its own next round). Two waiters a loop at most: an
+ * event wakes two workers at most, and a loop's epoll sits in two other epolls at most (the kernel
+ * refuses more than 500 such paths from the listening socket, which every loop watches). A worker
+ * that stops gives its places up; the other watcher of each loop still serves it, and an idle worker
+ * takes the empty places at its next idle call (the stopping one wakes another with a job). */
 #include <errno.h>
 #include <poll.h>
 #include <sys/epoll.h>
@@ -30,21 +34,29 @@
 static atomic_uint          next_token;      /* hands each worker thread its token, from 1 */
 static _Thread_local unsigned token;         /* this worker's (0: not a worker that runs loops) */
 static _Thread_local unsigned seen_orphans;  /* srv->net_orphans when it last looked for loops */
-static _Thread_local int    waits_on = -1;   /* its epoll: wake_fd and the loops it keeps */
-static _Thread_local bool   stale = true;    /* waits_on must be made again: what it keeps changed */
+static _Thread_local int    waits_on = -1;   /* its epoll: wake_fd and the loops it watches */
+static _Thread_local bool   stale = true;    /* waits_on must be made again: what it watches changed */
 
-static bool keeps(const struct net_thread *nt)
+static bool watches(const struct net_thread *nt)
 {
-    return atomic_load_explicit(&nt->keeper, memory_order_relaxed) == token;
+    return atomic_load_explicit(&nt->keeper, memory_order_relaxed) == token ||
+           atomic_load_explicit(&nt->second, memory_order_relaxed) == token;
 }
 
-/* Takes every loop with no keeper (given up by a worker that stopped). */
+/* Takes place *slot of a loop if it is empty and this worker is not the loop's other watcher. */
+static bool take(_Atomic unsigned *slot, _Atomic unsigned *other)
+{
+    unsigned none = 0;
+    return atomic_load_explicit(other, memory_order_relaxed) != token &&
+           atomic_compare_exchange_strong_explicit(slot, &none, token, memory_order_relaxed, memory_order_relaxed);
+}
+
+/* Takes every empty place (given up by a worker that stopped). */
 static void adopt(struct server *srv)
 {
     for (uint32_t i = 0; i < srv->nnet; i++) {
-        unsigned none = 0;
-        if (atomic_compare_exchange_strong_explicit(&srv->net[i].keeper, &none, token, memory_order_relaxed,
-                                                    memory_order_relaxed))
+        struct net_thread *nt = &srv->net[i];
+        if (take(&nt->keeper, &nt->second) || take(&nt->second, &nt->keeper))
             stale = true;
     }
 }
@@ -64,7 +76,7 @@ static int wait_set(struct server *srv, int wake_fd)
     struct epoll_event e = { .events = EPOLLIN };
     bool ok = epoll_ctl(waits_on, EPOLL_CTL_ADD, wake_fd, &e) == 0;
     for (uint32_t i = 0; ok && i < srv->nnet; i++)
-        if (keeps(&srv->net[i]))
+        if (watches(&srv->net[i]))
             ok = epoll_ctl(waits_on, EPOLL_CTL_ADD, srv->net[i].epfd, &e) == 0;
     if (!ok) {
         close(waits_on);
@@ -79,9 +91,9 @@ void net_worker_start(struct server *srv)
         return;
     token = atomic_fetch_add_explicit(&next_token, 1, memory_order_relaxed) + 1;
     if (token <= srv->nnet) { /* an initial worker (a later one only adopts) */
-        unsigned none = 0;
-        atomic_compare_exchange_strong_explicit(&srv->net[token - 1].keeper, &none, token,
-                                                memory_order_relaxed, memory_order_relaxed);
+        struct net_thread *mine = &srv->net[token - 1], *next = &srv->net[token % srv->nnet];
+        take(&mine->keeper, &mine->second);
+        take(&next->second, &next->keeper); /* with one loop, it keeps it and is not second */
     }
     seen_orphans = 0;
     stale = true;
@@ -125,8 +137,7 @@ void net_on_idle(shard_worker *w, int wake_fd, int timeout_ms, void *user)
     bool any = false;
     for (uint32_t i = 0; i < srv->nnet; i++) {
         struct net_thread *nt = &srv->net[i];
-        /* Its own loops, and any with completions: those it may have pushed without a signal. */
-        if (!keeps(nt) && !atomic_load_explicit(&nt->done, memory_order_relaxed))
+        if (!watches(nt))
             continue;
         if (pthread_mutex_trylock(&nt->drive) != 0)
             continue; /* another worker runs it now */
@@ -145,35 +156,30 @@ void net_on_idle(shard_worker *w, int wake_fd, int timeout_ms, void *user)
     /* seq_cst, the Dekker pair with request_complete's push then net_completion_wakes' read: either
      * this sees a completion pushed without a signal, or the pusher sees this worker waiting. */
     atomic_fetch_add_explicit(&srv->net_waiters, 1, memory_order_seq_cst);
-    bool pending = false, busy = false;
+    bool pending = false;
     for (uint32_t k = 0; k < srv->nnet && !pending; k++) {
         struct net_thread *nt = &srv->net[k];
-        if (!atomic_load_explicit(&nt->done, memory_order_seq_cst))
+        if (!watches(nt) || !atomic_load_explicit(&nt->done, memory_order_seq_cst))
             continue;
-        /* A loop in another worker's round: that worker looks at the stack again before it waits. A
-         * short wait rather than a spin covers the moment it has let go but not yet looked (and a
-         * worker descheduled while it holds the loop, which a spin would only feed). */
-        if (pthread_mutex_trylock(&nt->drive) != 0) {
-            busy = true;
-            continue;
+        /* A loop in another watcher's round: that one looks at the stack again before it waits. */
+        if (pthread_mutex_trylock(&nt->drive) == 0) {
+            pthread_mutex_unlock(&nt->drive);
+            pending = true;
         }
-        pthread_mutex_unlock(&nt->drive);
-        pending = true;
     }
     if (!pending) {
         struct epoll_event ev;
-        int n = epoll_wait(ep, &ev, 1, busy && (timeout_ms < 0 || timeout_ms > 1) ? 1 : timeout_ms);
+        int n = epoll_wait(ep, &ev, 1, timeout_ms);
         (void)n; /* whatever woke it, the worker looks at its queue and calls again */
     }
     atomic_fetch_sub_explicit(&srv->net_waiters, 1, memory_order_relaxed);
 }
 
-bool net_completion_wakes(struct server *srv)
+bool net_completion_wakes(struct server *srv, const struct net_thread *nt)
 {
-    /* A worker that runs loops runs a round of each loop with completions when it is next idle
-     * (unless another worker is running it then: that one is not waiting, and runs it again when it
-     * is idle). */
-    return srv->opt.net_threads || token == 0 ||
+    /* A watcher of nt runs a round of it when it is next idle (unless another watcher is running it
+     * then: that one is not waiting, and runs it again before it waits). */
+    return srv->opt.net_threads || token == 0 || !watches(nt) ||
            atomic_load_explicit(&srv->net_waiters, memory_order_seq_cst) != 0;
 }
 
@@ -182,15 +188,25 @@ void net_worker_stop(shard_worker *w, struct server *srv)
     if (token == 0)
         return;
     bool gave = false;
-    for (uint32_t i = 0; i < srv->nnet; i++)
-        if (keeps(&srv->net[i])) {
-            atomic_store_explicit(&srv->net[i].keeper, 0, memory_order_relaxed);
-            gave = true;
+    for (uint32_t i = 0; i < srv->nnet; i++) {
+        /* Completions it pushed without a signal, for a round it will not run: the other watcher's. */
+        if (watches(&srv->net[i]) && atomic_load_explicit(&srv->net[i].done, memory_order_seq_cst)) {
+            uint64_t one = 1;
+            ssize_t n = write(srv->net[i].event_fd, &one, sizeof one);
+            (void)n;
         }
+        unsigned mine = token;
+        gave |= atomic_compare_exchange_strong_explicit(&srv->net[i].keeper, &mine, 0, memory_order_relaxed,
+                                                        memory_order_relaxed);
+        mine = token;
+        gave |= atomic_compare_exchange_strong_explicit(&srv->net[i].second, &mine, 0, memory_order_relaxed,
+                                                        memory_order_relaxed);
+    }
     if (gave) {
         atomic_fetch_add_explicit(&srv->net_orphans, 1, memory_order_release);
-        /* Whichever worker the key reaches (this one has left the ring) adopts them when idle; any
-         * other idle worker may first. -ESHUTDOWN during destroy: nobody needs them then. */
+        /* Whichever worker the key reaches (this one has left the ring) takes the places when idle;
+         * any other idle worker may first, and meanwhile each loop's other watcher serves it.
+         * -ESHUTDOWN during destroy: nobody needs them then. */
         (void)shard_submit(shard_worker_dispatcher(w), "kv:net:adopt", 12, wake_someone, NULL);
     }
     if (waits_on >= 0)

@@ -214,7 +214,7 @@ void request_complete(struct request *r)
                                                   memory_order_relaxed));
     /* Only the push onto an empty stack wakes the thread: a non-empty stack has a wake-up pending
      * (the thread takes the whole stack after reading the eventfd). r may be freed from here on. */
-    if (!head && net_completion_wakes(srv)) {
+    if (!head && net_completion_wakes(srv, nt)) {
         uint64_t one = 1;
         ssize_t n = write(nt->event_fd, &one, sizeof one);
         (void)n; /* fails only when the counter would overflow: a wake-up is pending anyway */

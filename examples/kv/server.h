@@ -71,6 +71,7 @@ struct server {
     atomic_bool           stopping;
     atomic_ullong         connections, commands, protocol_errors;
     atomic_ullong         refused; /* connections closed at once for want of a descriptor */
+    uint64_t              max_clients; /* connections it holds at most: its descriptors less its own */
 };
 
 enum cmd_kind {
@@ -263,11 +264,11 @@ void net_on_idle(shard_worker *w, int wake_fd, int timeout_ms, void *user);
 /* Gives up the calling worker's loops (another worker adopts them) and frees what net_on_idle keeps
  * for it. Context: on_worker_stop. */
 void net_worker_stop(shard_worker *w, struct server *srv);
-/* Whether a request just pushed onto an empty completion stack must signal its loop's eventfd. Not
- * when the workers run the loops, the caller is one of them, and none waits: every worker runs a
- * round of each loop before it waits, and checks the stacks after it counts itself as waiting.
+/* Whether a request just pushed onto nt's empty completion stack must signal nt's eventfd. Not when
+ * the workers run the loops, the caller watches nt, and no worker waits: a watcher runs a round of
+ * each loop it watches before it waits, and checks their stacks after it counts itself as waiting.
  * Context: request_complete, after its push. */
-bool net_completion_wakes(struct server *srv);
+bool net_completion_wakes(struct server *srv, const struct net_thread *nt);
 /* A connection's reading ends after its pending replies: QUIT, and after a protocol error. */
 void conn_close_after_replies(struct conn *c);
 
