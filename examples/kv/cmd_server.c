@@ -158,7 +158,6 @@ static const char *const params[] = {
 static void param_value(struct server *srv, const char *name, char *out, size_t n)
 {
     const struct server_options *o = &srv->opt;
-    struct rlimit files;
     out[0] = '\0';
     if (strcmp(name, "bind") == 0)
         snprintf(out, n, "%s", o->bind);
@@ -175,7 +174,7 @@ static void param_value(struct server *srv, const char *name, char *out, size_t 
     else if (strcmp(name, "requirepass") == 0)
         auth_password(out, n);
     else if (strcmp(name, "maxclients") == 0)
-        snprintf(out, n, "%llu", getrlimit(RLIMIT_NOFILE, &files) == 0 ? (unsigned long long)files.rlim_cur : 0ull);
+        snprintf(out, n, "%llu", (unsigned long long)srv->max_clients);
     else if (strcmp(name, "proto-max-bulk-len") == 0 || strcmp(name, "max-request") == 0)
         snprintf(out, n, "%zu", o->limits.max_request);
     else if (strcmp(name, "workers") == 0)

@@ -117,13 +117,10 @@ static void section_clients(struct server *srv, struct buf *b)
 {
     struct net_totals t;
     net_totals(srv, &t);
-    struct rlimit files;
-    if (getrlimit(RLIMIT_NOFILE, &files) != 0)
-        files.rlim_cur = 0;
     line(b, "# Clients");
     line(b, "connected_clients:%" PRIu64, t.clients);
     line(b, "cluster_connections:0");
-    line(b, "maxclients:%llu", (unsigned long long)files.rlim_cur); /* no limit but the descriptors' */
+    line(b, "maxclients:%llu", (unsigned long long)srv->max_clients);
     line(b, "blocked_clients:0");
     line(b, "tracking_clients:0");
     line(b, "clients_in_timeout_table:0");

@@ -31,6 +31,7 @@
 #include <netinet/tcp.h>
 #include <stdio.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -421,6 +422,12 @@ static void accept_all(struct net_thread *nt)
             continue;
         if (fd < 0)
             return; /* EAGAIN (or out of descriptors with none spare: the backlog keeps the rest) */
+        if (clients_count() >= nt->srv->max_clients) {
+            /* As Redis's maxclients: closed at once, while descriptors remain to do so. */
+            close(fd);
+            atomic_fetch_add_explicit(&nt->srv->refused, 1, memory_order_relaxed);
+            continue;
+        }
         struct conn *c = calloc(1, sizeof *c);
         if (!c) {
             close(fd);
@@ -586,6 +593,13 @@ int net_init(struct server *srv)
         return srv->listen_fd;
     }
     srv->port = bound_port(srv->listen_fd);
+    /* Its own descriptors: 32 in reserve as Redis keeps (files, accepting one to close it), each
+     * loop's three, and each worker's two (an eventfd, an epoll) with the network on the workers. */
+    struct rlimit files;
+    uint64_t own = 32 + 3 * (uint64_t)srv->nnet + (srv->opt.net_threads ? 0 : 2 * (uint64_t)srv->opt.workers);
+    if (getrlimit(RLIMIT_NOFILE, &files) != 0 || files.rlim_cur == RLIM_INFINITY)
+        files.rlim_cur = 1 << 20;
+    srv->max_clients = files.rlim_cur > 2 * own ? files.rlim_cur - own : files.rlim_cur / 2;
     for (uint32_t i = 0; i < srv->nnet; i++) {
         int err = net_thread_init(srv, &srv->net[i], srv->listen_fd);
         srv->net_ready = i + 1;
