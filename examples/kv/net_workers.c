@@ -75,9 +75,17 @@ static int wait_set(struct server *srv, int wake_fd)
         return -1;
     struct epoll_event e = { .events = EPOLLIN };
     bool ok = epoll_ctl(waits_on, EPOLL_CTL_ADD, wake_fd, &e) == 0;
-    for (uint32_t i = 0; ok && i < srv->nnet; i++)
-        if (watches(&srv->net[i]))
-            ok = epoll_ctl(waits_on, EPOLL_CTL_ADD, srv->net[i].epfd, &e) == 0;
+    for (uint32_t i = 0; ok && i < srv->nnet; i++) {
+        struct net_thread *nt = &srv->net[i];
+        if (!watches(nt))
+            continue;
+        /* The second edge-triggered: woken once for each new event, so that while the keeper takes
+         * it the second does not spin on a loop that stays ready until then (the keeper, level-
+         * triggered, misses nothing). */
+        bool keeper = atomic_load_explicit(&nt->keeper, memory_order_relaxed) == token;
+        struct epoll_event l = { .events = keeper ? EPOLLIN : EPOLLIN | EPOLLET };
+        ok = epoll_ctl(waits_on, EPOLL_CTL_ADD, nt->epfd, &l) == 0;
+    }
     if (!ok) {
         close(waits_on);
         waits_on = -1;
