@@ -1,6 +1,7 @@
 /* The idle hook (shard_config.on_worker_idle): an idle worker waits in it, on its wake descriptor
  * beside the caller's own; a submit, a timer, a removal, a crash and destroy each make it return; what
- * it submits to its own worker runs after it returns, in order, and makes wake_fd readable; and a dispatcher
+ * it submits to its own worker runs after it returns, in order, and makes wake_fd readable; calls a
+ * job may not make answer -EDEADLK from it; and a dispatcher
  * that cannot have the descriptor says so. */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -230,5 +231,38 @@ Test(idle, a_timer_the_hook_arms_on_its_own_worker_wakes_it)
     shard_dispatcher *d = make_one(timer_hook, 0, &dp);
     cr_assert(within_10s(&timer_fired), "a timer armed in the hook did not fire: the hook kept waiting");
     cr_assert_eq(atomic_load(&own_bad), 0);
+    shard_dispatcher_destroy(d);
+}
+
+/* A hook calling back into its dispatcher for what a job may not do: membership changes and drain
+ * answer -EDEADLK from it, and the worker carries on. */
+static atomic_int calls_back[4];
+
+static void calling_back_hook(shard_worker *w, int wake_fd, int timeout_ms, void *user)
+{
+    if (atomic_fetch_add(&calls, 1) == 0) {
+        shard_dispatcher *d = created(user);
+        atomic_store(&calls_back[0], shard_drain(d));
+        atomic_store(&calls_back[1], shard_worker_add(d, "x", 1));
+        atomic_store(&calls_back[2], shard_worker_remove(d, shard_worker_name(w)));
+        atomic_store(&calls_back[3], shard_worker_crash(d, shard_worker_name(w), SHARD_CRASH_REROUTE));
+        sem_post(&entered);
+    }
+    wait_wake(wake_fd, timeout_ms);
+}
+
+Test(idle, membership_calls_and_drain_from_the_hook_return_edeadlk)
+{
+    static _Atomic(shard_dispatcher *) dp;
+    sem_init(&entered, 0, 0);
+    shard_dispatcher *d = make_one(calling_back_hook, 0, &dp);
+    cr_assert(within_10s(&entered), "the hook did not run");
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(atomic_load(&calls_back[i]), -EDEADLK, "call %d from the hook: %d", i,
+                     atomic_load(&calls_back[i]));
+    sem_t ran;
+    sem_init(&ran, 0, 0);
+    cr_assert_eq(shard_submit(d, "k", 1, post, &ran), 0);
+    cr_assert(within_10s(&ran), "the worker did not carry on after its hook's refused calls");
     shard_dispatcher_destroy(d);
 }
