@@ -1,8 +1,7 @@
 /* The idle hook (shard_config.on_worker_idle): an idle worker waits in it, on its wake descriptor
  * beside the caller's own; a submit, a timer, a removal, a crash and destroy each make it return; what
  * it submits to its own worker runs after it returns, in order, and makes wake_fd readable; calls a
- * job may not make answer -EDEADLK from it; and a dispatcher
- * that cannot have the descriptor says so. */
+ * job may not make answer -EDEADLK from it; and a dispatcher that cannot have the descriptor says so. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
