@@ -27,18 +27,24 @@ static bool mark_for_move(struct shard_worker *w, struct job **mark)
 /* Moves j, held by w, to its key's owner in the current ring, into its inbox, ahead of what that
  * worker holds of the key. j then waits there also for every owner its key has had since j's own
  * epoch (handoff.c: moved_epoch), each of which hands the key's state on at its fence: so it runs
- * where the state is. Return: false if the owner is w itself, or closed its inbox (destroy is
- * stopping every worker): j stays with w. */
-static bool move_to_owner(struct shard_worker *w, struct job *j)
+ * where the state is. The current ring may be newer than the fence w is at: if the key has come back
+ * to w since, j stays, and waits the same way for the owners in between, which may have run jobs of
+ * the key (a job moved to one of them by this same walk before the ring changed, for one) and hand
+ * the state back to w at their fences. j also stays, as it is, if the owner closed its inbox (destroy
+ * is stopping every worker) or no drain mark could be had. */
+static void move_to_owner(struct shard_worker *w, struct job *j)
 {
     bool moved = false;
     struct job *mark;
     if (!mark_for_move(w, &mark))
-        return false;
+        return;
     shard__rcu_read_lock(); /* the owner found below lives through it */
     const struct snap *s = atomic_load_explicit(&w->d->snap, memory_order_acquire);
     struct shard_worker *dest = snap_worker(s, shard__ring_owner_index(s->ring, j->hash));
-    if (dest != w) {
+    if (dest == w) {
+        j->moved_epoch = s->epoch;
+        j->wait_snap = NULL;
+    } else {
         pthread_mutex_lock(&dest->inbox_lock);
         /* Closed: only at destroy, as a crash publishes the ring without its worker before it closes
          * the inbox, and a removed worker leaves the ring before it exits. */
@@ -65,7 +71,6 @@ static bool move_to_owner(struct shard_worker *w, struct job *j)
         pthread_mutex_unlock(&w->d->lock);
         shard__free_record(w, mark);
     }
-    return moved;
 }
 
 /* At a fence of epoch where w loses keys, after its release hook handed their state over: held jobs
@@ -77,8 +82,10 @@ void shard__follow_key(struct shard_worker *w, uint64_t epoch)
 {
     for (struct job *j = w->held.head, *next; j; j = next) {
         next = j->next;
-        if (j->kind == JOB_RUN && j->owed_to && j->epoch < epoch && move_to_owner(w, j))
-            w->held_dirty = true;
+        if (j->kind == JOB_RUN && j->owed_to && j->epoch < epoch) {
+            move_to_owner(w, j);
+            w->held_dirty = true; /* gone, or waiting for something else */
+        }
     }
 }
 

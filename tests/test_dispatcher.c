@@ -721,6 +721,92 @@ Test(dispatcher, crash_drop_hands_each_queued_job_to_on_dropped_once)
     shard_dispatcher_destroy(d);
 }
 
+/* A stuck job's key g, held on its next owner L, goes to z and straight back: z is added, and removed
+ * while L's release hook (handing g to z) still runs. The jobs L holds behind the stuck job then stay
+ * on L, but g's state went to z and comes back only with z's release hook: they must wait for it. */
+static struct {
+    char key[24];
+    size_t len;
+    char l[SHARD_NAME_MAX + 1], z[SHARD_NAME_MAX + 1];
+    bool l_held;                       /* L's hook thread only */
+    sem_t l_hook_in, l_hook_go, owed_ran;
+    atomic_bool z_hook_done;
+    atomic_int ran, ran_early;
+} back;
+
+static void back_release(shard_worker *w, const struct shard_handoff *h, void *user)
+{
+    (void)user;
+    if (!shard_handoff_moves(h, back.key, back.len))
+        return;
+    if (strcmp(shard_worker_name(w), back.l) == 0 && !back.l_held) {
+        back.l_held = true; /* g's state to z; z leaves before this returns */
+        sem_post(&back.l_hook_in);
+        sem_wait(&back.l_hook_go);
+    } else if (strcmp(shard_worker_name(w), back.z) == 0) {
+        /* g's state back to L. A job of g that runs before this returns finds no state; wait up to a
+         * second for one (on the fixed code none comes, and this returns after the second). */
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 1;
+        if (sem_timedwait(&back.owed_ran, &until) == 0)
+            sem_post(&back.owed_ran);
+        atomic_store(&back.z_hook_done, true);
+    }
+}
+
+static void back_job(shard_worker *w, void *arg)
+{
+    (void)w;
+    (void)arg;
+    if (!atomic_load(&back.z_hook_done))
+        atomic_fetch_add(&back.ran_early, 1);
+    atomic_fetch_add(&back.ran, 1);
+    sem_post(&back.owed_ran);
+}
+
+Test(dispatcher, jobs_behind_a_stuck_job_wait_for_a_key_that_went_away_and_came_back)
+{
+    sem_init(&gate, 0, 0);
+    sem_init(&started, 0, 0);
+    sem_init(&back.l_hook_in, 0, 0);
+    sem_init(&back.l_hook_go, 0, 0);
+    sem_init(&back.owed_ran, 0, 0);
+    shard_dispatcher *d;
+    struct shard_config cfg = { .workers = 3, .on_release = back_release };
+    cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
+    back.len = kname(back.key, 0);
+    char u[SHARD_NAME_MAX + 1];
+    owner_of(d, back.key, u);
+    cr_assert_eq(shard_submit(d, back.key, back.len, stuck_job, NULL), 0);
+    sem_wait(&started);
+    cr_assert_eq(shard_worker_crash(d, u, SHARD_CRASH_REROUTE), 0);
+    owner_of(d, back.key, back.l);
+    for (int i = 0; i < 2; i++) /* held on L behind the stuck job */
+        cr_assert_eq(shard_submit(d, back.key, back.len, back_job, NULL), 0);
+    shard_ring *r;
+    cr_assert_eq(shard_dispatcher_ring(d, &r), 0);
+    for (unsigned i = 0;; i++) { /* a name that takes g from L */
+        snprintf(back.z, sizeof back.z, "z%u", i);
+        cr_assert_eq(shard_ring_add(r, back.z, 1), 0);
+        bool takes = strcmp(shard_ring_owner(r, back.key, back.len), back.z) == 0;
+        shard_ring_remove(r, back.z);
+        if (takes)
+            break;
+    }
+    shard_ring_destroy(r);
+    cr_assert_eq(shard_worker_add(d, back.z, 1), 0);
+    sem_wait(&back.l_hook_in);
+    cr_assert_eq(shard_worker_remove(d, back.z), 0);
+    sem_post(&gate); /* the stuck job returns */
+    sem_post(&back.l_hook_go);
+    while (atomic_load(&back.ran) < 2)
+        sem_wait(&back.owed_ran); /* drain does not wait for jobs behind a crashed worker's job */
+    cr_assert_eq(atomic_load(&back.ran_early), 0, "a job of the key ran before z handed its state back");
+    cr_assert(atomic_load(&back.z_hook_done));
+    shard_dispatcher_destroy(d);
+}
+
 /* ---- drain and idle ---- */
 
 Test(dispatcher, drain_waits_for_removed_workers_queues)
