@@ -356,8 +356,8 @@ static void shutdown_server(struct server *srv, struct request *r)
 }
 
 static const struct command table[] = {
-    { "PING", -1, CMD_LOCAL, 0, NULL, NULL, ping, 0, NULL },
-    { "ECHO", 2, CMD_LOCAL, 0, NULL, NULL, echo, 0, NULL },
+    { "PING", -1, CMD_PURE, 0, NULL, NULL, ping, 0, NULL },
+    { "ECHO", 2, CMD_PURE, 0, NULL, NULL, echo, 0, NULL },
     { "DBSIZE", 1, CMD_LOCAL, 0, NULL, NULL, dbsize, 0, NULL },
     { "CONFIG", -2, CMD_LOCAL, 0, NULL, NULL, config, 0, NULL },
     { "COMMAND", -1, CMD_LOCAL, 0, NULL, NULL, command_cmd, 0, NULL },

@@ -184,7 +184,18 @@ static bool conn_reply_error(struct conn *c, const char *msg)
     return true;
 }
 
-static bool dispatch(struct conn *c, const struct resp_arg *argv, uint32_t argc)
+/* A pure command with nothing ahead of it on its connection: its reply goes straight to the output,
+ * which a request on the stack borrows, with no allocation and no copy (the output is bounded by
+ * conn_may_take, as the FIFO is). */
+static void reply_now(struct conn *c, const struct command *cmd, struct resp_arg *argv, uint32_t argc)
+{
+    struct request r = { .conn = c, .nt = c->nt, .srv = c->nt->srv, .cmd = cmd, .argc = argc, .argv = argv,
+                         .reply = c->out };
+    cmd->run(r.srv, &r);
+    c->out = r.reply;
+}
+
+static bool dispatch(struct conn *c, struct resp_arg *argv, uint32_t argc)
 {
     struct server *srv = c->nt->srv;
     atomic_fetch_add_explicit(&srv->commands, 1, memory_order_relaxed);
@@ -202,10 +213,14 @@ static bool dispatch(struct conn *c, const struct resp_arg *argv, uint32_t argc)
     /* As Redis: an unknown command or a wrong count is answered first, then the password. */
     if (!c->authenticated && auth_required() && !auth_exempt(cmd)) /* the password may be gone since */
         return conn_reply_error(c, "NOAUTH Authentication required.");
+    if (cmd->kind == CMD_PURE && !c->head) {
+        reply_now(c, cmd, argv, argc);
+        return true;
+    }
     struct request *r = request_new(c, c->nt, srv, cmd, argv, argc);
     if (!r)
         return false;
-    if (cmd->kind == CMD_LOCAL) {
+    if (cmd->kind == CMD_LOCAL || cmd->kind == CMD_PURE) {
         cmd->run(srv, r);
         r->done = true;
     }
@@ -322,11 +337,17 @@ static bool conn_recv(struct conn *c)
             conn_kill(c);
             return true;
         }
-        ssize_t n = recv(c->fd, c->in.p + c->in.len, c->in.cap - c->in.len, 0);
+        size_t room = c->in.cap - c->in.len;
+        ssize_t n = recv(c->fd, c->in.p + c->in.len, room, 0);
         if (n > 0) {
             c->in.len += (size_t)n;
             got += (size_t)n;
             count_bytes(&c->nt->bytes_in, (size_t)n);
+            /* Short: the socket is empty for now, and its level-triggered event says when it is not,
+             * so a second call only to hear EAGAIN is saved (as Redis reads once an event). A hung-up
+             * connection is not watched: it reads on to its end. */
+            if ((size_t)n < room && !c->hungup)
+                break;
             continue;
         }
         if (n < 0 && errno == EINTR)

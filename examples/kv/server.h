@@ -77,6 +77,8 @@ struct server {
 enum cmd_kind {
     CMD_KEYED, /* one shard job per key */
     CMD_LOCAL, /* answered by the network thread */
+    CMD_PURE,  /* answered by the network thread from its arguments alone, read by pointer and length:
+                * with nothing ahead of it on its connection, they point into the input (net.c) */
     CMD_ADMIN, /* run by the admin thread */
 };
 

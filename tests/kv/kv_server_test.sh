@@ -127,25 +127,26 @@ expect "SHARD.UNPLACE" "OK" "$(cli SHARD.UNPLACE placed-key)"
 cli SHARD.STATS | grep -q '^worker:w0 state=running keys=[0-9]* share=0\.[0-9]* queued=[0-9]* queued_avg=[0-9.]* head_wait_us=[0-9]* busy_ms=[0-9]*' ||
     fail "SHARD.STATS does not show a worker's load"
 
-# --- Pipelining: 2,000 SET/GET pairs in one write on one connection; the keys live on both workers,
-# and the replies must come back in request order.
+# --- Pipelining: 2,000 SET/PING/GET triples in one write on one connection; the keys live on both
+# workers, a PING is answered at once when nothing is ahead of it and in its place otherwise, and the
+# replies must come back in request order.
 exec {sock}<>"/dev/tcp/127.0.0.1/$port"
 requests=
 expected=
 for ((i = 0; i < 2000; i++)); do
-    requests+="SET pipe:$i v$i"$'\r\n'"GET pipe:$i"$'\r\n'
-    expected+="+OK"$'\n'"\$$((${#i} + 1))"$'\n'"v$i"$'\n'
+    requests+="SET pipe:$i v$i"$'\r\n'"PING p$i"$'\r\n'"GET pipe:$i"$'\r\n'
+    expected+="+OK"$'\n'"\$$((${#i} + 1))"$'\n'"p$i"$'\n'"\$$((${#i} + 1))"$'\n'"v$i"$'\n'
 done
 printf '%s' "$requests" >&"$sock"
 got=
-for ((i = 0; i < 6000; i++)); do
-    IFS= read -r -t 30 -u "$sock" line || fail "pipelined replies: only $i of 6000 lines"
+for ((i = 0; i < 10000; i++)); do
+    IFS= read -r -t 30 -u "$sock" line || fail "pipelined replies: only $i of 10000 lines"
     got+="${line%$'\r'}"$'\n'
 done
 [[ $got == "$expected" ]] || fail "pipelined replies are not in request order"
 owners=$(for k in pipe:0 pipe:1 pipe:2 pipe:3 pipe:4 pipe:5 pipe:6 pipe:7; do cli SHARD.OWNER "$k"; done | sort -u | wc -l)
 ((owners == 2)) || fail "the pipelined keys did not span both workers"
-echo "pipelining: 4,000 commands on one connection, replies in order across 2 workers"
+echo "pipelining: 6,000 commands on one connection, replies in order across 2 workers"
 
 # --- Garbage: each bad client gets an error and is disconnected; an open connection carries on.
 garbage() { # garbage NAME BYTES EXPECTED-ERROR
