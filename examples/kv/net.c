@@ -214,7 +214,8 @@ static bool dispatch(struct conn *c, struct resp_arg *argv, uint32_t argc)
     if (!c->authenticated && auth_required() && !auth_exempt(cmd)) /* the password may be gone since */
         return conn_reply_error(c, "NOAUTH Authentication required.");
     if (cmd->kind == CMD_PURE && !c->head) {
-        reply_now(c, cmd, argv, argc);
+        if (!c->hungup) /* a hung-up connection's replies are dropped: its output stays empty */
+            reply_now(c, cmd, argv, argc);
         return true;
     }
     struct request *r = request_new(c, c->nt, srv, cmd, argv, argc);

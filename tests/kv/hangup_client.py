@@ -13,6 +13,10 @@ reply). Before closing it waits until the server's kernel has acknowledged every
 discards what the client has not yet sent. Then another connection asks for the counter until it is
 N, as redis-server would have it.
 
+Unread PINGs: sends N PINGs, which the server answers straight into its output, reads none of the
+replies and closes. The server must drop the replies and free the connection: connected_clients, asked
+on another connection, comes back to what it was.
+
 Exits 1 on a failure, printing how many of the N ran.
 """
 import fcntl
@@ -114,10 +118,40 @@ def reset(port, n):
     print("hang-up with a reset (%d bytes of replies unread): %d of %d INCRs ran" % (unread, got, n))
 
 
+def connected_clients(sock, replies):
+    sock.sendall(command(b"INFO", b"clients"))
+    for line in read_reply(replies).split(b"\r\n"):
+        if line.startswith(b"connected_clients:"):
+            return int(line.split(b":")[1])
+    fail("INFO clients has no connected_clients")
+
+
+def unread_pings(port, n):
+    check = socket.create_connection(("127.0.0.1", port))
+    check.settimeout(30)
+    replies = check.makefile("rb")
+    before = connected_clients(check, replies)
+    s = socket.create_connection(("127.0.0.1", port))
+    s.settimeout(30)
+    s.sendall(b"PING\r\n" * n)
+    s.close()
+    # The server frees the connection some time after the close: ask, at most 1,000 times 10 ms apart.
+    for _ in range(1000):
+        now = connected_clients(check, replies)
+        if now <= before:
+            break
+        time.sleep(0.01)
+    else:
+        fail("a client that closed with %d PINGs unread is still connected after 10 s (%d clients, %d before)"
+             % (n, now, before))
+    print("hang-up with %d PINGs unread: the connection was freed" % n)
+
+
 def main():
     port, n = int(sys.argv[1]), int(sys.argv[2])
     half_close(port, n)
     reset(port, n)
+    unread_pings(port, 5 * n)
 
 
 main()
