@@ -8,20 +8,20 @@
 
 /* A drain under way may have taken dest's mark already, and w's mark passes once j has left: a mark
  * of its own behind j keeps that drain waiting for j (or for nothing, if j waits behind a stuck job,
- * as marks do). Return: the mark to send with j, NULL if no drain is under way; false if one is and
- * no record could be had (then j stays). */
-static bool mark_for_move(struct shard_worker *w, struct job **mark)
+ * as marks do). Return: the mark to send with j; NULL if no drain is under way, or if no record could
+ * be had: j then moves without one (a drain may return before it has run; its key's order and state,
+ * which running where its state has gone would break, come first). */
+static struct job *mark_for_move(struct shard_worker *w)
 {
     shard_dispatcher *d = w->d;
-    *mark = NULL;
+    struct job *mark = NULL;
     pthread_mutex_lock(&d->lock);
-    bool draining = d->marks_pending > 0;
-    if (draining && (*mark = shard__record_alloc(w)) != NULL) {
-        (*mark)->kind = JOB_MARK;
+    if (d->marks_pending > 0 && (mark = shard__record_alloc(w)) != NULL) {
+        mark->kind = JOB_MARK;
         d->marks_pending++;
     }
     pthread_mutex_unlock(&d->lock);
-    return !draining || *mark;
+    return mark;
 }
 
 /* Moves j, held by w, to its key's owner in the current ring, into its inbox, ahead of what that
@@ -31,13 +31,11 @@ static bool mark_for_move(struct shard_worker *w, struct job **mark)
  * to w since, j stays, and waits the same way for the owners in between, which may have run jobs of
  * the key (a job moved to one of them by this same walk before the ring changed, for one) and hand
  * the state back to w at their fences. j also stays, as it is, if the owner closed its inbox (destroy
- * is stopping every worker) or no drain mark could be had. */
+ * is stopping every worker). */
 static void move_to_owner(struct shard_worker *w, struct job *j)
 {
     bool moved = false;
-    struct job *mark;
-    if (!mark_for_move(w, &mark))
-        return;
+    struct job *mark = mark_for_move(w);
     shard__rcu_read_lock(); /* the owner found below lives through it */
     const struct snap *s = atomic_load_explicit(&w->d->snap, memory_order_acquire);
     struct shard_worker *dest = snap_worker(s, shard__ring_owner_index(s->ring, j->hash));

@@ -2,15 +2,20 @@
  * allocation made by the calling thread, for N = 1, 2, ...). Each call must then return -ENOMEM and
  * change nothing (same epoch, same ring checksum, the same jobs run), or succeed as usual. The library
  * is linked statically and its allocator calls wrapped (-Wl,--wrap=...), so only the thread that armed
- * the failure sees it. Also a worker's batch submit beyond its own full queue, whose records fail. */
+ * the failure sees it. Also a worker's batch submit beyond its own full queue, whose records fail, and
+ * jobs that follow their key during a drain with no record for the drain's mark. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <semaphore.h>
 #include <shard.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "dispatcher_internal.h" /* a drain under way (marks_pending), a worker's spare records */
 
 static _Thread_local long fail_countdown; /* 0: off; 1: the next allocation fails */
 static _Thread_local long failures_hit;
@@ -238,5 +243,117 @@ Test(faults, submit_many_beyond_a_full_queue_without_memory)
     cr_assert_eq(rc_one, 1, "the batch returned %d: the one job accepted before memory ran out", rc_one);
     cr_assert_eq(atomic_load(&noop_ran), 4);
     cr_assert_eq(atomic_load(&batch_ran), 1, "only the accepted job runs");
+    shard_dispatcher_destroy(d);
+}
+
+/* A job held behind a stuck job (on a crashed worker) on L follows its key when L's release hook hands
+ * the key to z, also when a drain is under way and no record can be had for the mark that would keep
+ * the drain waiting for it: it must not run on L, where the key's state is no more. */
+static struct {
+    char   key[24], l[SHARD_NAME_MAX + 1], z[SHARD_NAME_MAX + 1];
+    size_t len;
+    bool   l_hooked; /* L's hook thread only */
+    sem_t  stuck_in, stuck_go, block_in, block_go, hook_in, hook_go, ran_sem;
+    atomic_int ran, ran_on_l;
+} om;
+
+static void om_stuck(shard_worker *w, void *arg)
+{
+    (void)w, (void)arg;
+    sem_post(&om.stuck_in);
+    sem_wait(&om.stuck_go);
+}
+
+static void om_block(shard_worker *w, void *arg)
+{
+    (void)w, (void)arg;
+    sem_post(&om.block_in);
+    sem_wait(&om.block_go);
+}
+
+static void om_job(shard_worker *w, void *arg)
+{
+    (void)arg;
+    if (strcmp(shard_worker_name(w), om.l) == 0)
+        atomic_fetch_add(&om.ran_on_l, 1);
+    atomic_fetch_add(&om.ran, 1);
+    sem_post(&om.ran_sem);
+}
+
+static void om_release(shard_worker *w, const struct shard_handoff *h, void *user)
+{
+    (void)user;
+    if (om.l_hooked || strcmp(shard_worker_name(w), om.l) != 0 || !shard_handoff_moves(h, om.key, om.len))
+        return;
+    om.l_hooked = true;
+    sem_post(&om.hook_in);
+    sem_wait(&om.hook_go);
+    shard__worker_drop_spares(w); /* L's next record comes from calloc, */
+    arm(1);                       /* which fails: the drain mark's, in the follow walk after this hook */
+}
+
+static void *om_drain(void *d)
+{
+    cr_assert_eq(shard_drain(d), 0);
+    return NULL;
+}
+
+Test(faults, a_job_follows_its_key_without_memory_for_a_drain_mark)
+{
+    sem_t *sems[] = { &om.stuck_in, &om.stuck_go, &om.block_in, &om.block_go, &om.hook_in, &om.hook_go, &om.ran_sem };
+    for (size_t i = 0; i < sizeof sems / sizeof sems[0]; i++)
+        sem_init(sems[i], 0, 0);
+    shard_dispatcher *d;
+    struct shard_config cfg = { .workers = 3, .on_release = om_release };
+    cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
+    om.len = (size_t)snprintf(om.key, sizeof om.key, "g");
+    shard_ring *r;
+    cr_assert_eq(shard_dispatcher_ring(d, &r), 0);
+    char u[SHARD_NAME_MAX + 1];
+    snprintf(u, sizeof u, "%s", shard_ring_owner(r, om.key, om.len));
+    shard_ring_destroy(r);
+    cr_assert_eq(shard_submit(d, om.key, om.len, om_stuck, NULL), 0);
+    sem_wait(&om.stuck_in);
+    cr_assert_eq(shard_worker_crash(d, u, SHARD_CRASH_REROUTE), 0);
+    cr_assert_eq(shard_dispatcher_ring(d, &r), 0);
+    snprintf(om.l, sizeof om.l, "%s", shard_ring_owner(r, om.key, om.len));
+    /* x, the third worker, runs a job that keeps the drain waiting; z takes g from L, not x's key. */
+    char xk[24], x[SHARD_NAME_MAX + 1];
+    size_t xl;
+    for (unsigned i = 0;; i++) {
+        xl = (size_t)snprintf(xk, sizeof xk, "x%u", i);
+        if (strcmp(shard_ring_owner(r, xk, xl), om.l) != 0)
+            break;
+    }
+    snprintf(x, sizeof x, "%s", shard_ring_owner(r, xk, xl));
+    for (unsigned i = 0;; i++) {
+        snprintf(om.z, sizeof om.z, "z%u", i);
+        cr_assert_eq(shard_ring_add(r, om.z, 1), 0);
+        bool takes = strcmp(shard_ring_owner(r, om.key, om.len), om.z) == 0;
+        bool keeps_x = strcmp(shard_ring_owner(r, xk, xl), x) == 0;
+        shard_ring_remove(r, om.z);
+        if (takes && keeps_x)
+            break;
+    }
+    shard_ring_destroy(r);
+    cr_assert_eq(shard_submit(d, om.key, om.len, om_job, NULL), 0); /* held on L behind the stuck job */
+    cr_assert_eq(shard_submit(d, xk, xl, om_block, NULL), 0);
+    sem_wait(&om.block_in);
+    cr_assert_eq(shard_worker_add(d, om.z, 1), 0);
+    sem_wait(&om.hook_in);
+    pthread_t drainer;
+    pthread_create(&drainer, NULL, om_drain, d);
+    for (bool under_way = false; !under_way; sched_yield()) { /* x's mark waits for om_block */
+        pthread_mutex_lock(&d->lock);
+        under_way = d->marks_pending > 0;
+        pthread_mutex_unlock(&d->lock);
+    }
+    sem_post(&om.stuck_go);
+    sem_post(&om.hook_go);
+    sem_wait(&om.ran_sem);
+    sem_post(&om.block_go);
+    pthread_join(drainer, NULL);
+    cr_assert_eq(atomic_load(&om.ran), 1);
+    cr_assert_eq(atomic_load(&om.ran_on_l), 0, "the job ran on %s, which had handed its key to %s", om.l, om.z);
     shard_dispatcher_destroy(d);
 }
