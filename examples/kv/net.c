@@ -60,11 +60,13 @@ static void count_bytes(atomic_ullong *c, size_t n)
 }
 
 
-/* Whether the connection may take another request. */
+/* Whether the connection may take another request. Not while an admin command of it runs: what
+ * follows it (a SET after a FLUSHDB, a KEYS after a SHARD.ADD) must run after it, as in Redis, and
+ * it runs on the admin thread, beside the workers. */
 static bool conn_may_take(const struct conn *c)
 {
     return !c->closing && !c->dead && c->inflight < c->nt->srv->opt.max_pipeline &&
-           c->held + c->out.len < OUT_LIMIT;
+           c->held + c->out.len < OUT_LIMIT && c->admin_running == 0;
 }
 
 static void conn_watch(struct conn *c)
@@ -226,10 +228,13 @@ static bool dispatch(struct conn *c, struct resp_arg *argv, uint32_t argc)
         r->done = true;
     }
     conn_append(c, r);
-    if (cmd->kind == CMD_ADMIN)
+    if (cmd->kind == CMD_ADMIN) {
+        request_flush(&c->nt->batch, srv->d); /* the keyed commands before it reach shard first */
+        c->admin_running++;
         admin_enqueue(srv, r);
-    else if (cmd->kind == CMD_KEYED)
-        request_submit(r);
+    } else if (cmd->kind == CMD_KEYED) {
+        request_submit(r, &c->nt->batch);
+    }
     return true;
 }
 
@@ -266,6 +271,7 @@ static bool conn_parse(struct conn *c)
             break;
         }
     }
+    request_flush(&c->nt->batch, srv->d); /* what this read brought, in one call */
     if (!c->dead)
         buf_consume(&c->in, off);
     /* The client has stopped sending: once what it sent has been run, answer it and close. */
@@ -493,6 +499,8 @@ static bool take_completions(struct net_thread *nt, bool signalled)
     for (struct request *next; r; r = next) {
         next = atomic_load_explicit(&r->done_next, memory_order_relaxed);
         r->done = true;
+        if (r->cmd && r->cmd->kind == CMD_ADMIN)
+            r->conn->admin_running--; /* what follows it may be parsed now */
         conn_recharge(r->conn, r);
         if (!r->conn->touched) {
             r->conn->touched = true;

@@ -19,6 +19,7 @@ struct conn {
     struct buf         in, out;
     struct request    *head, *tail; /* requests in arrival order; replies leave from the head */
     uint32_t           inflight;    /* requests in the FIFO */
+    uint32_t           admin_running; /* admin requests not yet done: nothing after them is parsed */
     size_t             held;        /* bytes charged to the requests in the FIFO (net.c) */
     bool               closing;
     bool               eof;
@@ -58,6 +59,7 @@ struct net_thread {
      * all at once. */
     _Atomic(struct request *) done;
     struct resp_arg *argv; /* parser output, limits.max_args entries */
+    struct submit_batch batch; /* the parts of the read being parsed, submitted at its end */
     struct conn     *conns;
     struct conn     *graveyard; /* unlinked, freed after the current batch of events */
     int64_t          now_ms;    /* CLOCK_MONOTONIC_COARSE, read once per batch of events */

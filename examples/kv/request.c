@@ -167,35 +167,38 @@ static void part_refused(struct request *r, int err)
     part_done(r);
 }
 
-/* The parts go in batches (shard_submit_many: one read-side section, and one slot claim per worker
- * they reach): an MGET of many keys costs about one submit per worker, not one per key. */
-void request_submit(struct request *r)
+void request_flush(struct submit_batch *b, shard_dispatcher *d)
 {
-    uint32_t n = r->nparts, i = 0;
+    uint32_t n = b->n, i = 0;
+    b->n = 0;
     while (i < n) {
-        struct shard_job jobs[64];
-        uint32_t m = n - i < 64 ? n - i : 64;
-        for (uint32_t k = 0; k < m; k++) {
-            const struct resp_arg *key = &r->argv[r->parts[i + k].arg];
-            jobs[k] = (struct shard_job){ key->p, key->len, run_part, &r->parts[i + k] };
-            store_prefetch(r->parts[i + k].hash);
-        }
-        int got = shard_submit_many(r->srv->d, jobs, m);
+        int got = shard_submit_many(d, b->jobs + i, n - i);
         if (got < 0) {
-            for (uint32_t k = 0; k < m; k++)
-                part_refused(r, got);
-            i += m;
-            continue;
+            for (; i < n; i++)
+                part_refused(b->parts[i]->r, got);
+            break;
         }
         i += (uint32_t)got;
-        if ((uint32_t)got < m) {
+        if (i < n) {
             /* Refused midway (destroy, or memory): one submit of the next part says why. */
-            const struct resp_arg *key = &r->argv[r->parts[i].arg];
-            int err = shard_submit(r->srv->d, key->p, key->len, run_part, &r->parts[i]);
+            const struct shard_job *j = &b->jobs[i];
+            int err = shard_submit(d, j->key, j->len, j->fn, j->arg);
             if (err)
-                part_refused(r, err);
+                part_refused(b->parts[i]->r, err);
             i++;
         }
+    }
+}
+
+void request_submit(struct request *r, struct submit_batch *b)
+{
+    for (uint32_t i = 0; i < r->nparts; i++) {
+        if (b->n == SUBMIT_BATCH)
+            request_flush(b, r->srv->d);
+        const struct resp_arg *key = &r->argv[r->parts[i].arg];
+        b->jobs[b->n] = (struct shard_job){ key->p, key->len, run_part, &r->parts[i] };
+        b->parts[b->n++] = &r->parts[i];
+        store_prefetch(r->parts[i].hash);
     }
 }
 

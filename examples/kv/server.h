@@ -202,8 +202,19 @@ struct request *request_new(struct conn *c, struct net_thread *nt, struct server
                             const struct command *cmd, const struct resp_arg *argv, uint32_t argc);
 /* Accepts a request whose reply is partly put out; drops the references the rest holds. */
 void request_free(struct request *r);
-/* Submits every part of a keyed request; a part that cannot be submitted answers with an error. */
-void request_submit(struct request *r);
+/* Parts on their way to shard: a read's commands go in one call (shard_submit_many: one read-side
+ * section, and one slot claim and wake-up check per worker reached), not one call a command. Owned by
+ * a network thread. */
+#define SUBMIT_BATCH 64
+struct submit_batch {
+    struct shard_job jobs[SUBMIT_BATCH];
+    struct part     *parts[SUBMIT_BATCH];
+    uint32_t         n;
+};
+/* Adds every part of a keyed request to b, submitting b whenever it is full. */
+void request_submit(struct request *r, struct submit_batch *b);
+/* Submits what b holds; a part that cannot be submitted answers with an error. */
+void request_flush(struct submit_batch *b, shard_dispatcher *d);
 /* Hands a finished request back to its network thread. The caller must not touch r afterwards.
  * Context: any thread (a worker, the admin thread). */
 void request_complete(struct request *r);

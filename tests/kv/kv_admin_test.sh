@@ -120,6 +120,21 @@ load x: 10
 expect "FLUSHALL ASYNC" OK "$(cli FLUSHALL ASYNC)"
 expect "DBSIZE after FLUSHALL" 0 "$(cli DBSIZE)"
 expect "FLUSHDB SYNC" OK "$(cli FLUSHDB SYNC)"
+# In one write: the SETs before a FLUSHDB reach their workers before it (a read's keyed commands go to
+# shard together, and before an admin command), so the GETs after it find nothing.
+exec {sock}<>"/dev/tcp/127.0.0.1/$KV_PORT"
+req= want=
+for ((i = 0; i < 100; i++)); do req+="SET flush:$i v"$'\r\n' want+=$'+OK\n'; done
+req+=$'FLUSHDB\r\n' want+=$'+OK\n'
+for ((i = 0; i < 100; i++)); do req+="GET flush:$i"$'\r\n' want+=$'$-1\n'; done
+printf '%s' "$req" >&"$sock"
+got=
+for ((i = 0; i < 201; i++)); do
+    IFS= read -r -t 30 -u "$sock" line || fail "pipelined FLUSHDB: only $i of 201 replies"
+    got+="${line%$'\r'}"$'\n'
+done
+exec {sock}>&-
+[[ $got == "$want" ]] || fail "pipelined SETs, FLUSHDB, GETs: a GET found a key set before the FLUSHDB"
 
 # --- TIME, COMMAND, CONFIG.
 mapfile -t t < <(cli TIME)
