@@ -133,8 +133,18 @@ for ((i = 0; i < 201; i++)); do
     IFS= read -r -t 30 -u "$sock" line || fail "pipelined FLUSHDB: only $i of 201 replies"
     got+="${line%$'\r'}"$'\n'
 done
-exec {sock}>&-
 [[ $got == "$want" ]] || fail "pipelined SETs, FLUSHDB, GETs: a GET found a key set before the FLUSHDB"
+# The rest of a pipeline in a later write, while the FLUSHDB may still run: the SET after it stays,
+# and a KEYS after the SET sees it.
+printf 'FLUSHDB\r\nSET after:flush v\r\n' >&"$sock"
+printf 'GET after:flush\r\nKEYS *\r\n' >&"$sock"
+got=
+for ((i = 0; i < 7; i++)); do
+    IFS= read -r -t 30 -u "$sock" line || fail "FLUSHDB then SET, GET, KEYS: only $i of 7 lines"
+    got+="${line%$'\r'}"$'\n'
+done
+exec {sock}>&-
+expect "FLUSHDB then SET, GET, KEYS" $'+OK\n+OK\n$1\nv\n*1\n$11\nafter:flush\n' "$got"
 
 # --- TIME, COMMAND, CONFIG.
 mapfile -t t < <(cli TIME)
