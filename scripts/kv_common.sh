@@ -97,6 +97,17 @@ fail() {
     cat "$tmp/server.err" 2>/dev/null || true
     exit 1
 }
+# read_lines FD N WHAT: reads N lines from FD, each waited for up to 30 s, into GOT_LINES (CRs
+# stripped, each line ended by a newline); fails naming WHAT when fewer come.
+read_lines() {
+    local line i
+    GOT_LINES=
+    for ((i = 0; i < $2; i++)); do
+        IFS= read -r -t 30 -u "$1" line || fail "$3: only $i of $2 lines"
+        GOT_LINES+="${line%$'\r'}"$'\n'
+    done
+}
+
 expect() { # expect WHAT EXPECTED ACTUAL
     [[ $2 == "$3" ]] || fail "$1: expected '$2', got '$3'"
 }

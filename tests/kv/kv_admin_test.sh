@@ -128,23 +128,15 @@ for ((i = 0; i < 100; i++)); do req+="SET flush:$i v"$'\r\n' want+=$'+OK\n'; don
 req+=$'FLUSHDB\r\n' want+=$'+OK\n'
 for ((i = 0; i < 100; i++)); do req+="GET flush:$i"$'\r\n' want+=$'$-1\n'; done
 printf '%s' "$req" >&"$sock"
-got=
-for ((i = 0; i < 201; i++)); do
-    IFS= read -r -t 30 -u "$sock" line || fail "pipelined FLUSHDB: only $i of 201 replies"
-    got+="${line%$'\r'}"$'\n'
-done
-[[ $got == "$want" ]] || fail "pipelined SETs, FLUSHDB, GETs: a GET found a key set before the FLUSHDB"
+read_lines "$sock" 201 "pipelined FLUSHDB"
+[[ $GOT_LINES == "$want" ]] || fail "pipelined SETs, FLUSHDB, GETs: a GET found a key set before the FLUSHDB"
 # The rest of a pipeline in a later write, while the FLUSHDB may still run: the SET after it stays,
 # and a KEYS after the SET sees it.
 printf 'FLUSHDB\r\nSET after:flush v\r\n' >&"$sock"
 printf 'GET after:flush\r\nKEYS *\r\n' >&"$sock"
-got=
-for ((i = 0; i < 7; i++)); do
-    IFS= read -r -t 30 -u "$sock" line || fail "FLUSHDB then SET, GET, KEYS: only $i of 7 lines"
-    got+="${line%$'\r'}"$'\n'
-done
+read_lines "$sock" 7 "FLUSHDB then SET, GET, KEYS"
 exec {sock}>&-
-expect "FLUSHDB then SET, GET, KEYS" $'+OK\n+OK\n$1\nv\n*1\n$11\nafter:flush\n' "$got"
+expect "FLUSHDB then SET, GET, KEYS" $'+OK\n+OK\n$1\nv\n*1\n$11\nafter:flush\n' "$GOT_LINES"
 
 # --- TIME, COMMAND, CONFIG.
 mapfile -t t < <(cli TIME)

@@ -138,12 +138,8 @@ for ((i = 0; i < 2000; i++)); do
     expected+="+OK"$'\n'"\$$((${#i} + 1))"$'\n'"p$i"$'\n'"\$$((${#i} + 1))"$'\n'"v$i"$'\n'
 done
 printf '%s' "$requests" >&"$sock"
-got=
-for ((i = 0; i < 10000; i++)); do
-    IFS= read -r -t 30 -u "$sock" line || fail "pipelined replies: only $i of 10000 lines"
-    got+="${line%$'\r'}"$'\n'
-done
-[[ $got == "$expected" ]] || fail "pipelined replies are not in request order"
+read_lines "$sock" 10000 "pipelined replies"
+[[ $GOT_LINES == "$expected" ]] || fail "pipelined replies are not in request order"
 owners=$(for k in pipe:0 pipe:1 pipe:2 pipe:3 pipe:4 pipe:5 pipe:6 pipe:7; do cli SHARD.OWNER "$k"; done | sort -u | wc -l)
 ((owners == 2)) || fail "the pipelined keys did not span both workers"
 echo "pipelining: 6,000 commands on one connection, replies in order across 2 workers"
