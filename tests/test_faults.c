@@ -300,7 +300,8 @@ static void *om_drain(void *d)
 
 Test(faults, a_job_follows_its_key_without_memory_for_a_drain_mark)
 {
-    sem_t *sems[] = { &om.stuck_in, &om.stuck_go, &om.block_in, &om.block_go, &om.hook_in, &om.hook_go, &om.ran_sem };
+    sem_t *sems[] = { &om.stuck_in, &om.stuck_go, &om.block_in, &om.block_go,
+                      &om.hook_in,  &om.hook_go,  &om.ran_sem };
     for (size_t i = 0; i < sizeof sems / sizeof sems[0]; i++)
         sem_init(sems[i], 0, 0);
     shard_dispatcher *d;

@@ -188,9 +188,12 @@ static bool conn_reply_error(struct conn *c, const char *msg)
 
 /* A pure command with nothing ahead of it on its connection: its reply goes straight to the output,
  * which a request on the stack borrows, with no allocation and no copy (the output is bounded by
- * conn_may_take, as the FIFO is). */
+ * conn_may_take, as the FIFO is). On a hung-up connection it is dropped, as conn_collect drops the
+ * FIFO's: the output is gone for good. */
 static void reply_now(struct conn *c, const struct command *cmd, struct resp_arg *argv, uint32_t argc)
 {
+    if (c->hungup)
+        return;
     struct request r = { .conn = c, .nt = c->nt, .srv = c->nt->srv, .cmd = cmd, .argc = argc, .argv = argv,
                          .reply = c->out };
     cmd->run(r.srv, &r);
@@ -216,8 +219,7 @@ static bool dispatch(struct conn *c, struct resp_arg *argv, uint32_t argc)
     if (!c->authenticated && auth_required() && !auth_exempt(cmd)) /* the password may be gone since */
         return conn_reply_error(c, "NOAUTH Authentication required.");
     if (cmd->kind == CMD_PURE && !c->head) {
-        if (!c->hungup) /* a hung-up connection's replies are dropped: its output stays empty */
-            reply_now(c, cmd, argv, argc);
+        reply_now(c, cmd, argv, argc);
         return true;
     }
     struct request *r = request_new(c, c->nt, srv, cmd, argv, argc);

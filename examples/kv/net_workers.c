@@ -15,11 +15,12 @@
  * each loop it watches (one worker a loop at a time: its drive lock, taken with trylock, so an idle
  * worker never waits for a busy one); when none had anything, it waits on an epoll of wake_fd and the
  * loops it watches. A worker that completes a request signals the loop's eventfd unless it watches
- * that loop itself and no worker waits (it then takes the completion at its own next round). Two waiters a loop at most: an
- * event wakes two workers at most, and a loop's epoll sits in two other epolls at most (the kernel
- * refuses more than 500 such paths from the listening socket, which every loop watches). A worker
- * that stops gives its places up; the other watcher of each loop still serves it, and an idle worker
- * takes the empty places at its next idle call (the stopping one wakes another with a job). */
+ * that loop itself and no worker waits (it then takes the completion at its own next round). Two
+ * waiters a loop at most: an event wakes two workers at most, and a loop's epoll sits in two other
+ * epolls at most (the kernel refuses more than 500 such paths from the listening socket, which every
+ * loop watches). A worker that stops gives its places up; the other watcher of each loop still
+ * serves it, and an idle worker takes the empty places at its next idle call (the stopping one wakes
+ * another with a job). */
 #include <errno.h>
 #include <poll.h>
 #include <sys/epoll.h>
