@@ -17,7 +17,8 @@
  *     job, so every promise about a key's jobs (order, one at a time, handoffs, crashes) holds for it.
  * So a key's timers fire in deadline order: they sit in one wheel, which hands them out by deadline,
  * and the one wheel that holds them changes only at the key's handoff, after which the old holder
- * submits nothing more for the key.
+ * submits nothing more for the key; the hand-over places them in deadline order, so a new holder that
+ * fires while they still arrive fires a prefix of them (place_all).
  *
  * Fire or cancel: the record's state word, changed by CAS (timer_table.h has the states):
  *
@@ -111,8 +112,54 @@ static void own_insert(struct shard_worker *w, uint32_t idx)
     shard__rcu_read_unlock();
 }
 
-/* A list of records taken out of a wheel (through next): each is placed again, or freed if it was
- * cancelled meanwhile. Context: an RCU read-side section. */
+/* The record after list's first (index + 1; 0: none). */
+static uint32_t next_of(const struct timer_table *tt, uint32_t list)
+{
+    return shard__timer_at(tt, list - 1)->next;
+}
+
+/* Merges two lists sorted by deadline, a's first on a tie (stable). */
+static uint32_t merge(const struct timer_table *tt, uint32_t a, uint32_t b)
+{
+    uint32_t head = 0, *link = &head;
+    while (a && b) {
+        uint32_t *from = shard__timer_at(tt, b - 1)->deadline < shard__timer_at(tt, a - 1)->deadline ? &b : &a;
+        *link = *from;
+        link = &shard__timer_at(tt, *from - 1)->next;
+        *from = *link;
+    }
+    *link = a ? a : b;
+    return head;
+}
+
+/* Sorts a list of n records (through next) by deadline, stably. In place and without memory, so it
+ * cannot fail: the order in which a key's timers are handed to a worker is the order they run in. */
+static uint32_t sort_by_deadline(const struct timer_table *tt, uint32_t list, size_t n)
+{
+    if (n < 2)
+        return list;
+    uint32_t last = list;
+    for (size_t i = 1; i < n / 2; i++)
+        last = next_of(tt, last);
+    uint32_t second = next_of(tt, last);
+    shard__timer_at(tt, last - 1)->next = 0;
+    return merge(tt, sort_by_deadline(tt, list, n / 2), sort_by_deadline(tt, second, n - n / 2));
+}
+
+/* Detaches a list taken out of a wheel from it (home NULL: no cancel unlinks it from there now) and
+ * sorts it by deadline. Context: the wheel's timer_lock. */
+static uint32_t taken(const struct timer_table *tt, uint32_t list)
+{
+    size_t n = 0;
+    for (uint32_t i = list; i; i = next_of(tt, i), n++)
+        atomic_store_explicit(&shard__timer_at(tt, i - 1)->home, NULL, memory_order_relaxed);
+    return sort_by_deadline(tt, list, n);
+}
+
+/* A list of records taken out of a wheel (through next, by deadline): each is placed again, or freed
+ * if it was cancelled meanwhile. In deadline order: a worker that was idle fires the first one as it
+ * arrives, so the order of arrival is the order of running (each advance hands out a prefix of it).
+ * Context: an RCU read-side section. */
 static void place_all(shard_dispatcher *d, uint32_t list)
 {
     while (list) {
@@ -334,17 +381,6 @@ bool shard__timers_due(struct shard_worker *w)
     return next != UINT64_MAX && next <= shard__now_ns();
 }
 
-struct due {
-    uint64_t deadline;
-    uint32_t idx;
-};
-
-static int by_deadline(const void *a, const void *b)
-{
-    const struct due *x = a, *y = b;
-    return x->deadline < y->deadline ? -1 : x->deadline > y->deadline;
-}
-
 /* Submits the fire job of the due timer idx, or frees it if it was cancelled. */
 static void fire_one(struct shard_worker *w, uint32_t idx, uint64_t now)
 {
@@ -370,34 +406,18 @@ void shard__timers_fire_due(struct shard_worker *w)
     shard_dispatcher *d = w->d;
     uint64_t now = shard__now_ns();
     pthread_mutex_lock(&w->timer_lock);
-    uint32_t list = shard__wheel_advance(&w->wheel, now);
-    size_t n = 0;
-    for (uint32_t i = list; i; i = shard__timer_at(&d->timers, i - 1)->next, n++)
-        atomic_store_explicit(&shard__timer_at(&d->timers, i - 1)->home, NULL, memory_order_relaxed);
+    /* In deadline order: a key's timers are submitted, so run, in the order they fall due. The wheel
+     * hands them out in tick order, in no order within a tick. */
+    uint32_t list = taken(&d->timers, shard__wheel_advance(&w->wheel, now));
     update_next(w);
     pthread_mutex_unlock(&w->timer_lock);
-    /* In deadline order: a key's timers are submitted, so run, in the order they fall due. The wheel
-     * hands them out in tick order, in no order within a tick; without memory to sort, so. */
-    struct due small[64], *order = n <= 64 ? small : malloc(n * sizeof *order);
-    size_t k = 0;
-    for (uint32_t i = list; order && i; i = shard__timer_at(&d->timers, i - 1)->next)
-        order[k++] = (struct due){ shard__timer_at(&d->timers, i - 1)->deadline, i - 1 };
-    if (order)
-        qsort(order, n, sizeof *order, by_deadline);
     shard__rcu_read_lock();
-    if (order) {
-        for (k = 0; k < n; k++)
-            fire_one(w, order[k].idx, now);
-    } else {
-        while (list) {
-            uint32_t idx = list - 1;
-            list = shard__timer_at(&d->timers, idx)->next;
-            fire_one(w, idx, now);
-        }
+    while (list) {
+        uint32_t idx = list - 1;
+        list = shard__timer_at(&d->timers, idx)->next;
+        fire_one(w, idx, now);
     }
     shard__rcu_read_unlock();
-    if (order != small)
-        free(order);
 }
 
 uint64_t shard__timers_next(struct shard_worker *w)
@@ -423,10 +443,8 @@ void shard__timers_release(struct shard_worker *w, const struct snap *after, lon
 {
     struct keeps k = { after->ring, (uint32_t)after_index };
     pthread_mutex_lock(&w->timer_lock);
-    uint32_t list = after_index < 0 ? shard__wheel_take_all(&w->wheel)
-                                    : shard__wheel_take_if_not(&w->wheel, still_owned, &k);
-    for (uint32_t i = list; i; i = shard__timer_at(&w->d->timers, i - 1)->next)
-        atomic_store_explicit(&shard__timer_at(&w->d->timers, i - 1)->home, NULL, memory_order_relaxed);
+    uint32_t list = taken(&w->d->timers, after_index < 0 ? shard__wheel_take_all(&w->wheel)
+                                                         : shard__wheel_take_if_not(&w->wheel, still_owned, &k));
     w->wheel_closed = after_index < 0;
     w->wheel_epoch = after->epoch;
     update_next(w);
@@ -444,9 +462,7 @@ void shard__timers_release(struct shard_worker *w, const struct snap *after, lon
 void shard__timers_crash(shard_dispatcher *d, struct shard_worker *x, enum shard_crash_policy policy)
 {
     pthread_mutex_lock(&x->timer_lock);
-    uint32_t list = shard__wheel_take_all(&x->wheel);
-    for (uint32_t i = list; i; i = shard__timer_at(&d->timers, i - 1)->next)
-        atomic_store_explicit(&shard__timer_at(&d->timers, i - 1)->home, NULL, memory_order_relaxed);
+    uint32_t list = taken(&d->timers, shard__wheel_take_all(&x->wheel));
     x->wheel_closed = true;
     update_next(x);
     pthread_mutex_unlock(&x->timer_lock);
