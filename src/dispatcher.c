@@ -46,6 +46,8 @@ SHARD_API int shard_dispatcher_create(shard_dispatcher **out, const struct shard
     pthread_cond_init(&d->cond, NULL);
     pthread_mutex_init(&d->space_lock, NULL);
     pthread_cond_init(&d->space_cond, NULL);
+    /* A worker's allowance of set-aside jobs: its queue's capacity again (throttle.h). */
+    shard__throttle_init(&d->throttle, d->capacity, shard__space_notify_hook, d);
     shard__crash_table_init(&d->crash);
     shard__timer_table_init(&d->timers);
     atomic_init(&d->settled, 1);
@@ -108,6 +110,7 @@ void shard__dispatcher_free(shard_dispatcher *d)
     pthread_mutex_destroy(&d->space_lock);
     pthread_cond_destroy(&d->space_cond);
     shard__crash_table_destroy(&d->crash);
+    shard__throttle_destroy(&d->throttle);
     shard__timer_table_destroy(&d->timers);
     shard__balance_free(d);
     shard__placement_destroy(&d->placement);
@@ -116,15 +119,39 @@ void shard__dispatcher_free(shard_dispatcher *d)
 
 
 
+bool shard__submit_throttled(shard_dispatcher *d, uint64_t h, bool wait)
+{
+    return shard__throttle_any(&d->throttle) && !(wait && shard__current_worker) &&
+           shard__throttle_holds(&d->throttle, h);
+}
+
 int shard__submit_hashed(shard_dispatcher *d, uint64_t h, shard_job_fn fn, void *arg, bool wait)
 {
     for (;;) {
         if (atomic_load_explicit(&d->shutdown, memory_order_relaxed))
             return -ESHUTDOWN;
+        if (shard__submit_throttled(d, h, wait)) {
+            if (!wait)
+                return -EAGAIN;
+            uint64_t epoch = shard__space_register(d, NULL);
+            uint64_t ring_epoch = atomic_load_explicit(&d->epoch, memory_order_relaxed);
+            shard__rcu_read_unlock();
+            if (shard__space_wait_key(d, h, epoch, ring_epoch)) {
+                shard__rcu_read_lock(); /* as below */
+                return -ESHUTDOWN;
+            }
+            continue;
+        }
         /* acquire: pairs with the release store that published the snapshot (membership.c's publish). */
         struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire);
         struct shard_worker *w = snap_worker(s, shard__ring_owner_index(s->ring, h));
-        bool ok = shard__queue_push_mp(&w->q, fn, arg, h, s->epoch);
+        /* A worker's submit takes no slot that a waiting thread is owed: the worker's own jobs
+         * (a job's fan-out, timers falling due) would otherwise refill every slot it frees, and the
+         * waiters, woken once the queue is half free, would never get in. */
+        bool yield = shard__current_worker && shard__space_waited(w);
+        if (yield && !wait)
+            return -EAGAIN;
+        bool ok = !yield && shard__queue_push_mp(&w->q, fn, arg, h, s->epoch);
         if (!ok && wait && shard__current_worker) {
             /* A worker never waits: it could be the very worker that must make room. The job goes
              * after the ring's current contents, through the side list. */

@@ -12,8 +12,11 @@
  *   d->crash.lock  what crashes still owe (crash.h), a leaf.
  * w->timer_lock (a worker's timing wheel, timer.c) and d->timers.lock (timer records) are leaves:
  * taken under any of the above or none, one at a time.
- * d->space_lock (submitters waiting for queue space) is a leaf: taken under ctl (a change sends
- * waiters back) or w->lock (a worker makes room), with nothing taken inside it. */
+ * d->space_lock (submitters waiting for queue space or for a throttled key) and then d->throttle.lock
+ * (throttled keys, throttle.h) are the innermost: taken under any of the above (a change sends waiters
+ * back under ctl; a worker makes room, throttles and releases keys under w->lock, also under
+ * w->inbox_lock of another worker as jobs follow their key), the throttle's alone or inside
+ * space_lock (a waiter looks at its key), nothing else inside either. */
 #ifndef SHARD_SRC_DISPATCHER_INTERNAL_H
 #define SHARD_SRC_DISPATCHER_INTERNAL_H
 
@@ -27,6 +30,7 @@
 #include "placement.h"
 #include "shard/dispatcher.h"
 #include "snapshot.h"
+#include "throttle.h"
 #include "timer_table.h"
 #include "worker.h"
 
@@ -60,6 +64,7 @@ struct shard_dispatcher {
     pthread_cond_t   space_cond;
     _Atomic uint32_t space_waiters; /* A: submitters waiting for room (space.c) */
     _Atomic uint64_t space_epoch;   /* A, bumped under space_lock: sends waiters back to the ring */
+    struct throttle  throttle;      /* keys whose set-aside jobs fill a worker's allowance (own lock) */
 
     uint64_t         changes;       /* L */
     double           last_moved;    /* L */
@@ -75,5 +80,8 @@ void shard__dispatcher_free(shard_dispatcher *d);
  * registered as a waiter for room. After -ESHUTDOWN the caller must not touch d again (destroy may
  * have freed it). */
 int  shard__submit_hashed(shard_dispatcher *d, uint64_t h, shard_job_fn fn, void *arg, bool wait);
+/* dispatcher.c: whether a job of h must wait (wait) or be refused for its key's set-aside jobs
+ * (throttle.h); never for a job a worker submits with wait, which never waits. Context: any thread. */
+bool shard__submit_throttled(shard_dispatcher *d, uint64_t h, bool wait);
 
 #endif

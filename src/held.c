@@ -1,11 +1,22 @@
 /* A worker's held (set-aside) jobs: an order list plus a keymap. SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "held.h"
 
-void shard__held_init(struct held *h)
+void shard__held_init(struct held *h, struct throttle *throttle)
 {
     h->head = h->tail = h->prio_tail = NULL;
     h->count = 0;
     shard__keymap_init(&h->keys, KEYMAP_HELD);
+    h->throttle = throttle;
+    h->throttled = (struct throttle_holder){ 0 };
+    atomic_store_explicit(&h->jobs, 0, memory_order_relaxed);
+}
+
+static void key_in(struct held *h, struct job *j)
+{
+    shard__keymap_insert(&h->keys, j);
+    atomic_store_explicit(&h->jobs, h->keys.jobs, memory_order_relaxed);
+    if (h->throttle)
+        shard__throttle_note_held(h->throttle, &h->throttled, j->hash, h->keys.jobs);
 }
 
 static void order_insert_after(struct held *h, struct job *after, struct job *j)
@@ -28,7 +39,7 @@ void shard__held_push_back(struct held *h, struct job *j)
     j->in_prio = false;
     order_insert_after(h, h->tail, j);
     if (j->kind == JOB_RUN)
-        shard__keymap_insert(&h->keys, j);
+        key_in(h, j);
 }
 
 void shard__held_push_prio(struct held *h, struct job *j)
@@ -37,7 +48,7 @@ void shard__held_push_prio(struct held *h, struct job *j)
     order_insert_after(h, h->prio_tail, j);
     h->prio_tail = j;
     if (j->kind == JOB_RUN)
-        shard__keymap_insert(&h->keys, j);
+        key_in(h, j);
 }
 
 bool shard__held_has_key(const struct held *h, uint64_t hash)
@@ -63,13 +74,20 @@ void shard__held_remove(struct held *h, struct job *j)
     if (h->prio_tail == j)
         h->prio_tail = j->prev && j->prev->in_prio ? j->prev : NULL;
     h->count--;
-    if (j->kind == JOB_RUN)
-        shard__keymap_remove(&h->keys, j);
+    if (j->kind != JOB_RUN)
+        return;
+    shard__keymap_remove(&h->keys, j);
+    atomic_store_explicit(&h->jobs, h->keys.jobs, memory_order_relaxed);
+    if (h->throttle && h->throttled.n)
+        shard__throttle_note_left(h->throttle, &h->throttled, j->hash, !shard__held_has_key(h, j->hash),
+                                  h->keys.jobs);
 }
 
 struct job *shard__held_take_all(struct held *h)
 {
     struct job *all = h->head;
-    shard__held_init(h);
+    if (h->throttle)
+        shard__throttle_release_all(h->throttle, &h->throttled);
+    shard__held_init(h, h->throttle);
     return all;
 }

@@ -4,25 +4,33 @@
  * worker, then what the worker set aside itself; control items (fences, marks, stops) that arrived
  * behind held jobs wait in it too. Held user jobs are also in a keymap (per-key FIFO in epoch order),
  * so "is anything of this key held?" and "is this the key's first held job?" cost O(1) and setting a
- * job aside never allocates. Single-threaded: the worker that owns it, or the control thread holding
- * that worker's lock. */
+ * job aside never allocates. Held user jobs count against the holder's allowance (throttle.h): the
+ * keys set aside beyond it are throttled until they leave. Single-threaded: the worker that owns it,
+ * or the control thread holding that worker's lock. */
 #ifndef SHARD_SRC_HELD_H
 #define SHARD_SRC_HELD_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
 #include "job.h"
 #include "keymap.h"
+#include "throttle.h"
 
 struct held {
     struct job   *head, *tail;
     struct job   *prio_tail; /* last job of the rerouted front segment, or NULL */
     size_t        count;     /* jobs and control items */
-    struct keymap keys;
+    struct keymap keys;      /* user jobs by key; keys.jobs counts them */
+    _Atomic uint64_t jobs;   /* keys.jobs, for stats (written by the owner alone: relaxed) */
+    struct throttle *throttle;          /* where the keys are throttled (NULL: nowhere) */
+    struct throttle_holder throttled;   /* the keys this holder throttles */
 };
 
-void shard__held_init(struct held *h);
+/* throttle: where the held user jobs are counted against their allowance (throttle.h); NULL: not
+ * counted. */
+void shard__held_init(struct held *h, struct throttle *throttle);
 /* Appends at the back of the order list (jobs and control items). */
 void shard__held_push_back(struct held *h, struct job *j);
 /* Appends to the rerouted front segment, behind earlier rerouted jobs, ahead of everything else. */
@@ -33,7 +41,8 @@ bool shard__held_has_key(const struct held *h, uint64_t hash);
 bool shard__held_first_of_key(const struct held *h, const struct job *j);
 /* Removes j (a control item, or any held job). */
 void shard__held_remove(struct held *h, struct job *j);
-/* Detaches every held item, in order, as a list linked through next; h becomes empty. */
+/* Detaches every held item, in order, as a list linked through next; h becomes empty, and the keys it
+ * throttled are released. */
 struct job *shard__held_take_all(struct held *h);
 
 #endif

@@ -1,6 +1,6 @@
-/* Back-pressure: submitters waiting for room in a full queue, and waking them. A waiter holds its
- * worker outside any RCU read-side section (space_refs), so the registry does not free the worker
- * under it. SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Back-pressure: submitters waiting for room in a full queue, or for a throttled key (throttle.h), and
+ * waking them. A waiter for room holds its worker outside any RCU read-side section (space_refs), so
+ * the registry does not free the worker under it. SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <pthread.h>
 
 #include "dispatcher_internal.h"
@@ -31,7 +31,8 @@ static void space_leave(void *arg)
     struct space_wait *sw = arg;
     shard_dispatcher *d = sw->d;
     /* release: our reads of w's queue come before the reaper sees us gone and frees w. */
-    atomic_fetch_sub_explicit(&sw->w->space_refs, 1, memory_order_release);
+    if (sw->w)
+        atomic_fetch_sub_explicit(&sw->w->space_refs, 1, memory_order_release);
     bool shutdown = atomic_load_explicit(&d->shutdown, memory_order_relaxed);
     atomic_fetch_sub_explicit(&d->space_waiters, 1, memory_order_release);
     if (shutdown)
@@ -39,12 +40,20 @@ static void space_leave(void *arg)
     pthread_mutex_unlock(&d->space_lock);
 }
 
-/* Waits until w's ring has a free slot, the ring of workers changes (space_epoch moves from epoch, or
- * the ring in force is no longer the one of ring_epoch, with which w was found), or destroy begins. The caller registered as a waiter (space_waiters, w->space_refs) inside the
- * read-side section that found w, and left it. A cancellation point: a cancelled waiter leaves.
+/* What a waiter waits for: room in w's queue, or (w NULL) the key of hash no longer throttled. */
+static bool blocked(shard_dispatcher *d, struct shard_worker *w, uint64_t hash)
+{
+    return w ? !shard__queue_has_room(&w->q) : shard__throttle_holds(&d->throttle, hash);
+}
+
+/* Waits while blocked(), the ring of workers does not change (space_epoch moves from epoch, or the
+ * ring in force is no longer the one of ring_epoch, with which the caller routed), and destroy does
+ * not begin; then leaves the waiters. The caller registered (shard__space_register) inside the
+ * read-side section that routed it, and left it. A cancellation point: a cancelled waiter leaves.
  * Return: true if destroy began; the caller must then not touch d again, since destroy frees it as
  * soon as the last waiter has left. false: the caller is inside a read-side section again. */
-bool shard__space_wait(shard_dispatcher *d, struct shard_worker *w, uint64_t epoch, uint64_t ring_epoch)
+static bool wait_while_blocked(shard_dispatcher *d, struct shard_worker *w, uint64_t hash, uint64_t epoch,
+                               uint64_t ring_epoch)
 {
     struct space_wait sw = { d, w };
     bool shutdown;
@@ -54,7 +63,7 @@ bool shard__space_wait(shard_dispatcher *d, struct shard_worker *w, uint64_t epo
      * that found w in the old ring but registered after that (and read its new space_epoch) still
      * sees the change, and is not left waiting on a crashed worker while the change's grace period
      * waits for it (when it waits inside the application's read-side section). */
-    while (!shard__queue_has_room(&w->q) && !atomic_load_explicit(&d->shutdown, memory_order_relaxed) &&
+    while (blocked(d, w, hash) && !atomic_load_explicit(&d->shutdown, memory_order_relaxed) &&
            atomic_load_explicit(&d->space_epoch, memory_order_relaxed) == epoch &&
            atomic_load_explicit(&d->epoch, memory_order_relaxed) == ring_epoch)
         pthread_cond_wait(&d->space_cond, &d->space_lock);
@@ -67,14 +76,26 @@ bool shard__space_wait(shard_dispatcher *d, struct shard_worker *w, uint64_t epo
     return shutdown;
 }
 
+bool shard__space_wait(shard_dispatcher *d, struct shard_worker *w, uint64_t epoch, uint64_t ring_epoch)
+{
+    return wait_while_blocked(d, w, 0, epoch, ring_epoch);
+}
+
+bool shard__space_wait_key(shard_dispatcher *d, uint64_t hash, uint64_t epoch, uint64_t ring_epoch)
+{
+    return wait_while_blocked(d, NULL, hash, epoch, ring_epoch);
+}
+
 /* Context: inside the read-side section that found w full. Return: the space epoch to wait on. */
 uint64_t shard__space_register(shard_dispatcher *d, struct shard_worker *w)
 {
     /* A worker is freed only after a grace period that follows its last appearance in a snapshot,
      * so the reaper sees this count. */
-    atomic_fetch_add_explicit(&w->space_refs, 1, memory_order_relaxed);
+    if (w)
+        atomic_fetch_add_explicit(&w->space_refs, 1, memory_order_relaxed);
     /* seq_cst, then seq_cst reads of the ring: the other half of shard__space_notify's pair. Inside
-     * the section: destroy's grace period after setting shutdown sees every waiter counted. */
+     * the section: destroy's grace period after setting shutdown sees every waiter counted. For a
+     * throttled key, then the throttle's lock: a release takes it before it notifies. */
     atomic_fetch_add_explicit(&d->space_waiters, 1, memory_order_seq_cst);
     /* Read before leaving the section: a change that published a new ring bumps space_epoch again
      * after its grace period, so a change this submit has not seen is seen as a new epoch. */
@@ -96,4 +117,9 @@ void shard__space_wait_empty(shard_dispatcher *d)
     while (atomic_load_explicit(&d->space_waiters, memory_order_acquire))
         pthread_cond_wait(&d->space_cond, &d->space_lock);
     pthread_mutex_unlock(&d->space_lock);
+}
+
+void shard__space_notify_hook(void *ctx)
+{
+    shard__space_notify(ctx);
 }

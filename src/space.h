@@ -7,14 +7,27 @@
 
 #include "dispatcher_internal.h"
 
+/* Whether a submitter waits for room in w's queue (a worker's own submits then leave the slots to it,
+ * dispatcher.c). Context: inside a read-side section that found w. */
+static inline bool shard__space_waited(struct shard_worker *w)
+{
+    /* relaxed: a waiter that registers a moment later is woken as before, when half the queue is
+     * free; this only keeps the worker from refilling it meanwhile. */
+    return atomic_load_explicit(&w->space_refs, memory_order_relaxed) != 0;
+}
+
 /* Wakes submitters waiting for room, if any (after a worker freed slots). Context: any thread. */
 void     shard__space_notify(shard_dispatcher *d);
-/* Registers as a waiter for w, found full. Context: inside the read-side section that found w.
- * Return: the space epoch to wait on. */
+/* Registers as a waiter for w, found full, or (w NULL) for a throttled key. Context: inside the
+ * read-side section that found w, or the key throttled. Return: the space epoch to wait on. */
 uint64_t shard__space_register(shard_dispatcher *d, struct shard_worker *w);
 /* Waits for room in w, a change of ring, or destroy; leaves the waiters. Return: true if destroy
  * began (d must not be touched again); false: the caller is inside a read-side section again. */
 bool     shard__space_wait(shard_dispatcher *d, struct shard_worker *w, uint64_t epoch, uint64_t ring_epoch);
+/* As shard__space_wait, for the key of hash to be throttled no more (registered with w NULL). */
+bool     shard__space_wait_key(shard_dispatcher *d, uint64_t hash, uint64_t epoch, uint64_t ring_epoch);
+/* The throttle's wake hook (ctx: the dispatcher): shard__space_notify. */
+void     shard__space_notify_hook(void *ctx);
 /* Sends every waiter back to look its key up again (a new ring, or destroy). Context: ctl may be
  * held; takes only space_lock. */
 void     shard__space_send_back(shard_dispatcher *d);

@@ -44,6 +44,7 @@ SHARD_API int shard_dispatcher_stats(shard_dispatcher *d, struct shard_stats *ou
     pthread_mutex_unlock(&d->lock);
     out->dropped = atomic_load_explicit(&d->dropped, memory_order_relaxed);
     out->timers = atomic_load_explicit(&d->timers.live, memory_order_relaxed);
+    out->throttled_keys = atomic_load_explicit(&d->throttle.keys, memory_order_relaxed);
     shard__balance_stats(d, out);
     return 0;
 }
@@ -58,6 +59,7 @@ static void fill_stats(const struct shard_worker *w, struct shard_worker_stats *
     o->queued = atomic_load_explicit(&w->epochless, memory_order_acquire) ? 0 : shard__queue_length(&w->q);
     o->executed = atomic_load_explicit(&w->executed, memory_order_relaxed);
     o->set_aside = atomic_load_explicit(&w->set_aside, memory_order_relaxed);
+    o->held = atomic_load_explicit(&w->held.jobs, memory_order_relaxed);
     o->handed_over = atomic_load_explicit(&w->handed_over, memory_order_relaxed);
     o->parked = atomic_load_explicit(&w->parked, memory_order_relaxed);
     o->woken = atomic_load_explicit(&w->woken, memory_order_relaxed);

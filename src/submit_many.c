@@ -14,6 +14,7 @@
 #include "hash.h"
 #include "rcu.h"
 #include "ring_internal.h"
+#include "space.h"
 
 #define CHUNK 64
 
@@ -22,10 +23,19 @@ struct dest {
     uint64_t want, got, first, used;
 };
 
-/* Submits the longest prefix of jobs[0..n) (n <= CHUNK, hashes in h) whose queues have room, routed
- * with the current snapshot. Context: inside a read-side section. Return: its length. */
-static size_t push_chunk(shard_dispatcher *d, const struct shard_job *jobs, const uint64_t *h, size_t n)
+/* Submits the longest prefix of jobs[0..n) (n <= CHUNK, hashes in h) whose queues have room and whose
+ * keys are not throttled for this caller (wait: as shard_submit), routed with the current snapshot.
+ * Context: inside a read-side section. Return: its length. */
+static size_t push_chunk(shard_dispatcher *d, const struct shard_job *jobs, const uint64_t *h, size_t n, bool wait)
 {
+    /* The prefix ends before a throttled key's job: it waits, or is refused, as one submit. */
+    for (size_t i = 0; i < n && shard__throttle_any(&d->throttle); i++)
+        if (shard__submit_throttled(d, h[i], wait)) {
+            n = i;
+            break;
+        }
+    if (!n)
+        return 0;
     /* acquire: pairs with the release store that published the snapshot (membership.c's publish). */
     struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire);
     struct dest dests[CHUNK];
@@ -45,7 +55,9 @@ static size_t push_chunk(shard_dispatcher *d, const struct shard_job *jobs, cons
         struct dest *dk = &dests[k];
         for (size_t i = 0; i < cut; i++)
             dk->want += which[i] == k;
-        dk->got = dk->want ? shard__queue_claim_mp(&dk->w->q, dk->want, &dk->first) : 0;
+        /* A worker leaves a queue that threads wait for to them (shard__submit_hashed says why). */
+        bool yield = shard__current_worker && shard__space_waited(dk->w);
+        dk->got = dk->want && !yield ? shard__queue_claim_mp(&dk->w->q, dk->want, &dk->first) : 0;
         if (dk->got == dk->want)
             continue;
         /* The prefix ends at this worker's first job without a slot. */
@@ -93,14 +105,14 @@ static int submit_many(shard_dispatcher *d, const struct shard_job *jobs, size_t
         uint64_t h[CHUNK];
         for (size_t i = 0; i < m; i++)
             h[i] = shard__hash_key_cfg(&d->cfg.ring, jobs[done + i].key, jobs[done + i].len);
-        size_t got = push_chunk(d, jobs + done, h, m);
+        size_t got = push_chunk(d, jobs + done, h, m, wait);
         done += got;
         if (got == m)
             continue;
         if (!wait)
             break;
-        /* A full queue: this job waits for room (or, from a worker, goes beyond it) as one submit
-         * does; the chunks go on after it. */
+        /* A full queue or a throttled key: this job waits (or, from a worker, goes beyond a full
+         * queue) as one submit does; the chunks go on after it. */
         const struct shard_job *j = &jobs[done];
         rc = shard__submit_hashed(d, h[got], j->fn, j->arg, true);
         if (!rc)

@@ -202,9 +202,12 @@ static int arm(shard_dispatcher *d, const void *key, size_t len, uint64_t delay,
         *out = id;
     /* Straight into the owner's wheel when every fence of the ring in force has been passed: its
      * owner then holds the key's state (a wheel that has lost keys under a newer ring refuses it).
-     * Otherwise a job of the key takes it there, through the key's order. */
+     * Otherwise a job of the key takes it there, through the key's order; also for a throttled key
+     * (throttle.h), whose arm waits as its submits do: its fire job would be set aside beyond the
+     * allowance. */
     struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire);
     if (atomic_load_explicit(&d->settled, memory_order_acquire) >= s->epoch &&
+        !shard__submit_throttled(d, t->hash, true) &&
         insert_into(snap_worker(s, shard__ring_owner_index(s->ring, t->hash)), idx, s->epoch)) {
         shard__rcu_read_unlock();
         return 0;

@@ -35,7 +35,7 @@ struct shard_worker *shard__worker_new(shard_dispatcher *d, const char *name, ui
     }
     pthread_mutex_init(&w->lock, NULL);
     pthread_mutex_init(&w->inbox_lock, NULL);
-    shard__held_init(&w->held);
+    shard__held_init(&w->held, &d->throttle);
     shard__crash_record_init(&w->crash);
     atomic_init(&w->passed, epoch);
     w->fenced_upto = epoch;

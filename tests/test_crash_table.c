@@ -72,7 +72,7 @@ Test(crash_table, a_worker_holds_owed_jobs_in_the_order_they_became_owed_not_as_
     /* An older job of the key (not owed) is held here already, and a later one is set aside. */
     struct job old = job(0, EPOCH - 1), later = job(4, EPOCH + 1);
     struct held h;
-    shard__held_init(&h);
+    shard__held_init(&h, NULL);
     shard__held_push_back(&h, &old);
     shard__held_push_back(&h, &later);
     /* The pieces arrive last first, as jobs following their key from different workers can. */
@@ -100,7 +100,7 @@ Test(crash_table, a_deferred_run_keeps_its_place_behind_the_owed_jobs_of_its_epo
     shard__crash_stick(&t, &x, KEY);
     struct job d[3] = { job(1, EPOCH), job(2, EPOCH), job(3, EPOCH) };
     struct held h;
-    shard__held_init(&h);
+    shard__held_init(&h, NULL);
     for (int i = 0; i < 3; i++)
         shard__held_push_back(&h, &d[i]);
     shard__crash_defer_held(&t, &holder, h.head, EPOCH + 1);
@@ -145,7 +145,7 @@ Test(crash_table, a_fence_defers_a_keys_held_run_whole_and_in_order)
     struct job k1 = job(1, EPOCH), other = job(2, EPOCH), k2 = job(3, EPOCH), k_new = job(4, EPOCH + 5);
     other.hash = KEY + 1;
     struct held h;
-    shard__held_init(&h);
+    shard__held_init(&h, NULL);
     shard__held_push_back(&h, &k1);
     shard__held_push_back(&h, &other);
     shard__held_push_back(&h, &k2);

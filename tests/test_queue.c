@@ -96,7 +96,7 @@ static struct job mk(uint64_t hash, uint64_t epoch)
 Test(held, per_key_fifo_in_epoch_order)
 {
     struct held h;
-    shard__held_init(&h);
+    shard__held_init(&h, NULL);
     struct job a1 = mk(1, 5), a2 = mk(1, 5), b1 = mk(2, 3), a0 = mk(1, 4), a3 = mk(1, 7);
     shard__held_push_back(&h, &a1);
     shard__held_push_back(&h, &b1);
@@ -129,7 +129,7 @@ Test(held, per_key_fifo_in_epoch_order)
 Test(held, colliding_buckets_and_control_items)
 {
     struct held h;
-    shard__held_init(&h);
+    shard__held_init(&h, NULL);
     /* Hashes that share a bucket stay separate keys. */
     struct job x = mk(7, 1), y = mk(7 + KEYMAP_BUCKETS, 1), z = mk(7, 2);
     struct job fence = { 0 };
@@ -156,7 +156,7 @@ Test(held, colliding_buckets_and_control_items)
 Test(held, removing_from_the_middle_of_a_key)
 {
     struct held h;
-    shard__held_init(&h);
+    shard__held_init(&h, NULL);
     struct job j[5];
     for (int i = 0; i < 5; i++) {
         j[i] = mk(9, (uint64_t)i);

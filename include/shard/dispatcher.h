@@ -194,15 +194,23 @@ SHARD_API void shard_dispatcher_destroy(shard_dispatcher *d);
  * submission order, one at a time, also across worker add, remove and crash with REROUTE. key is
  * hashed once here; its bytes are not kept. arg is the caller's; shard never touches it.
  * shard_submit waits while the owner's queue is full (never inside an RCU read-side section, so a
- * membership change is never held up by it). From a worker thread it never waits: a full queue then
- * takes the job beyond its capacity (one malloc), so jobs that submit to each other cannot deadlock.
- * shard_try_submit returns -EAGAIN instead of waiting. Waiting for room is a cancellation point: a
- * thread cancelled there leaves cleanly (its job was not accepted).
+ * membership change is never held up by it). It also waits while the key is throttled: a worker that
+ * sets jobs aside (waiting for a key's previous owner, or behind a job stuck on a crashed worker)
+ * holds at most queue_capacity of them before the keys it then sets jobs aside for are throttled,
+ * until it holds none of that key's jobs or fewer than half that in all (docs/sizing.md: the memory
+ * this bounds). Only keys with jobs set aside are throttled: a stuck key holds up its own submitters,
+ * not those of keys that run. From a worker thread it never waits: a full queue then takes the job
+ * beyond its capacity (one malloc), and a throttled key takes it anyway, so jobs that submit to each
+ * other cannot deadlock; while threads wait for room in the owner's queue, a worker's submit leaves
+ * the free slots to them and goes beyond the capacity too (so a worker's own jobs and timers never
+ * shut them out). shard_try_submit returns -EAGAIN instead of waiting, or going beyond. Waiting is a
+ * cancellation point: a thread cancelled there leaves cleanly (its job was not accepted).
  * Context: any thread, including a running job. Return: 0; -EINVAL (d or fn NULL, or key NULL with
- * len > 0); -ESHUTDOWN (destroy has begun); -EAGAIN (try_submit, queue full); -ENOMEM (a worker's
- * submit beyond capacity found no memory). A failed submit never runs the job. */
+ * len > 0); -ESHUTDOWN (destroy has begun); -EAGAIN (try_submit, queue full or key throttled);
+ * -ENOMEM (a worker's submit beyond capacity found no memory). A failed submit never runs the job. */
 SHARD_API int shard_submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn fn, void *arg);
-/** As shard_submit(), but never waits: a full queue returns -EAGAIN (from a worker too).
+/** As shard_submit(), but never waits: a full queue or a throttled key returns -EAGAIN (from a worker
+ * too).
  * Context: any thread, including a running job. Return: as shard_submit(). */
 SHARD_API int shard_try_submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn fn, void *arg);
 
@@ -351,6 +359,8 @@ struct shard_worker_stats {
                            * the worker last took work while it was there; 0 for an empty queue */
     double   share;       /**< share of the hash space, so of the keys, it owns in the ring in force
                            * (shard_ring_share); 0 out of the ring */
+    uint64_t held;        /**< jobs it holds set aside now (shard_submit: counted against its
+                           * allowance; added in 0.2) */
 };
 
 /** Dispatcher-wide counters, from shard_dispatcher_stats(). */
@@ -373,6 +383,8 @@ struct shard_stats {
     uint64_t unsplittable_hash; /**< a key alone heavier than a worker's fair share in its last
                                 * interval (its hash), which only a faster worker could help; 0: none */
     double   unsplittable_share; /**< that key's share of all the load */
+    uint64_t throttled_keys;   /**< keys whose jobs set aside on some worker fill its allowance, so
+                                * that their submitters wait (shard_submit; added in 0.2) */
 };
 
 /** One of a worker's heaviest keys over a window (shard_worker_hot_keys). The key is named by its hash

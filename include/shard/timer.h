@@ -56,8 +56,9 @@ typedef uint64_t shard_timer;
 /** Runs fn(worker, arg) once, as a job of key, at or after delay_ns from now (CLOCK_MONOTONIC): on the
  * key's owner at that time, in order with the key's other jobs. key is hashed here, its bytes not
  * kept. *timer (timer may be NULL) receives the id for shard_timer_cancel(), before the job can run.
- * Arming during a membership change submits a job of the key: it then waits for room in a full queue
- * as shard_submit() does (never on a worker thread), but is not a cancellation point.
+ * Arming during a membership change, or for a throttled key (shard_submit: a key with many jobs set
+ * aside), submits a job of the key: it then waits for room in a full queue, or for the key, as
+ * shard_submit() does (never on a worker thread), but is not a cancellation point.
  * Context: any thread, including a running job. Return: 0; -EINVAL (d or fn NULL, key NULL with
  * len > 0, delay_ns over SHARD_TIMER_MAX_NS); -ESHUTDOWN (destroy has begun); -ENOMEM (no memory, or
  * 2^26 timers pending). A failed call arms nothing. */

@@ -1,0 +1,82 @@
+/* Internal: keys whose submitters must wait because their set-aside jobs fill a worker's allowance.
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * A worker sets jobs aside (held.h) while a key's older jobs are elsewhere: behind a fence, a crash's
+ * stuck job, a drain. Those jobs left its queue, so they no longer hold producers back, and a key
+ * whose job is stuck for good would take every job its producer sends. The bound: once a holder has
+ * `limit` user jobs set aside, each key it then sets a job aside for is throttled; a submit from a
+ * thread that is not a worker waits for a throttled key (shard_submit) or is refused with -EAGAIN
+ * (try), as for a full queue. A key stays throttled until its holder holds none of its jobs, or
+ * holds fewer than limit / 2 jobs in all (then all its keys go at once). Only keys with jobs set aside
+ * are throttled, so a stuck key holds up its own submitters and those of keys waiting anyway.
+ * What a holder can then hold: limit, plus what was already queued for those keys when they were
+ * throttled (at most the queue's capacity), plus what a crash or a handoff brings it (bounded the
+ * same way where it comes from), plus what workers submit (a worker never waits: dispatcher.h).
+ *
+ * Cheap when nothing is throttled: submit reads `keys` (its own line, written only as keys come and
+ * go) and only a hash whose filter bucket is counted takes the lock to look precisely. A submit that
+ * misses a throttle set a moment ago only queues one more job, which the bound above counts.
+ *
+ * Lock order: `lock` is a leaf. The wake hook is called with no lock held. */
+#ifndef SHARD_SRC_THROTTLE_H
+#define SHARD_SRC_THROTTLE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cacheline.h"
+
+#define THROTTLE_BUCKETS 1024u
+
+/* One throttled key of one holder. Allocated when the key is throttled; freed when it is released. */
+struct throttle_key {
+    uint64_t             hash;
+    const void          *holder;
+    struct throttle_key *bucket_next;            /* lock: the table's chain */
+    struct throttle_key *holder_next, *holder_prev; /* the holder's list (throttle_holder) */
+};
+
+/* A holder's throttled keys. Its owner's (a worker's held jobs: the worker's thread, or its lock). */
+struct throttle_holder {
+    struct throttle_key *head;
+    size_t               n;
+};
+
+struct throttle {
+    _Alignas(SHARD_CACHELINE) _Atomic uint32_t keys; /* throttled keys; lock to change, read lock-free */
+    _Alignas(SHARD_CACHELINE) pthread_mutex_t lock;
+    size_t               limit;                  /* I: a holder's allowance of set-aside jobs */
+    void               (*wake)(void *ctx);       /* I: wakes waiting submitters after a release */
+    void                *wake_ctx;               /* I */
+    _Atomic uint32_t     filter[THROTTLE_BUCKETS]; /* lock to change; read lock-free */
+    struct throttle_key *bucket[THROTTLE_BUCKETS]; /* lock */
+};
+
+/* limit 0: nothing is ever throttled. wake: called (no lock held) after keys were released. */
+void shard__throttle_init(struct throttle *t, size_t limit, void (*wake)(void *ctx), void *ctx);
+/* Frees what is left (no holder may use it any more). */
+void shard__throttle_destroy(struct throttle *t);
+
+/* Whether any key is throttled. Context: any thread, lock-free; relaxed: see the head comment. */
+static inline bool shard__throttle_any(struct throttle *t)
+{
+    return atomic_load_explicit(&t->keys, memory_order_relaxed) != 0;
+}
+/* Whether hash is throttled by some holder. Context: any thread; lock-free unless its bucket is
+ * counted. */
+bool shard__throttle_holds(struct throttle *t, uint64_t hash);
+
+/* The holder's side, called by held.c as its counts change. Context: the holder's owner. */
+/* A job of hash was set aside, leaving held jobs in all: throttles hash if that is at the limit.
+ * Out of memory it throttles nothing (the bound is then lost, not the job). */
+void shard__throttle_note_held(struct throttle *t, struct throttle_holder *h, uint64_t hash, size_t held);
+/* A job of hash left the holder, which now holds none of hash if key_gone, and held jobs in all. */
+void shard__throttle_note_left(struct throttle *t, struct throttle_holder *h, uint64_t hash, bool key_gone,
+                               size_t held);
+/* The holder holds nothing any more: every key it throttled is released. */
+void shard__throttle_release_all(struct throttle *t, struct throttle_holder *h);
+
+#endif
