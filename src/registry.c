@@ -60,16 +60,16 @@ static bool finished_with(struct shard_worker *w)
 static bool reapable(struct shard_worker *w)
 {
     /* acquire: pairs with the waiters' release decrement; their reads of w come first. */
-    return finished_with(w) && !atomic_load_explicit(&w->space_refs, memory_order_acquire);
+    return finished_with(w) && !atomic_load_explicit(&w->q.waiters, memory_order_acquire);
 }
 
 /* Frees workers that left the ring (removed, or crashed) once they are finished with and nothing can
  * reach them any more. A worker is reached through the registry (d->lock), through snapshots (RCU
  * readers: submitters and the handoff walk in handoff.c), by submitters waiting for room in its
- * queue (space_refs) and, crashed, by the jobs it rerouted (finished_with). Its entries in kept
+ * queue (q.waiters) and, crashed, by the jobs it rerouted (finished_with). Its entries in kept
  * snapshots are rewritten to d->gone (shard__snap_unname) and snapshots that named it may have been cut off by
  * shard__snap_reap; either way a grace period has passed since; submitters that found it did so
- * before the grace period of its leaving and counted themselves in space_refs then.
+ * before the grace period of its leaving and counted themselves in q.waiters then.
  * Context: ctl held, so no change is under way. */
 void shard__registry_reap(shard_dispatcher *d)
 {

@@ -1,5 +1,5 @@
 /* Back-pressure: submitters waiting for room in a full queue, or for a throttled key (throttle.h), and
- * waking them. A waiter for room holds its worker outside any RCU read-side section (space_refs), so
+ * waking them. A waiter for room holds its worker outside any RCU read-side section (q.waiters), so
  * the registry does not free the worker under it. SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <pthread.h>
 
@@ -32,7 +32,7 @@ static void space_leave(void *arg)
     shard_dispatcher *d = sw->d;
     /* release: our reads of w's queue come before the reaper sees us gone and frees w. */
     if (sw->w)
-        atomic_fetch_sub_explicit(&sw->w->space_refs, 1, memory_order_release);
+        atomic_fetch_sub_explicit(&sw->w->q.waiters, 1, memory_order_release);
     bool shutdown = atomic_load_explicit(&d->shutdown, memory_order_relaxed);
     atomic_fetch_sub_explicit(&d->space_waiters, 1, memory_order_release);
     if (shutdown)
@@ -92,7 +92,7 @@ uint64_t shard__space_register(shard_dispatcher *d, struct shard_worker *w)
     /* A worker is freed only after a grace period that follows its last appearance in a snapshot,
      * so the reaper sees this count. */
     if (w)
-        atomic_fetch_add_explicit(&w->space_refs, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&w->q.waiters, 1, memory_order_relaxed);
     /* seq_cst, then seq_cst reads of the ring: the other half of shard__space_notify's pair. Inside
      * the section: destroy's grace period after setting shutdown sees every waiter counted. For a
      * throttled key, then the throttle's lock: a release takes it before it notifies. */

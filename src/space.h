@@ -13,7 +13,7 @@ static inline bool shard__space_waited(struct shard_worker *w)
 {
     /* relaxed: a waiter that registers a moment later is woken as before, when half the queue is
      * free; this only keeps the worker from refilling it meanwhile. */
-    return atomic_load_explicit(&w->space_refs, memory_order_relaxed) != 0;
+    return atomic_load_explicit(&w->q.waiters, memory_order_relaxed) != 0;
 }
 
 /* Wakes submitters waiting for room, if any (after a worker freed slots). Context: any thread. */

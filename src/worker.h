@@ -80,9 +80,6 @@ struct shard_worker {
     void            *user;          /* the user's (shard_worker_set_user); shard never reads it */
     struct job       stop_item;     /* I: its STOP control item, embedded; pushed once (ctl) */
 
-    /* Submitters waiting for room in its queue: they hold this worker outside any RCU section, so
-     * a removed worker is not freed while this is non-zero (shard__registry_reap). */
-    _Atomic uint32_t space_refs;
 
     /* A: 0, or 2 * p + 1 while W runs ring jobs back to back without w->lock (run.c's batch), having
      * taken every position below p. Set under w->lock; W moves it on with a CAS before each job; a
