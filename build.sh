@@ -15,8 +15,9 @@
 #   ./build.sh bench-peers
 #                        bench_peers alone, against every peer: installs libck-dev and DPDK's
 #                        libdpdk-dev (about 230 packages) for the rte_ring column; options are passed on
-#   ./build.sh kv-bench  kv_server against redis-server with redis-benchmark (bench/kv_vs_redis;
-#                        pass --quick for a short run)
+#   ./build.sh kv-bench  kv_server against redis-server with redis-benchmark and with kv_load
+#                        (bench/kv_vs_redis; pass --quick for a short run, --kv-load or
+#                        --redis-benchmark for one table)
 #   ./build.sh docs      the API reference (doxygen, HTML and man pages) in build-docs/docs/api;
 #                        fails on any undocumented public name
 #   ./build.sh twemproxy three kv_servers behind twemproxy, driven by redis-benchmark
