@@ -149,7 +149,7 @@ static long measure(struct balancer *b, struct member *m)
 static void read_hot(struct balancer *b, struct member *m)
 {
     uint64_t window = 0, jobs = 0;
-    m->nhot = shard__hot_keys_of(b->d, m->at.name, m->hot, SHARD_MAX_HOT_KEYS, &window, &jobs);
+    m->nhot = shard__hot_keys_of(b->d, m->at.name, m->hot, SHARD_MAX_HOT_KEYS, &window, &jobs, NULL);
     if (m->nhot < 0 || window == 0 || jobs == 0)
         m->nhot = 0;
     for (long k = 0; k < m->nhot; k++) {
