@@ -12,7 +12,13 @@
  * on this VM, where a 100 us sleep takes about 150), offered at 20,000 jobs/s: the p99 wait of cold keys (ranks past 1,000) with the static ring and
  * with the balancer, against the same run with uniform keys.
  *
- * Output: key=value lines (bench/run). --quick: shorter windows. */
+ * uniform_busy: the balancer must leave an even load alone. 4,000 keys of equal popularity, jobs of
+ * equal cost (3 us of work), 4 workers on however few cores the machine has (2 here, shared), interval
+ * 5 ms: max / mean of the jobs each worker was given (run and queued) over the second half of the
+ * run, with the balancer off, by jobs and by time (the default), its moves and isolations, and the
+ * smallest share of the keys a worker was left with (an isolation leaves it about 4 %).
+ *
+ * Output: key=value lines (bench/run). --quick: shorter windows; uniform: that case alone. */
 #include <math.h>
 #include <pthread.h>
 #include <shard.h>
@@ -21,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 #include "bench_common.h"
@@ -241,9 +248,128 @@ static double cold_p99_us(double s, bool balance, double seconds)
     return p99;
 }
 
+/* ---- an even load on a busy machine ---- */
+
+#define UNIFORM_KEYS    4000
+#define UNIFORM_WORKERS 4
+
+static _Atomic uint64_t work_sink; /* keeps work() from being optimised away; every worker stores it */
+static uint64_t work_per_job; /* iterations of work() that take about 3 us */
+
+static void work(uint64_t n)
+{
+    uint64_t x = 88172645463325252ull;
+    for (uint64_t i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+    }
+    atomic_store_explicit(&work_sink, x, memory_order_relaxed);
+}
+
+/* The fastest of several tries, so that a try the scheduler interrupted does not make work cheaper. */
+static void work_calibrate(void)
+{
+    uint64_t best = UINT64_MAX, n = 100000;
+    for (int i = 0; i < 20; i++) {
+        uint64_t t0 = bench_now_ns();
+        work(n);
+        uint64_t t = bench_now_ns() - t0;
+        best = t < best ? t : best;
+    }
+    work_per_job = n * 3000 / (best ? best : 1);
+}
+
+static void equal_job(shard_worker *w, void *arg)
+{
+    (void)w;
+    (void)arg;
+    work(work_per_job);
+}
+
+/* Jobs given so far: run and queued (a backlog that differs between workers is not a difference in load). */
+static void given_now(shard_dispatcher *d, double *out)
+{
+    struct shard_worker_stats st[UNIFORM_WORKERS + 8];
+    long n = shard_dispatcher_worker_stats(d, st, UNIFORM_WORKERS + 8);
+    for (long i = 0, k = 0; i < n && k < UNIFORM_WORKERS; i++)
+        if (st[i].state == SHARD_WORKER_RUNNING)
+            out[k++] = (double)(st[i].executed + st[i].queued);
+}
+
+/* mode 0: no balancer; 1: by jobs; 2: by time. */
+static void uniform_busy(int mode, double seconds, double *ratio, uint64_t *moves, uint64_t *isolations,
+                         double *min_share)
+{
+    struct shard_config cfg = { .workers = UNIFORM_WORKERS };
+    if (mode)
+        cfg.balance = (struct shard_balance_config){ .interval_ms = 5, .by_jobs = mode == 1 };
+    shard_dispatcher *d;
+    shard_dispatcher_create(&d, &cfg);
+    double before[UNIFORM_WORKERS] = { 0 }, after[UNIFORM_WORKERS], load[UNIFORM_WORKERS];
+    uint64_t x = 11, start = bench_now_ns(), half = start + (uint64_t)(seconds * 0.5e9),
+             end = start + (uint64_t)(seconds * 1e9);
+    bool measuring = false;
+    char k[16];
+    for (uint64_t now = start; now < end; now = bench_now_ns()) {
+        for (int j = 0; j < 1000; j++) {
+            int r = (int)(bench_mix(&x) % UNIFORM_KEYS);
+            shard_submit(d, k, (size_t)snprintf(k, sizeof k, "u-%d", r), equal_job, NULL);
+        }
+        if (!measuring && now >= half) {
+            given_now(d, before);
+            measuring = true;
+        }
+    }
+    shard_drain(d);
+    given_now(d, after);
+    for (int i = 0; i < UNIFORM_WORKERS; i++)
+        load[i] = after[i] - before[i];
+    *ratio = ratio_of(load, UNIFORM_WORKERS);
+    struct shard_stats st;
+    shard_dispatcher_stats(d, &st);
+    *moves = st.balance_moves;
+    *isolations = st.balance_weights;
+    struct shard_worker_stats ws[UNIFORM_WORKERS + 8];
+    long n = shard_dispatcher_worker_stats(d, ws, UNIFORM_WORKERS + 8);
+    *min_share = 1;
+    for (long i = 0; i < n; i++)
+        if (ws[i].state == SHARD_WORKER_RUNNING && ws[i].share < *min_share)
+            *min_share = ws[i].share;
+    shard_dispatcher_destroy(d);
+}
+
+static void uniform_case(bool quick)
+{
+    work_calibrate();
+    double secs = quick ? 1.0 : 4.0;
+    static const char *const names[] = { "off", "by_jobs", "by_time" };
+    for (int mode = 0; mode < 3; mode++) {
+        double ratio, min_share;
+        uint64_t moves, isolations;
+        uniform_busy(mode, secs, &ratio, &moves, &isolations, &min_share);
+        printf("case=uniform_busy keys=%d workers=%d cores=%ld interval_ms=5 balancer=%s max_over_mean=%.2f "
+               "moves=%llu isolations_begun_or_ended=%llu min_key_share=%.3f\n", UNIFORM_KEYS, UNIFORM_WORKERS,
+               sysconf(_SC_NPROCESSORS_ONLN), names[mode], ratio, (unsigned long long)moves,
+               (unsigned long long)isolations, min_share);
+    }
+}
+
+static bool accept_uniform(const char *arg)
+{
+    return strcmp(arg, "uniform") == 0;
+}
+
 int main(int argc, char **argv)
 {
-    bool quick = bench_quick(argc, argv);
+    bool quick = bench_args(argc, argv, accept_uniform, " [uniform]");
+    bool only_uniform = false;
+    for (int i = 1; i < argc; i++)
+        only_uniform |= accept_uniform(argv[i]);
+    if (only_uniform) {
+        uniform_case(quick);
+        return 0;
+    }
     static const double s_values[] = { 0.9, 1.1, 1.3 };
     long window = quick ? 200000 : 1000000;
     for (int i = 0; i < 3; i++) {
@@ -264,5 +390,6 @@ int main(int argc, char **argv)
            balanced = cold_p99_us(1.1, true, secs);
     printf("case=cold_latency zipf_s=1.1 uniform_p99_us=%.0f ring_p99_us=%.0f balancer_p99_us=%.0f "
            "balancer_vs_uniform=%.2f\n", uniform, fixed, balanced, balanced / uniform);
+    uniform_case(quick);
     return 0;
 }

@@ -6,24 +6,41 @@
  * The policy, each interval:
  *   1. load_i: what worker i did in the interval (time in jobs, or jobs given: run plus queued), for
  *      the first MAX_MEMBERS ring members; a member it has not seen before skips the round (no baseline yet).
- *      A hot key's load is its share of its worker's last hot-key window times the worker's load.
+ *      A hot key's load is its share of its worker's last hot-key window times the worker's load; by
+ *      time, of the time the key surely had (busy_ns - error_ns: not what space-saving inherited).
  *   2. Under 5 % busy (100 jobs a worker, by jobs) nothing is decided: skew in a trickle is noise.
- *      ratio = max / mean is reported. Over the threshold `rounds` times in a row: act, and count
- *      again from zero (a move shows in the next interval's figures, not this one's).
- *   3. Moves: up to max_moves times, from the busiest worker W to the least busy V, the heaviest of
- *      W's hot keys whose load is at most half the gap, or failing that the lightest that still
- *      lowers the maximum. Never a key over the mean (it would move its overload), nor an isolated
- *      one, nor one the user placed (shard_key_place): only its own placements are its to change.
- *      Its own placements are bounded: past OWN_MAX the oldest go back to the ring.
- *   4. A key heavier than the mean cannot be split: it is named in the stats, pinned on its worker,
- *      and every other member's weight is multiplied by ISOLATION_FACTOR, so that worker carries
- *      few cold keys (skipped when the ring would pass ISOLATION_MAX_POINTS). The weights saved then
- *      are restored after ISOLATION_CALM rounds without such a key. The isolated worker is left
- *      out of max and mean.
+ *      ratio = max / mean is reported. A worker over the threshold `rounds` intervals in a row (the
+ *      same worker, each counting its own) is one that keys may leave; once a round has changed the
+ *      ring, every count starts again from zero (a move shows in the next interval's figures).
+ *   3. Moves: up to max_moves times, from the busiest such worker W to the least busy V, the heaviest
+ *      of W's steady hot keys (Noise, below) whose load is at most half the gap, or failing that the
+ *      lightest that still lowers the maximum. Never a key over the mean (it would move its
+ *      overload), nor an isolated one, nor one the user placed (shard_key_place): only its own
+ *      placements are its to change. Its own placements are bounded: past OWN_MAX the oldest go
+ *      back to the ring.
+ *   4. A key over the mean now and in each of the last STEADY hot-key windows cannot be split: it is
+ *      named in the stats, pinned on its worker, and every other member's weight is multiplied by
+ *      ISOLATION_FACTOR, so that worker carries few cold keys (skipped when the ring would pass
+ *      ISOLATION_MAX_POINTS). The weights saved then are restored after ISOLATION_CALM rounds
+ *      without such a key. The isolated worker is left out of max and mean.
  * A round's moves, unplacements and weights are one ring edit, published as one change: one handoff
- * a round, whose moved keys are only those whose owner the whole round changes. */
+ * a round, whose moved keys are only those whose owner the whole round changes.
+ *
+ * Noise. A job's time is wall time, time its thread was preempted included: with more workers than
+ * cores, a job the scheduler interrupted makes a cold key look heavier than a worker's share in one
+ * window, and a worker look busy in one interval (4,000 equal keys on 4 workers and 2 shared cores,
+ * 5 ms intervals: 300 to 1,100 moves and an isolation, max / mean of jobs 1.3 against 1.02 without
+ * a balancer). So nothing acts on one reading. A key is steady once it has been among its worker's
+ * hot keys in STEADY = max(rounds, STEADY_MIN) windows in a row (distinct windows: shard__hot_read
+ * numbers them, and one read twice counts once), and a move weighs it by the smaller of its last two
+ * windows' loads; it is unsplittable only when over the mean in each of those windows. An
+ * interrupted job hits another key each time; a hot key stays hot. Thread CPU time would leave
+ * preemption out, but also the time a job blocks (load too, by time: blocking jobs are what the
+ * balancer by time is for), and a CLOCK_THREAD_CPUTIME_ID read is a system call (1.6 us against
+ * 30 ns for CLOCK_MONOTONIC, measured on the 2-core VM of the figures above): not for every job. */
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,19 +59,38 @@
 #define ISOLATION_FACTOR     8       /* the other members' weights during an isolation, times theirs */
 #define ISOLATION_MAX_POINTS (1u << 22) /* no isolation that would make the ring larger than this */
 #define ISOLATION_CALM       20      /* rounds without an unsplittable key before weights return */
+#define STEADY_MIN           2       /* hot-key windows in a row, at least, before a key is acted on */
 
+/* A hot key of a member over the hot-key windows it read, loads in units of the round's mean. */
+struct track {
+    uint64_t hash;
+    uint32_t listed; /* windows in a row in which it was among the member's hot keys */
+    uint32_t heavy;  /* windows in a row in which its load was over the mean */
+    float    last;   /* its load in the last of them */
+    float    low;    /* the smaller of its loads in the last two (the last alone when listed once) */
+};
+
+/* A member as the balancer remembers it from round to round. */
 struct seen {
-    char     name[SHARD_NAME_MAX + 1];
-    uint64_t counter; /* busy_ns or executed, as last read */
+    char         name[SHARD_NAME_MAX + 1];
+    uint64_t     counter; /* busy_ns or executed, as last read */
+    uint32_t     over;    /* intervals in a row its load was over threshold times the target */
+    uint64_t     window;  /* the number of the hot-key window it read last (0: none) */
+    uint32_t     ntrack;
+    struct track track[SHARD_MAX_HOT_KEYS]; /* the hot keys of that window; only ntrack are copied */
 };
 
 struct member {
-    struct seen at;
-    double      load; /* over the last interval */
+    struct seen *s;   /* its record, in the balancer's seen */
+    double       load; /* over the last interval */
     struct shard_hot_key hot[SHARD_MAX_HOT_KEYS];
-    double      hot_load[SHARD_MAX_HOT_KEYS]; /* each hot key's share of the worker's last window,
-                                               * times the worker's load over the interval */
-    long        nhot;
+    double       hot_load[SHARD_MAX_HOT_KEYS]; /* each hot key's share of the worker's last window,
+                                                * times the worker's load over the interval */
+    double       steady[SHARD_MAX_HOT_KEYS];   /* its load as a move sees it (track.low times the
+                                                * mean); 0 for a key not yet steady */
+    uint32_t     heavy[SHARD_MAX_HOT_KEYS];    /* track.heavy */
+    long         nhot;
+    bool         source; /* over the threshold `rounds` intervals in a row: keys may leave it */
 };
 
 struct saved_weight {
@@ -84,7 +120,6 @@ struct balancer {
     pthread_mutex_t             lock;
     pthread_cond_t              cond;
     bool                        stop;  /* lock */
-    uint32_t                    streak;
     /* The keys it placed, oldest first: only these it moves again or unplaces; a user's placement
      * (shard_key_place) is left alone. */
     uint64_t                    own[OWN_MAX + SHARD_MAX_HOT_KEYS];
@@ -96,9 +131,14 @@ struct balancer {
     struct saved_weight         saved[MAX_MEMBERS];
     size_t                      nsaved;
     uint32_t                    calm; /* rounds since it last saw an unsplittable key */
-    struct seen                 seen[MAX_MEMBERS]; /* the members of the last round */
+    /* The members of the last round, in one of two buffers: each round copies every member's record
+     * from the one into the other (by name: the members may have changed), then swaps them. */
+    struct seen                *seen, *spare;
     size_t                      nseen;
-    /* The balancer thread's scratch (about 300 KiB, only while it is on). */
+    uint32_t                    steady; /* I: STEADY, max(cfg.rounds, STEADY_MIN) */
+    /* The balancer thread's scratch, with buf: about 1 MiB, only while it is on, of which a round
+     * touches a few KiB a member. */
+    struct seen                 buf[2][MAX_MEMBERS];
     struct shard_worker_stats   st[MAX_MEMBERS];
     struct member               m[MAX_MEMBERS];
     /* lock: what shard_dispatcher_stats reports */
@@ -121,7 +161,8 @@ static const struct seen *find_seen(const struct balancer *b, const char *name)
     return NULL;
 }
 
-/* The members' loads over the interval into m. Return: how many, or -1 when one is new (no baseline). */
+/* The members' loads over the interval into m, each with its record carried over from the last round.
+ * Return: how many, or -1 when one is new (no baseline). */
 static long measure(struct balancer *b, struct member *m)
 {
     struct shard_worker_stats *st = b->st;
@@ -131,31 +172,68 @@ static long measure(struct balancer *b, struct member *m)
         if (st[i].state != SHARD_WORKER_RUNNING) /* ring members only */
             continue;
         const struct seen *old = find_seen(b, st[i].name);
-        snprintf(m[k].at.name, sizeof m[k].at.name, "%s", st[i].name);
-        m[k].at.counter = counter_of(b, &st[i]);
-        m[k].load = old && m[k].at.counter >= old->counter ? (double)(m[k].at.counter - old->counter) : 0;
+        struct seen *s = &b->spare[k];
+        if (old) {
+            memcpy(s, old, offsetof(struct seen, track) + old->ntrack * sizeof *old->track);
+        } else {
+            memset(s, 0, offsetof(struct seen, track));
+            snprintf(s->name, sizeof s->name, "%s", st[i].name);
+        }
+        uint64_t counter = counter_of(b, &st[i]);
+        m[k].load = old && counter >= old->counter ? (double)(counter - old->counter) : 0;
+        s->counter = counter;
+        m[k].s = s;
         fresh |= !old;
         k++;
     }
-    for (long i = 0; i < k; i++)
-        b->seen[i] = m[i].at;
+    struct seen *last = b->seen;
+    b->seen = b->spare;
+    b->spare = last;
     b->nseen = (size_t)k;
     return fresh ? -1 : k;
 }
 
-/* Each member's hot keys, with loads in the units of its interval load: a key's share of its worker's
- * last window (whatever the window's length: of its time, or of its jobs by jobs, where a job the
- * scheduler interrupted would look heavy by time) times the worker's load. */
-static void read_hot(struct balancer *b, struct member *m)
+static const struct track *find_track(const struct seen *s, uint64_t hash)
 {
-    uint64_t window = 0, jobs = 0;
-    m->nhot = shard__hot_keys_of(b->d, m->at.name, m->hot, SHARD_MAX_HOT_KEYS, &window, &jobs);
+    for (uint32_t i = 0; i < s->ntrack; i++)
+        if (s->track[i].hash == hash)
+            return &s->track[i];
+    return NULL;
+}
+
+/* A member's hot keys, with loads in the units of its interval load: a key's share of its worker's
+ * last window (whatever the window's length: of the time it surely had, or of its jobs by jobs) times
+ * the worker's load. A window it has not read before extends each key's record (a key missing from
+ * it starts again); one it has read keeps them as they are. */
+static void read_hot(struct balancer *b, struct member *m, double mean)
+{
+    struct seen *s = m->s;
+    uint64_t window = 0, jobs = 0, seq = 0;
+    m->nhot = shard__hot_keys_of(b->d, s->name, m->hot, SHARD_MAX_HOT_KEYS, &window, &jobs, &seq);
     if (m->nhot < 0 || window == 0 || jobs == 0)
         m->nhot = 0;
+    bool new_window = seq != s->window;
+    struct track next[SHARD_MAX_HOT_KEYS];
     for (long k = 0; k < m->nhot; k++) {
-        double share = b->cfg.by_jobs ? (double)m->hot[k].jobs / (double)jobs
-                                      : (double)m->hot[k].busy_ns / (double)window;
+        const struct shard_hot_key *h = &m->hot[k];
+        double share = b->cfg.by_jobs ? (double)h->jobs / (double)jobs
+                                      : (double)(h->busy_ns - h->error_ns) / (double)window;
         m->hot_load[k] = share * m->load;
+        const struct track *t = find_track(s, h->hash);
+        if (new_window) {
+            float rel = mean > 0 ? (float)(m->hot_load[k] / mean) : 0;
+            next[k] = (struct track){ .hash = h->hash, .listed = t ? t->listed + 1 : 1, .last = rel,
+                                      .heavy = rel > 1 ? (t ? t->heavy + 1 : 1) : 0,
+                                      .low = t && t->last < rel ? t->last : rel };
+            t = &next[k];
+        }
+        m->steady[k] = t && t->listed >= b->steady ? (double)t->low * mean : 0;
+        m->heavy[k] = t ? t->heavy : 0;
+    }
+    if (new_window) {
+        memcpy(s->track, next, (size_t)m->nhot * sizeof *next);
+        s->ntrack = (uint32_t)m->nhot;
+        s->window = seq;
     }
 }
 
@@ -185,8 +263,8 @@ static bool user_placed(const struct balancer *b, const shard_ring *r, uint64_t 
     return r->npins && shard__ring_pinned(r, hash) >= 0 && own_index(b, hash) < 0;
 }
 
-/* Plans moving one of w's hot keys to v: never one heavier than the mean, the isolated one, or one the
- * user placed. Return: whether it did. */
+/* Plans moving one of w's steady hot keys to v: never one heavier than the mean, the isolated one, or
+ * one the user placed. Return: whether it did. */
 static bool move_one(struct balancer *b, const shard_ring *r, struct member *w, struct member *v, double mean,
                      struct plan *p)
 {
@@ -194,7 +272,7 @@ static bool move_one(struct balancer *b, const shard_ring *r, struct member *w, 
     long pick = -1;
     for (int pass = 0; pass < 2 && pick < 0; pass++) {
         for (long i = 0; i < w->nhot; i++) {
-            double l = w->hot_load[i];
+            double l = w->steady[i];
             if (l <= 0 || l > mean || (b->isolated[0] && w->hot[i].hash == b->isolated_hash) ||
                 user_placed(b, r, w->hot[i].hash))
                 continue;
@@ -210,11 +288,13 @@ static bool move_one(struct balancer *b, const shard_ring *r, struct member *w, 
     if (pick < 0 || p->nmoves == SHARD_MAX_HOT_KEYS)
         return false;
     p->hash[p->nmoves] = w->hot[pick].hash;
-    p->to[p->nmoves++] = v->at.name;
+    p->to[p->nmoves++] = v->s->name;
     w->load -= best;
     v->load += best;
     w->hot[pick] = w->hot[w->nhot - 1];
-    w->hot_load[pick] = w->hot_load[--w->nhot];
+    w->hot_load[pick] = w->hot_load[w->nhot - 1];
+    w->heavy[pick] = w->heavy[w->nhot - 1];
+    w->steady[pick] = w->steady[--w->nhot];
     return true;
 }
 
@@ -328,7 +408,8 @@ static void round_once(struct balancer *b)
      * end of an isolation whose key has gone quiet. */
     double floor = b->cfg.by_jobs ? 100.0 * (double)n : 0.05 * (double)b->cfg.interval_ms * 1e6 * (double)n;
     if (total < floor) {
-        b->streak = 0;
+        for (long i = 0; i < n; i++)
+            m[i].s->over = 0;
         uint64_t weights = b->isolated[0] && ++b->calm >= ISOLATION_CALM ? end_isolation(b) : 0;
         report(b, ratio, 0, 0, 0, weights);
         shard_ring_destroy(r);
@@ -337,13 +418,14 @@ static void round_once(struct balancer *b)
     uint64_t unsplittable = 0;
     double unsplittable_load = 0;
     const char *holder = NULL;
+    /* Unsplittable: over the mean now and in each of the last STEADY windows (Noise, above). */
     for (long i = 0; i < n; i++) {
-        read_hot(b, &m[i]);
+        read_hot(b, &m[i], mean);
         for (long k = 0; k < m[i].nhot; k++) {
-            if (m[i].hot_load[k] > mean && m[i].hot_load[k] > unsplittable_load) {
+            if (m[i].heavy[k] >= b->steady && m[i].hot_load[k] > mean && m[i].hot_load[k] > unsplittable_load) {
                 unsplittable = m[i].hot[k].hash;
                 unsplittable_load = m[i].hot_load[k];
-                holder = m[i].at.name;
+                holder = m[i].s->name;
             }
         }
     }
@@ -361,35 +443,34 @@ static void round_once(struct balancer *b)
     long isolated = -1;
     double others = total;
     for (long i = 0; b->isolated[0] && i < n; i++) {
-        if (strcmp(m[i].at.name, b->isolated) == 0) {
+        if (strcmp(m[i].s->name, b->isolated) == 0) {
             isolated = i;
             others -= m[i].load;
         }
     }
-    double target = isolated >= 0 && n > 2 ? others / (double)(n - 1) : mean, worst = 0;
-    for (long i = 0; i < n; i++)
-        if (i != isolated && m[i].load > worst)
-            worst = m[i].load;
-    bool over = target > 0 && worst > b->cfg.threshold * target;
-    bool isolate = holder && strcmp(holder, b->isolated) != 0 && !b->isolated[0] && isolation_fits(r, holder);
+    double target = isolated >= 0 && n > 2 ? others / (double)(n - 1) : mean;
+    /* Each worker's own count of intervals over the threshold in a row: a worker that the scheduler
+     * made look busy in one interval is rarely the one it makes look busy in the next. */
+    bool over = false;
+    for (long i = 0; i < n; i++) {
+        bool now = i != isolated && target > 0 && m[i].load > b->cfg.threshold * target;
+        m[i].s->over = now ? m[i].s->over + 1 : 0;
+        m[i].source = m[i].s->over >= b->cfg.rounds;
+        over |= m[i].source;
+    }
+    bool isolate = holder && !b->isolated[0] && isolation_fits(r, holder);
     if (!over && !isolate) {
-        b->streak = 0;
         report(b, ratio, unsplittable, total > 0 ? unsplittable_load / total : 0, 0, 0);
         shard_ring_destroy(r);
         return;
     }
-    if (++b->streak < b->cfg.rounds) {
-        report(b, ratio, unsplittable, total > 0 ? unsplittable_load / total : 0, 0, 0);
-        shard_ring_destroy(r);
-        return;
-    }
-    b->streak = 0;
+    /* From the busiest of the workers over the threshold all those intervals, to the least busy. */
     for (uint32_t k = 0; over && k < b->cfg.max_moves; k++) {
         struct member *w = NULL, *v = NULL;
         for (long i = 0; i < n; i++) {
             if (i == isolated)
                 continue;
-            if (!w || m[i].load > w->load)
+            if (m[i].source && (!w || m[i].load > w->load))
                 w = &m[i];
             if (!v || m[i].load < v->load)
                 v = &m[i];
@@ -416,6 +497,9 @@ static void round_once(struct balancer *b)
         p.unpin[p.nunpins++] = b->own[i];
     if (p.nmoves || p.isolate || p.nunpins) {
         if (shard__membership_edit(b->d, apply_plan, &p) == 0) {
+            /* What it changed shows in the next interval's figures, not in these: count again. */
+            for (long i = 0; i < n; i++)
+                m[i].s->over = 0;
             for (uint32_t i = 0; i < p.nunpins; i++)
                 own_drop(b, 0);
             for (uint32_t i = 0; i < p.nmoves; i++) {
@@ -493,6 +577,9 @@ int shard__balance_start(shard_dispatcher *d)
         return -ENOMEM;
     b->d = d;
     b->cfg = d->cfg.balance;
+    b->seen = b->buf[0];
+    b->spare = b->buf[1];
+    b->steady = b->cfg.rounds > STEADY_MIN ? b->cfg.rounds : STEADY_MIN;
     pthread_mutex_init(&b->lock, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);

@@ -34,6 +34,7 @@ static void rotate(struct hot *h, uint64_t now)
         h->nlast = h->ncur;
         h->last_busy = h->window_busy;
         h->last_jobs = h->window_jobs;
+        h->published++;
         pthread_mutex_unlock(&h->lock);
     }
     h->ncur = 0;
@@ -80,7 +81,8 @@ static int heavier_first(const void *a, const void *b)
     return x->busy_ns > y->busy_ns ? -1 : x->busy_ns < y->busy_ns;
 }
 
-long shard__hot_read(struct hot *h, struct shard_hot_key *out, size_t n, uint64_t *busy, uint64_t *jobs)
+long shard__hot_read(struct hot *h, struct shard_hot_key *out, size_t n, uint64_t *busy, uint64_t *jobs,
+                     uint64_t *seq)
 {
     struct shard_hot_key copy[SHARD_MAX_HOT_KEYS];
     pthread_mutex_lock(&h->lock);
@@ -90,6 +92,8 @@ long shard__hot_read(struct hot *h, struct shard_hot_key *out, size_t n, uint64_
         *busy = h->last_busy;
     if (jobs)
         *jobs = h->last_jobs;
+    if (seq)
+        *seq = h->published;
     pthread_mutex_unlock(&h->lock);
     qsort(copy, len, sizeof *copy, heavier_first);
     memcpy(out, copy, (n < len ? n : len) * sizeof *copy);

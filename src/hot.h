@@ -22,11 +22,11 @@ struct hot {
     struct shard_hot_key cur[SHARD_MAX_HOT_KEYS];
     uint32_t             ncur;
     uint64_t             window_end, window_busy, window_jobs;
-    /* lock: the last whole window. */
+    /* lock: the last whole window, and how many windows were published (which one it is). */
     pthread_mutex_t      lock;
     struct shard_hot_key last[SHARD_MAX_HOT_KEYS];
     uint32_t             nlast;
-    uint64_t             last_busy, last_jobs;
+    uint64_t             last_busy, last_jobs, published;
 };
 
 /* NULL when k is 0 or memory is short (then nothing is tracked). */
@@ -36,8 +36,10 @@ void        shard__hot_free(struct hot *h);
 void        shard__hot_record(struct hot *h, uint64_t hash, uint64_t ns, uint64_t now);
 /* The worker goes idle at now: a window that has ended is published. Context: the worker. */
 void        shard__hot_idle(struct hot *h, uint64_t now);
-/* The last whole window, heaviest first, up to n into out; *busy and *jobs (either may be NULL) its
- * totals. Return: its length. */
-long        shard__hot_read(struct hot *h, struct shard_hot_key *out, size_t n, uint64_t *busy, uint64_t *jobs);
+/* The last whole window, heaviest first, up to n into out; *busy and *jobs its totals, *seq its number
+ * (windows published up to it; 0: none yet): a reader that gets the same number twice has read the
+ * same window twice. busy, jobs and seq may be NULL. Return: its length. */
+long        shard__hot_read(struct hot *h, struct shard_hot_key *out, size_t n, uint64_t *busy, uint64_t *jobs,
+                            uint64_t *seq);
 
 #endif

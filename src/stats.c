@@ -84,16 +84,18 @@ SHARD_API long shard_worker_hot_keys(shard_dispatcher *d, const char *name, stru
 {
     if (!d || !name || (!out && n > 0))
         return -EINVAL;
-    return shard__hot_keys_of(d, name, out, n, window_ns, NULL);
+    return shard__hot_keys_of(d, name, out, n, window_ns, NULL, NULL);
 }
 
 long shard__hot_keys_of(shard_dispatcher *d, const char *name, struct shard_hot_key *out, size_t n, uint64_t *window_ns,
-                        uint64_t *window_jobs)
+                        uint64_t *window_jobs, uint64_t *window_seq)
 {
     if (window_ns)
         *window_ns = 0;
     if (window_jobs)
         *window_jobs = 0;
+    if (window_seq)
+        *window_seq = 0;
     long rc = -ENOENT;
     /* The registry under d->lock: a worker is freed under it (and ctl), after it left the registry.
      * A name may be a ring member and a removed worker still finishing: the member first. */
@@ -107,7 +109,7 @@ long shard__hot_keys_of(shard_dispatcher *d, const char *name, struct shard_hot_
             found = w;
     }
     if (found)
-        rc = found->hot ? shard__hot_read(found->hot, out, n, window_ns, window_jobs) : 0;
+        rc = found->hot ? shard__hot_read(found->hot, out, n, window_ns, window_jobs, window_seq) : 0;
     pthread_mutex_unlock(&d->lock);
     return rc;
 }

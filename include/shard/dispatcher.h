@@ -80,24 +80,32 @@ struct shard_handoff {
 SHARD_API bool shard_handoff_moves(const struct shard_handoff *h, const void *key, size_t len);
 
 /** The balancer (shard_config.balance; added in 0.2). Off unless interval_ms is set. Every interval it
- * measures the load of the ring's members in force (the first 128 by name) over the interval (time
- * in jobs, or jobs given, run and queued, with by_jobs); when the busiest is over threshold times the
- * mean for `rounds` intervals in a row, it moves hot keys from the busiest worker to the least busy,
- * up to max_moves a round: the heaviest whose load is within half the gap, or failing that the
- * lightest that still lowers the maximum; never a key heavier than the mean, and never a key the user
- * placed (shard_key_place). A round's moves are one change (one handoff). A key alone heavier than a
- * worker's fair share cannot be split (that is the order promise): it is pinned on its worker, every
- * other member's ring weight is multiplied by 8 so that fewer cold keys share it (not when the ring
- * would pass 4M points), shard_stats names it (unsplittable_hash), and the weights as they were are
- * restored once no such key has been seen for 20 intervals (quiet ones included). Intervals in which
- * the workers were busy under 5 % of the time (were given under 100 jobs each, by_jobs) decide
- * nothing else. Its own placements stay until it moves them again, the user places or unplaces the
- * key, their worker leaves, or it has over 1,024 of them (the oldest go back to the ring). It needs
- * hot keys (shard_config.hot_keys; 16 when 0, over windows of interval_ms when hot_window_ms is 0). */
+ * measures the load of the ring's members in force (the first 128 by name) over the interval: time
+ * in jobs (wall time, so time a job blocks counts, and so does time its thread was preempted), or
+ * jobs given, run and queued, with by_jobs. When a worker has been over threshold times the mean for
+ * `rounds` intervals in a row (the same worker each time), it moves hot keys from the busiest such
+ * worker to the least busy, up to max_moves a round: the heaviest whose load is within half the gap,
+ * or failing that the lightest that still lowers the maximum; only a key that has been among its
+ * worker's hot keys for max(rounds, 2) hot-key windows in a row, weighed by the lesser of its last
+ * two windows; never a key heavier than the mean, and never a key the user placed
+ * (shard_key_place). A round's moves are one change (one handoff). A key alone heavier than a
+ * worker's fair share in each of max(rounds, 2) hot-key windows in a row cannot be split (that is the
+ * order promise): it is pinned on its worker, every other member's ring weight is multiplied by 8 so
+ * that fewer cold keys share it (not when the ring would pass 4M points), shard_stats names it
+ * (unsplittable_hash), and the weights as they were are restored once no such key has been seen for
+ * 20 intervals (quiet ones included). What does not repeat is not acted on: on a machine with more
+ * threads than cores, an even load (many keys of equal cost) is left alone by time as by jobs.
+ * Intervals in which the workers were busy under 5 % of the time (were given under 100 jobs each,
+ * by_jobs) decide nothing else. Its own placements stay until it moves them again, the user places
+ * or unplaces the key, their worker leaves, or it has over 1,024 of them (the oldest go back to the
+ * ring). It needs hot keys (shard_config.hot_keys; 16 when 0, over windows of interval_ms when
+ * hot_window_ms is 0). */
 struct shard_balance_config {
     uint32_t interval_ms; /**< how often it looks; 0: no balancer */
     double   threshold;   /**< acts when max / mean load exceeds this; 0: 1.15; else at least 1.0 */
-    uint32_t rounds;      /**< intervals in a row over the threshold before it acts; 0: 3 */
+    uint32_t rounds;      /**< intervals in a row a worker is over the threshold before keys leave
+                           * it, and hot-key windows in a row (at least 2) a key must show its load
+                           * before it is moved or isolated; 0: 3 */
     uint32_t max_moves;   /**< keys it places a round at most; 0: 8 */
     bool     by_jobs;     /**< load is jobs given (run and queued; for jobs of equal cost), not time
                            * in jobs */
@@ -381,7 +389,8 @@ struct shard_stats {
     uint64_t balance_weights;  /**< isolations it began or ended (each a change of weights) */
     double   balance_ratio;    /**< max / mean load of the ring's workers over its last interval */
     uint64_t unsplittable_hash; /**< a key alone heavier than a worker's fair share in its last
-                                * interval (its hash), which only a faster worker could help; 0: none */
+                                * interval and in each of its last max(rounds, 2) hot-key windows
+                                * (its hash), which only a faster worker could help; 0: none */
     double   unsplittable_share; /**< that key's share of all the load */
     uint64_t throttled_keys;   /**< keys whose jobs set aside on some worker fill its allowance, so
                                 * that their submitters wait (shard_submit; added in 0.2) */
