@@ -36,3 +36,12 @@ else()
 endif()
 configure_file(cmake/shard.pc.in ${PROJECT_BINARY_DIR}/shard.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/shard.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+# shard.pc's -lshard is the shared library wherever both are installed, and `pkg-config --static`
+# can only add to Libs, not change it: the static library has a file of its own, which names the
+# archive by its path and needs liburcu and libxxhash always (Requires, not Requires.private), so that
+# `pkg-config --libs shard-static` alone is a working link line.
+if(TARGET shard_static)
+  set(SHARD_STATIC_FILE ${CMAKE_STATIC_LIBRARY_PREFIX}shard${CMAKE_STATIC_LIBRARY_SUFFIX})
+  configure_file(cmake/shard-static.pc.in ${PROJECT_BINARY_DIR}/shard-static.pc @ONLY)
+  install(FILES ${PROJECT_BINARY_DIR}/shard-static.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+endif()
