@@ -1,7 +1,9 @@
 #!/bin/sh
-# Builds and runs the consumer with the flags pkg-config gives for the installed shard, exactly as a
+# Builds and runs a program with the flags pkg-config gives for the installed shard, exactly as a
 # user would: PKG_CONFIG_PATH pointing at the installed files, nothing else (they are relocatable:
-# the prefix follows from where they lie).
+# the prefix follows from where they lie). The source is copied alone into a directory of its own,
+# so that nothing beside it in this tree can be included (examples/hello.c builds with <shard.h> and
+# libc only).
 # MODE "shared": shard.pc, the library found at run time through the rpath the README tells users
 # of a custom prefix to add (no LD_LIBRARY_PATH), and the program must need libshard.so; "static":
 # `pkg-config --libs shard-static` alone (libshard.a by its path, then liburcu, libxxhash and
@@ -25,8 +27,11 @@ if [ "$mode" = static ]; then
 else
     libs="$($pc --libs shard) -Wl,-rpath,$libdir"
 fi
-"$cc" -std=c11 -Wall -Wextra -Werror -o "$out" "$src" $($pc --cflags $pkg) $libs
+rm -rf "$out.src"
+mkdir -p "$out.src"
+cp "$src" "$out.src/"
+"$cc" -std=c11 -Wall -Wextra -Werror -o "$out" "$out.src/$(basename "$src")" $($pc --cflags $pkg) $libs
 env -u LD_LIBRARY_PATH "$out"
 if readelf -d "$out" | grep -q 'libshard\.so'; then needs=shared; else needs=static; fi
 [ "$needs" = "$mode" ] || { echo "asked for the $mode library, the program links the $needs one"; exit 1; }
-echo "$mode consumer through pkg-config: built, ran, linked as asked"
+echo "$(basename "$src"), $mode, through pkg-config: built, ran, linked as asked"
