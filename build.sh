@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # One entry point for people and CI:
+#   ./build.sh help      this text
 #   ./build.sh demo      install what is missing, build, run the demo
 #   ./build.sh test      install what is missing, build, run the whole test suite
+#   ./build.sh quick     install what is missing, build the unit tests alone (target unit_tests) and
+#                        run them: ctest -L unit, the Criterion suites and the source checks, under a
+#                        minute (no example, stress program, kv or install test)
+#   ./build.sh kv-server install what is missing, build examples/kv_server alone (build/examples/)
 #   ./build.sh sanitize  the suite under AddressSanitizer + UndefinedBehaviorSanitizer, then the
 #                        multi-threaded programs under ThreadSanitizer
 #   ./build.sh fuzz      the libFuzzer targets (clang), each for FUZZ_SECONDS (default 30) from the
@@ -43,16 +48,23 @@ install_missing() {
     fi
 }
 
-build() { # build DIR [cmake options...]
+configure() { # configure DIR [cmake options...]
     local dir=$1
     shift
     cmake -S . -B "$dir" -DSHARD_WERROR=ON "$@" >/dev/null
-    cmake --build "$dir" -j "$(nproc)"
+}
+
+build() { # build DIR [cmake options...]
+    configure "$@"
+    cmake --build "$1" -j "$(nproc)"
 }
 
 jobs=$(nproc)
 
 case "${1:-}" in
+help | -h | --help)
+    sed -n '2,/^# Build trees/{s/^# \{0,1\}//;p}' "$0"
+    ;;
 demo)
     install_missing
     build build
@@ -62,6 +74,18 @@ test)
     install_missing
     build build
     ctest --test-dir build --output-on-failure -j "$jobs"
+    ;;
+quick)
+    install_missing
+    configure build
+    cmake --build build -j "$(nproc)" --target unit_tests
+    ctest --test-dir build --output-on-failure -j "$jobs" -L unit
+    ;;
+kv-server)
+    install_missing
+    configure build
+    cmake --build build -j "$(nproc)" --target kv_server
+    echo "kv_server: build/examples/kv_server (--help for its options)"
     ;;
 sanitize)
     install_missing
@@ -142,7 +166,7 @@ twemproxy)
     scripts/kv_twemproxy "${@:2}"
     ;;
 *)
-    echo "usage: $0 demo|test|sanitize|clang|docs|fuzz|valgrind|bench|bench-peers|kv-bench|twemproxy" >&2
+    echo "usage: $0 help|demo|test|quick|kv-server|sanitize|clang|docs|fuzz|valgrind|bench|bench-peers|kv-bench|twemproxy" >&2
     exit 2
     ;;
 esac

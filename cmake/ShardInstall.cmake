@@ -18,8 +18,10 @@ if(TARGET shard_static)
   install(EXPORT shardStaticTargets NAMESPACE shard:: DESTINATION ${SHARD_CMAKE_DIR})
 endif()
 install(DIRECTORY include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+set(SHARD_TSAN_SUPPRESSIONS ${CMAKE_INSTALL_DATADIR}/shard/tsan.supp)
 configure_package_config_file(cmake/shardConfig.cmake.in
-  ${PROJECT_BINARY_DIR}/shardConfig.cmake INSTALL_DESTINATION ${SHARD_CMAKE_DIR})
+  ${PROJECT_BINARY_DIR}/shardConfig.cmake INSTALL_DESTINATION ${SHARD_CMAKE_DIR}
+  PATH_VARS SHARD_TSAN_SUPPRESSIONS)
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/shardConfigVersion.cmake
   COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/shardConfig.cmake ${PROJECT_BINARY_DIR}/shardConfigVersion.cmake
@@ -36,3 +38,17 @@ else()
 endif()
 configure_file(cmake/shard.pc.in ${PROJECT_BINARY_DIR}/shard.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/shard.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+# shard.pc's -lshard is the shared library wherever both are installed, and `pkg-config --static`
+# can only add to Libs, not change it: the static library has a file of its own, which names the
+# archive by its path and needs liburcu and libxxhash always (Requires, not Requires.private), so that
+# `pkg-config --libs shard-static` alone is a working link line.
+if(TARGET shard_static)
+  set(SHARD_STATIC_FILE ${CMAKE_STATIC_LIBRARY_PREFIX}shard${CMAKE_STATIC_LIBRARY_SUFFIX})
+  configure_file(cmake/shard-static.pc.in ${PROJECT_BINARY_DIR}/shard-static.pc @ONLY)
+  install(FILES ${PROJECT_BINARY_DIR}/shard-static.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+endif()
+
+# For users who run their program under ThreadSanitizer (README: Using shard from your project): the
+# suppressions of races inside liburcu, whose inline read side shard compiles in. The .pc files name
+# it (tsan_suppressions), and the CMake package (shard_TSAN_SUPPRESSIONS).
+install(FILES tests/tsan.supp DESTINATION ${CMAKE_INSTALL_DATADIR}/shard)

@@ -3,7 +3,7 @@
 #include <shard.h>
 #include <stdatomic.h>
 #include <stdio.h>
-#include "options.h"
+#include <string.h>
 
 #define PLAYERS 100
 #define PACKETS 200
@@ -23,10 +23,15 @@ static void on_packet(shard_worker *w, void *arg)
 
 int main(int argc, char **argv)
 {
-    static const struct option_program prog = {
-        "hello", NULL, "Keyed jobs run in order while workers are added, removed and crash.", NULL, 0
-    };
-    options_parse(&prog, argc, argv); /* --help; any other argument is refused */
+    /* Only <shard.h> and libc, so that it builds alone against an installed shard: no options. */
+    if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        printf("usage: hello\nKeyed jobs run in order while workers are added, removed and crash.\n");
+        return fflush(stdout) == 0 ? 0 : 1; /* a usage that was not written fails */
+    }
+    if (argc > 1) {
+        fprintf(stderr, "hello: unexpected argument '%s'\nusage: hello [--help]\n", argv[1]);
+        return 2;
+    }
     static struct packet packets[PACKETS][PLAYERS];
     struct shard_config cfg = { .workers = 2 }; /* "w0", "w1" */
     shard_dispatcher *d;

@@ -3,17 +3,21 @@
 
 #include "shard/common.h"
 
+/* One code, one text for every call that returns it: a text names each reason any public header's
+ * Return: gives for its code (tests/return_codes.py lists them; test_strerror checks each has a
+ * text and that the texts name the calls' reasons), so that a message is right whatever failed. */
 SHARD_API const char *shard_strerror(int err)
 {
     switch (err) {
     case 0: return "success";
     case -EINVAL: return "invalid argument";
     case -EEXIST: return "name already present";
-    case -ENOENT: return "no such member or worker";
+    case -ENOENT: return "not found: no such member or worker, pinned hash or placed key, or pending timer";
     case -ENAMETOOLONG: return "name longer than SHARD_NAME_MAX bytes";
-    case -ENOMEM: return "out of memory";
-    case -EAGAIN: return "queue full, try again";
-    case -EBUSY: return "cannot remove the last worker";
+    case -ENOMEM: return "out of memory (or of file descriptors, or of timer records)";
+    case -EAGAIN: return "try again: queue full, key throttled, or no thread could be started";
+    case -EBUSY: return "busy: the last worker cannot be removed or crashed, or the timer's job is running";
+    case -E2BIG: return "too many: SHARD_RING_MAX_PINS hashes pinned or keys placed already";
     case -ESHUTDOWN: return "dispatcher is shutting down";
     case -EDEADLK: return "would deadlock: not allowed from a worker, a control-thread hook or an RCU read-side section";
     case -ERANGE: return "index out of range";

@@ -80,9 +80,9 @@ struct shard_ring_member {
 };
 
 /** Adds n members at once, all or none, with one sort of all their points (build cost close to
- * sorting that many 64-bit values). Errors as shard_ring_add, checked for every member before any
- * is added; -EEXIST also when two members of the array share a name; -EINVAL when members is NULL
- * with n > 0. Context: the ring's owner thread. */
+ * sorting that many 64-bit values), every member checked before any is added.
+ * Context: the ring's owner thread. Return: as shard_ring_add(); -EEXIST also when two members of
+ * the array share a name; -EINVAL also when members is NULL with n > 0. */
 SHARD_API int shard_ring_add_many(shard_ring *r, const struct shard_ring_member *members, size_t n);
 
 /** Removes member and its points. Strings returned for it become invalid.

@@ -87,14 +87,23 @@ usage_ok() {
     ((status == 1)) || fail "$name --help >/dev/full: exit status $status, expected 1"
 }
 
-# --- hello: no options, no operands.
+# --- hello: no options, no operands; only <shard.h> and libc (tests/install builds it alone), so its
+# command line is its own: --help or -h alone, nothing else.
 accepted hello
 prints "20000 of 20000 packets ran, 0 out of order"
-usage_ok hello
-refused "unknown option '--frob'" hello --frob
-refused "unknown option '--workers'" hello --workers=2
+for flag in --help -h; do
+    accepted hello "$flag"
+    prints "usage: hello"
+done
+status=0
+"${bin[hello]}" --help >/dev/full 2>/dev/null || status=$?
+((status == 1)) || fail "hello --help >/dev/full: exit status $status, expected 1"
+refused "unexpected argument '--frob'" hello --frob
+refused "unexpected argument '--workers=2'" hello --workers=2
+refused "unexpected argument '--help=x'" hello --help=x
 refused "unexpected argument 'x'" hello x
-refused "unexpected argument 'x'" hello -- x
+refused "unexpected argument '--'" hello -- x
+refused "unexpected argument '--help'" hello --help --help
 
 # --- ring_demo: --servers 2..26, --keys 1..1000000.
 accepted ring_demo
