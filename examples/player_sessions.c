@@ -7,9 +7,9 @@
  * release hook hands its session to the new owner before that player's next packet; a crash loses its
  * worker's sessions (that is what a crash is), and their players resume from the next packet.
  *
- * A player who sends nothing for --idle-ms is logged out by a keyed timer: each packet cancels the
- * session's idle timer and arms a new one, and the timer's job, a job of the player, ends the session
- * where it is. The timers move with their players (at the release, with the sessions; with the queue
+ * A player who sends nothing for --idle-ms is logged out by a keyed timer: each packet moves the
+ * session's idle timer back (shard_timer_rearm; a new one only while it moves with its player), and
+ * the timer's job, a job of the player, ends the session where it is. The timers move with their players (at the release, with the sessions; with the queue
  * at the crash), so a logout never runs beside a packet, nor where the session is not. Some players
  * go quiet during the run, and every player at its end.
  *
@@ -38,6 +38,7 @@
 
 struct session {
     uint32_t    player;
+    uint64_t    hash;     /* its key's (shard_job_key_hash): the release hook asks by it */
     uint64_t    next_seq;
     uint64_t    packets;
     shard_timer idle;     /* logs the player out unless a packet comes first */
@@ -120,9 +121,8 @@ static void on_release(shard_worker *w, const struct shard_handoff *h, void *use
 {
     (void)user;
     struct local *l = shard_worker_user(w);
-    char key[24];
     for (int p = 0; p < players; p++) {
-        if (!l->sessions[p] || !shard_handoff_moves(h, key, player_key(key, (uint32_t)p)))
+        if (!l->sessions[p] || !shard_handoff_moves_hash(h, l->sessions[p]->hash))
             continue;
         pthread_mutex_lock(&world_lock);
         transit[p] = l->sessions[p];
@@ -136,9 +136,13 @@ static void on_release(shard_worker *w, const struct shard_handoff *h, void *use
 static void on_idle(shard_worker *w, void *arg);
 
 /* The session's idle timer starts again. Its old one is pending (a logout would have ended the session
- * before this packet): cancel says 0, and it will not run. */
+ * before this packet): its deadline moves, in the wheel of this worker, which holds the session. Only
+ * while it moves with its key (a change a moment ago) is it cancelled, which says 0 (it will not run),
+ * and armed anew. */
 static void rearm_idle(struct session *s)
 {
+    if (s->idle && shard_timer_rearm(disp, s->idle, (uint64_t)idle_ms * 1000000u) == 0)
+        return;
     if (s->idle && shard_timer_cancel(disp, s->idle) != 0)
         atomic_fetch_add(&errors, 1);
     s->idle_gen = atomic_fetch_add(&arms[s->player], 1) + 1;
@@ -223,6 +227,7 @@ static void on_packet(shard_worker *w, void *arg)
         l->rebuilt += seq > 0 && !was_out;
         s = calloc(1, sizeof *s);
         s->player = player;
+        s->hash = shard_job_key_hash(w);
         s->next_seq = seq;
         s->rebuilt = seq > 0 && !was_out;
         l->sessions[player] = s;

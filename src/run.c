@@ -117,6 +117,7 @@ bool shard__run_batch(struct shard_worker *w)
         shard_job_fn fn = s->fn;
         void *arg = s->arg;
         w->batch_hash[pos & 1] = s->hash;
+        w->running_hash = s->hash; /* shard_job_key_hash */
         /* Takes pos unless a crash took the batch back: then the crash hands pos over. release: the
          * crash that ends the batch after this sees that pos was taken, and its hash. */
         uint64_t expect = 2 * pos + 1;
@@ -168,13 +169,17 @@ bool shard__run_batch_interrupt(struct shard_worker *w, uint64_t *running_hash)
     return running;
 }
 
+SHARD_API bool shard_handoff_moves_hash(const struct shard_handoff *h, uint64_t hash)
+{
+    return h && (long)shard__ring_owner_index(h->before, hash) == h->before_index &&
+           (long)shard__ring_owner_index(h->after, hash) != h->after_index;
+}
+
 SHARD_API bool shard_handoff_moves(const struct shard_handoff *h, const void *key, size_t len)
 {
     if (!h || (!key && len > 0))
         return false;
-    uint64_t hash = shard_ring_hash(h->before, key, len);
-    return (long)shard__ring_owner_index(h->before, hash) == h->before_index &&
-           (long)shard__ring_owner_index(h->after, hash) != h->after_index;
+    return shard_handoff_moves_hash(h, shard_ring_hash(h->before, key, len));
 }
 
 static void call_release(struct shard_worker *w, void *ctx)

@@ -34,6 +34,7 @@
  *
  * Locks: timer_lock is a leaf, taken under w->lock or none; never two at once. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 
 #include "clock.h"
@@ -295,6 +296,61 @@ SHARD_API int shard_timer_cancel(shard_dispatcher *d, shard_timer timer)
                     unlink_if_mine(d, (uint32_t)found, shard__timer_word(gen, TIMER_CANCELLED));
                 break;
             }
+        }
+    }
+    shard__rcu_read_unlock();
+    return rc;
+}
+
+/* Moves timer idx (of generation gen, PENDING as word says) to deadline now + delay in the wheel that
+ * holds it. The wheel's worker is alive while the record is in its wheel, and the caller's read-side
+ * section began before it could be taken out: a worker is freed only after it has emptied its wheel
+ * (it left the ring, or crashed and its wheel was handed over) and a grace period has passed since
+ * (registry.c). Context: an RCU read-side section. Return: as shard_timer_rearm for a pending timer. */
+static int rearm_pending(shard_dispatcher *d, uint32_t idx, uint64_t word, uint64_t delay)
+{
+    struct timer *t = shard__timer_at(&d->timers, idx);
+    struct wheel *home = atomic_load_explicit(&t->home, memory_order_relaxed);
+    if (!home)
+        return -EAGAIN; /* handed on with its key, its arm job queued, or taken out to fall due */
+    struct shard_worker *w = (struct shard_worker *)((char *)home - offsetof(struct shard_worker, wheel));
+    pthread_mutex_lock(&w->timer_lock);
+    /* Still there, still pending, still this generation: a cancel, an expiry or a hand-over may have
+     * come first (each changes one or the other under this lock, or the word by CAS). */
+    if (atomic_load_explicit(&t->home, memory_order_relaxed) != home ||
+        atomic_load_explicit(&t->word, memory_order_acquire) != word) {
+        pthread_mutex_unlock(&w->timer_lock);
+        return -EAGAIN;
+    }
+    shard__wheel_remove(&w->wheel, idx);
+    t->deadline = shard__now_ns() + delay; /* the wheel holding it owns it (timer_table.h) */
+    uint64_t before = atomic_load_explicit(&w->timer_next, memory_order_relaxed);
+    shard__wheel_insert(&w->wheel, idx);
+    update_next(w);
+    bool sooner = atomic_load_explicit(&w->timer_next, memory_order_relaxed) < before;
+    pthread_mutex_unlock(&w->timer_lock);
+    if (sooner)
+        shard__worker_wake(w); /* as insert_into says */
+    return 0;
+}
+
+SHARD_API int shard_timer_rearm(shard_dispatcher *d, shard_timer timer, uint64_t delay_ns)
+{
+    if (!d || !timer || delay_ns > SHARD_TIMER_MAX_NS)
+        return -EINVAL;
+    shard__rcu_read_lock();
+    int rc = -ENOENT;
+    long found = shard__timer_find(&d->timers, timer);
+    if (atomic_load_explicit(&d->shutdown, memory_order_relaxed)) {
+        rc = -ESHUTDOWN;
+    } else if (found >= 0) {
+        struct timer *t = shard__timer_at(&d->timers, (uint32_t)found);
+        uint64_t word = atomic_load_explicit(&t->word, memory_order_acquire);
+        if ((uint32_t)(word >> 32) == (uint32_t)(timer >> 32)) {
+            enum timer_state st = shard__timer_state(word);
+            rc = st == TIMER_PENDING ? rearm_pending(d, (uint32_t)found, word, delay_ns)
+                 : st == TIMER_RUNNING ? -EBUSY
+                                       : -ENOENT;
         }
     }
     shard__rcu_read_unlock();

@@ -37,7 +37,7 @@ struct shard_worker {
     pthread_mutex_t  lock;          /* held by W except while it runs a job or hook or is parked */
     struct held      held;          /* W */
     bool             in_fn;         /* W: running a job or hook */
-    uint64_t         running_hash;  /* W: key hash of the job in_fn runs */
+    uint64_t         running_hash;  /* W: key hash of the job in_fn runs, or the batch runs */
     bool             running_job;   /* W: in_fn for a job, not a hook */
     bool             stopped;       /* W: processed its STOP */
     bool             held_dirty;    /* W: held items may be able to go: walk them */

@@ -78,6 +78,10 @@ struct shard_handoff {
  * `before` and not in `after`. One hash and two lookups, no name compared. Context: that release
  * hook. Return: false also for h NULL, or key NULL with len > 0. */
 SHARD_API bool shard_handoff_moves(const struct shard_handoff *h, const void *key, size_t len);
+/** As shard_handoff_moves(), for a key known by its hash (shard_job_key_hash(),
+ * shard_dispatcher_key_hash()): two lookups, no hashing. Context: that release hook. Return: false
+ * also for h NULL (added in 0.2). */
+SHARD_API bool shard_handoff_moves_hash(const struct shard_handoff *h, uint64_t hash);
 
 /** The balancer (shard_config.balance; added in 0.2). Off unless interval_ms is set. Every interval it
  * measures the load of the ring's members in force (the first 128 by name) over the interval: time
@@ -323,6 +327,19 @@ SHARD_API void *shard_worker_user(const shard_worker *w);
 /** Stores a pointer for the user's per-worker state (shard never touches it). Context: best from the
  * worker's own thread (a job or a hook): it is a plain store, not synchronised. */
 SHARD_API void  shard_worker_set_user(shard_worker *w, void *user);
+
+/** The hash of the key whose job is running on w (a timer's job included): what the job was submitted
+ * with, hashed by the dispatcher's ring (shard_dispatcher_key_hash() gives it for a key's bytes), so a
+ * job can name its key without carrying it in arg. Context: a job on w, from its own thread.
+ * Return: the hash; 0 for w NULL, or when called on another thread or outside a job (a hook)
+ * (added in 0.2). */
+SHARD_API uint64_t shard_job_key_hash(const shard_worker *w);
+
+/** A number that names w among its dispatcher's workers for the dispatcher's life: create's workers
+ * are 0, 1, ... in name order (w0, w1, ...), each worker added later takes the next, and no number is
+ * given twice (so it only grows under churn: map it, don't size an array by it). Context: any thread
+ * while w lives. Return: the number; UINT32_MAX for w NULL (added in 0.2). */
+SHARD_API uint32_t shard_worker_id(const shard_worker *w);
 
 /** Whether w was crashed (shard_worker_crash): for on_worker_stop, which runs on a crashed worker too,
  * when its last job returns. Context: any thread while w lives. */
