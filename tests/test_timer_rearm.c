@@ -95,15 +95,17 @@ Test(timer_rearm, a_job_of_its_key_moves_it_later_and_the_id_stays)
     static struct push p;
     sem_init(&s.done, 0, 0);
     sem_init(&p.done, 0, 0);
-    cr_assert_eq(shard_submit_after(d, "player", 6, 100 * MS, record, &s, &p.t), 0);
+    /* Due in 2 s (far beyond the few ms the job below takes to run, under valgrind too), moved to
+     * 2.5 s after the job. */
+    cr_assert_eq(shard_submit_after(d, "player", 6, 2000 * MS, record, &s, &p.t), 0);
     p.d = d;
-    p.delay = 400 * MS;
+    p.delay = 2500 * MS;
     cr_assert_eq(shard_drain(d), 0);
     cr_assert_eq(shard_submit(d, "player", 6, push_back, &p), 0);
     sem_wait(&p.done);
     cr_assert_eq(p.rc, 0);
     sem_wait(&s.done);
-    cr_assert_geq(s.ran_at, p.at + 400 * MS, "ran %.1f ms after the rearm", (double)(s.ran_at - p.at) / 1e6);
+    cr_assert_geq(s.ran_at, p.at + 2500 * MS, "ran %.1f ms after the rearm", (double)(s.ran_at - p.at) / 1e6);
     cr_assert_eq(atomic_load(&s.runs), 1);
     shard_dispatcher_destroy(d);
 }
@@ -120,6 +122,7 @@ Test(timer_rearm, another_thread_moves_it_sooner_and_the_sleeping_worker_wakes)
     cr_assert_eq(shard_timer_rearm(d, t, 20 * MS), 0);
     sem_wait(&s.done);
     cr_assert_geq(s.ran_at, at + 20 * MS);
+    cr_assert_eq(shard_drain(d), 0); /* its job has returned: the timer is over */
     cr_assert_eq(atomic_load(&s.runs), 1);
     cr_assert_eq(shard_timer_rearm(d, t, MS), -ENOENT, "a one-shot timer is not pending once it ran");
     shard_dispatcher_destroy(d);
