@@ -328,7 +328,7 @@ static void no_transactions(struct server *srv, struct request *r)
 {
     (void)srv;
     resp_error(&r->reply, "ERR kv_server has no transactions (MULTI, EXEC, WATCH): keys live on "
-                          "different workers; see its README");
+                          "different workers; see docs/kv_server.md");
 }
 
 static void select_db(struct server *srv, struct request *r)
