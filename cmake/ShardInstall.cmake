@@ -48,7 +48,7 @@ if(TARGET shard_static)
   install(FILES ${PROJECT_BINARY_DIR}/shard-static.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 endif()
 
-# For users who run their program under ThreadSanitizer (README: Using shard from your project): the
+# For users who run their program under ThreadSanitizer (docs/using.md: Sanitizing your program): the
 # suppressions of races inside liburcu, whose inline read side shard compiles in. The .pc files name
 # it (tsan_suppressions), and the CMake package (shard_TSAN_SUPPRESSIONS).
 install(FILES tests/tsan.supp DESTINATION ${CMAKE_INSTALL_DATADIR}/shard)

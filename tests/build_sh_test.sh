@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # build.sh's commands are all documented: each case arm is in the usage line, in the header comment
-# (which `./build.sh help` prints) and, but help, in README; an unknown command exits 2 with the
-# usage. And the two that build less than everything do what they say: quick builds the unit_tests
-# target and runs the unit label alone, kv-server builds the kv_server target alone.
+# (which `./build.sh help` prints) and, but help, in the documentation (README.md or docs/*.md; demo,
+# test and quick on the front page itself); an unknown command exits 2 with the usage. And the two
+# that build less than everything do what they say: quick builds the unit_tests target and runs the
+# unit label alone, kv-server builds the kv_server target alone.
 #   build_sh_test.sh SOURCE_DIR
 set -euo pipefail
 src=$1
@@ -28,7 +29,11 @@ for c in "${commands[@]}"; do
     [[ $usage =~ [\ \|]$c(\||$) ]] || fail "'$c' is not in the usage line: $usage"
     grep -qE "^#   \./build\.sh $c( |$)" "$script" || fail "'$c' is not described in build.sh's header"
     grep -qE "^  \./build\.sh $c( |$)" <<<"$help" || fail "build.sh help does not describe '$c'"
-    [[ $c == help ]] || grep -qF "./build.sh $c" "$src/README.md" || fail "README does not mention ./build.sh $c"
+    [[ $c == help ]] || grep -qF "./build.sh $c" "$src/README.md" "$src"/docs/*.md ||
+        fail "neither README.md nor docs/*.md mentions ./build.sh $c"
+done
+for c in demo test quick; do
+    grep -qF "./build.sh $c" "$src/README.md" || fail "the front page (README.md) does not mention ./build.sh $c"
 done
 
 arm() { # the body of a case arm

@@ -1,4 +1,4 @@
-/* The picture of one crash, for the README (crash_sim --svg FILE). Four panels:
+/* The picture of one crash, for docs/examples.md (crash_sim --svg FILE). Four panels:
  *   A  the ring: node N/3's arcs (red) are scattered all round it, so its sessions spread widely;
  *   B  sessions per node: what each node kept (grey) and what it took over (blue), with axes;
  *   C  a zoom on a few dozen points: after the crash each red arc belongs to the next node clockwise;

@@ -323,12 +323,12 @@ static void time_cmd(struct server *srv, struct request *r)
 }
 
 /* MULTI, EXEC, DISCARD, WATCH: refused, rather than run the commands one by one as if they were a
- * transaction (the README says why kv_server has none). */
+ * transaction (docs/kv_server.md says why kv_server has none). */
 static void no_transactions(struct server *srv, struct request *r)
 {
     (void)srv;
     resp_error(&r->reply, "ERR kv_server has no transactions (MULTI, EXEC, WATCH): keys live on "
-                          "different workers; see its README");
+                          "different workers; see docs/kv_server.md");
 }
 
 static void select_db(struct server *srv, struct request *r)

@@ -116,7 +116,7 @@ struct shard_balance_config {
 };
 
 /** How shard_dispatcher_create() sets a dispatcher up. Zeroed: the defaults. It can grow at its end
- * (README: ABI). */
+ * (docs/using.md: Versions and ABI). */
 struct shard_config {
     uint32_t workers;         /**< initial workers, named "w0", "w1", ...; 0: number of online CPUs */
     uint32_t queue_capacity;  /**< jobs a worker may hold; 0: SHARD_DEFAULT_QUEUE_CAPACITY. Rounded up

@@ -44,7 +44,7 @@ typedef uint64_t (*shard_point_fn)(const char *member, uint32_t index, void *ctx
  * from every submitting thread at once: there it must be thread-safe. */
 typedef uint64_t (*shard_hash_fn)(const void *key, size_t len, void *ctx);
 
-/** How a ring places members and keys. Zeroed: the defaults. It can grow at its end (README: ABI). */
+/** How a ring places members and keys. Zeroed: the defaults. It can grow at its end (docs/using.md: ABI). */
 struct shard_ring_config {
     uint32_t       vnodes; /**< points per unit of weight; 0 means SHARD_DEFAULT_VNODES */
     uint64_t       seed;   /**< seed of the default hashes */

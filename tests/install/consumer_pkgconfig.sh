@@ -4,11 +4,11 @@
 # prefix follows from where they lie). The source is copied alone into a directory of its own, so
 # that nothing beside it in this tree can be included (examples/hello.c builds with <shard.h> and
 # libc only).
-# MODE "shared": shard.pc, the library found at run time through the rpath the README tells users
+# MODE "shared": shard.pc, the library found at run time through the rpath docs/using.md tells users
 # of a custom prefix to add (no LD_LIBRARY_PATH), and the program must need libshard.so; "static":
 # `pkg-config --libs shard-static` alone (libshard.a by its path, then liburcu, libxxhash and
 # pthreads), and the program must not need libshard.so.
-# SANITIZE (optional): the program is built with -fsanitize=SANITIZE and run as the README says: the
+# SANITIZE (optional): the program is built with -fsanitize=SANITIZE and run as docs/using.md says: the
 # installed suppressions file (the .pc's tsan_suppressions) for ThreadSanitizer, which halts on a
 # report; leak checking for AddressSanitizer.
 # Usage: consumer_pkgconfig.sh PREFIX SRC OUT CC MODE [SANITIZE]
