@@ -65,14 +65,19 @@ static void put(struct kv_expiry *x)
         free(x);
 }
 
+/* The timer's delay from now to at_ms. */
+static uint64_t delay_until(int64_t at_ms)
+{
+    int64_t ms = at_ms - kv_now_ms();
+    uint64_t delay = ms > 0 ? SHARD_MS((uint64_t)ms) : 0;
+    return delay > SHARD_TIMER_MAX_NS ? SHARD_TIMER_MAX_NS : delay; /* it arms itself again when it runs */
+}
+
 /* Arms x's timer for x->armed_ms, the timer job taking a hold on x; on failure the key expires only
  * when read. Context: a job of x's key (its timer job cannot run before this returns). */
 static void arm(struct kv_expiry *x)
 {
-    int64_t ms = x->armed_ms - kv_now_ms();
-    uint64_t delay = ms > 0 ? SHARD_MS((uint64_t)ms) : 0;
-    if (delay > SHARD_TIMER_MAX_NS)
-        delay = SHARD_TIMER_MAX_NS; /* it arms itself again when it runs */
+    uint64_t delay = delay_until(x->armed_ms);
     atomic_fetch_add_explicit(&x->holds, 1, memory_order_relaxed);
     if (shard_submit_after(disp(), x->key, x->klen, delay, expire_run, x, &x->timer) != 0) {
         x->timer = 0;
@@ -97,6 +102,12 @@ int expire_set(struct kv_entry *e, int64_t at_ms)
     struct kv_expiry *x = e->exp;
     if (x && x->timer && at_ms >= x->armed_ms) {
         x->at_ms = at_ms; /* later: the timer, when it runs, arms itself again */
+        return 0;
+    }
+    /* Sooner: the pending timer's deadline moves, in the wheel of this worker (its job's hold on x
+     * stays); only while it moves with its key, or its job is due, is x replaced. */
+    if (x && x->timer && shard_timer_rearm(disp(), x->timer, delay_until(at_ms)) == 0) {
+        x->at_ms = x->armed_ms = at_ms;
         return 0;
     }
     struct kv_expiry *fresh = malloc(sizeof *fresh + e->klen);
