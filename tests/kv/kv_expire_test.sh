@@ -148,6 +148,13 @@ wait_keys() { # wait_keys N WHAT: until DBSIZE is N, at most 60 s
 }
 wait_keys "$base" "10,000 keys of 300 ms, never read"
 
+# --- An expiry moved sooner is kept by its timer (shard_timer_rearm moves its deadline): 2,000 keys of
+# an hour, each then given 300 ms, are gone without a read.
+for ((i = 0; i < 2000; i++)); do printf 'SET sooner:%d v EX 3600\r\nPEXPIRE sooner:%d 300\r\n' "$i" "$i"; done |
+    cli --pipe >"$tmp/pipe.out"
+grep -q "errors: 0, replies: 4000" "$tmp/pipe.out" || fail "SET EX, PEXPIRE: $(cat "$tmp/pipe.out")"
+wait_keys "$base" "2,000 keys of an hour moved to 300 ms, never read"
+
 # --- Expiry across membership changes: 2,000 keys of an hour and 2,000 of 3 s; workers are added,
 # removed and crashed until the short ones are due; then the short ones must all be gone (DBSIZE),
 # without a read, and the long ones hold their values and an hour less the time gone by.
