@@ -14,8 +14,11 @@ bool shard__ctl_forbidden(shard_dispatcher *d)
     /* A worker may be the one a change waits for; the control thread's own hooks hold ctl; inside an
      * RCU read-side section (the application's, on a thread it registered) a grace period never
      * ends. */
-    if (shard__current_worker || rcu_read_ongoing())
-        return true;
+    return shard__current_worker || rcu_read_ongoing() || shard__ctl_held(d);
+}
+
+bool shard__ctl_held(shard_dispatcher *d)
+{
     for (shard_dispatcher *h = ctl_holder; h; h = h->ctl_outer)
         if (h == d)
             return true;

@@ -10,6 +10,8 @@
 /* Whether this thread may not take d's ctl: a worker, a hook of d's control thread, or inside an RCU
  * read-side section. */
 bool shard__ctl_forbidden(shard_dispatcher *d);
+/* Whether this thread holds d's ctl (a membership call, or a hook it runs: on_dropped, the ring's). */
+bool shard__ctl_held(shard_dispatcher *d);
 void shard__ctl_lock(shard_dispatcher *d);
 void shard__ctl_unlock(shard_dispatcher *d);
 

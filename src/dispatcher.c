@@ -46,6 +46,7 @@ SHARD_API int shard_dispatcher_create(shard_dispatcher **out, const struct shard
     pthread_cond_init(&d->cond, NULL);
     pthread_mutex_init(&d->space_lock, NULL);
     pthread_cond_init(&d->space_cond, NULL);
+    pthread_cond_init(&d->key_cond, NULL);
     /* A worker's allowance of set-aside jobs: its queue's capacity again (throttle.h). */
     shard__throttle_init(&d->throttle, d->capacity, shard__space_notify_hook, d);
     shard__crash_table_init(&d->crash);
@@ -110,6 +111,7 @@ void shard__dispatcher_free(shard_dispatcher *d)
     pthread_cond_destroy(&d->cond);
     pthread_mutex_destroy(&d->space_lock);
     pthread_cond_destroy(&d->space_cond);
+    pthread_cond_destroy(&d->key_cond);
     shard__crash_table_destroy(&d->crash);
     shard__throttle_destroy(&d->throttle);
     shard__timer_table_destroy(&d->timers);
@@ -122,8 +124,13 @@ void shard__dispatcher_free(shard_dispatcher *d)
 
 bool shard__submit_throttled(shard_dispatcher *d, uint64_t h, bool wait)
 {
-    return shard__throttle_any(&d->throttle) && !(wait && shard__current_worker) &&
-           shard__throttle_holds(&d->throttle, h);
+    if (!shard__throttle_any(&d->throttle) || (wait && shard__current_worker) || !shard__throttle_holds(&d->throttle, h))
+        return false;
+    /* Nor a submit that may not wait for a key: a key's set-aside jobs may wait for a fence, which is
+     * pushed after a grace period (that a section of the application's holds up) and, on a crash,
+     * after its on_dropped calls (made holding d's ctl, as the ring's hooks are). Such a submit goes
+     * ahead, as a worker's does. */
+    return !(wait && (shard__rcu_in_outer_section() || shard__ctl_held(d)));
 }
 
 int shard__submit_hashed(shard_dispatcher *d, uint64_t h, shard_job_fn fn, void *arg, bool wait)

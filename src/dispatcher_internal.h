@@ -62,7 +62,10 @@ struct shard_dispatcher {
 
     pthread_mutex_t  space_lock;
     pthread_cond_t   space_cond;
+    pthread_cond_t   key_cond;      /* space_lock: submitters waiting for a throttled key wait here,
+                                     * apart from those waiting for room (woken after every job) */
     _Atomic uint32_t space_waiters; /* A: submitters waiting for room (space.c) */
+    _Atomic uint32_t key_waiters;   /* A: submitters waiting for a throttled key (space.c) */
     _Atomic uint64_t space_epoch;   /* A, bumped under space_lock: sends waiters back to the ring */
     struct throttle  throttle;      /* keys whose set-aside jobs fill a worker's allowance (own lock) */
 

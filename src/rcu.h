@@ -16,6 +16,7 @@
 #ifndef SHARD_SRC_RCU_H
 #define SHARD_SRC_RCU_H
 
+#include <stdbool.h>
 #include <urcu.h>
 
 #if defined(__SANITIZE_THREAD__)
@@ -57,6 +58,14 @@ static inline void shard__rcu_read_unlock(void)
     rcu_read_unlock();
     if (__builtin_expect(shard__rcu_temporary, 0))
         shard__rcu_unregister_temporary();
+}
+
+/* Whether the caller is inside a read-side section besides the one it holds itself: the application's
+ * own (docs/rcu.md). A wait that a grace period may wait for must not be made there. Context: inside
+ * a read-side section of shard's. */
+static inline bool shard__rcu_in_outer_section(void)
+{
+    return (URCU_TLS(rcu_reader).ctr & URCU_GP_CTR_NEST_MASK) > 1;
 }
 
 /* Waits for every read-side section begun before the call. Not with a read lock held. */

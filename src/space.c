@@ -12,6 +12,18 @@ struct space_wait {
     struct shard_worker *w;
 };
 
+/* Wakes submitters waiting for a throttled key, if any (after a worker released keys). seq_cst: the
+ * other half of shard__space_register's increment; the release took the throttle's lock before,
+ * which the waiter takes after registering to look at its key. */
+static void notify_key_waiters(shard_dispatcher *d)
+{
+    if (atomic_load_explicit(&d->key_waiters, memory_order_seq_cst)) {
+        pthread_mutex_lock(&d->space_lock);
+        pthread_cond_broadcast(&d->key_cond);
+        pthread_mutex_unlock(&d->space_lock);
+    }
+}
+
 void shard__space_notify(shard_dispatcher *d)
 {
     /* Racy read by design: a worker checks after each job and again after a seq_cst store before it
@@ -34,7 +46,7 @@ static void space_leave(void *arg)
     if (sw->w)
         atomic_fetch_sub_explicit(&sw->w->q.waiters, 1, memory_order_release);
     bool shutdown = atomic_load_explicit(&d->shutdown, memory_order_relaxed);
-    atomic_fetch_sub_explicit(&d->space_waiters, 1, memory_order_release);
+    atomic_fetch_sub_explicit(sw->w ? &d->space_waiters : &d->key_waiters, 1, memory_order_release);
     if (shutdown)
         pthread_cond_broadcast(&d->space_cond); /* destroy waits for the last waiter to leave */
     pthread_mutex_unlock(&d->space_lock);
@@ -66,7 +78,7 @@ static bool wait_while_blocked(shard_dispatcher *d, struct shard_worker *w, uint
     while (blocked(d, w, hash) && !atomic_load_explicit(&d->shutdown, memory_order_relaxed) &&
            atomic_load_explicit(&d->space_epoch, memory_order_relaxed) == epoch &&
            atomic_load_explicit(&d->epoch, memory_order_relaxed) == ring_epoch)
-        pthread_cond_wait(&d->space_cond, &d->space_lock);
+        pthread_cond_wait(w ? &d->space_cond : &d->key_cond, &d->space_lock);
     shutdown = atomic_load_explicit(&d->shutdown, memory_order_relaxed);
     /* Back inside a read-side section before leaving the waiters: destroy frees d after the last
      * waiter has left and a grace period, so d stays valid for the retry. */
@@ -96,7 +108,7 @@ uint64_t shard__space_register(shard_dispatcher *d, struct shard_worker *w)
     /* seq_cst, then seq_cst reads of the ring: the other half of shard__space_notify's pair. Inside
      * the section: destroy's grace period after setting shutdown sees every waiter counted. For a
      * throttled key, then the throttle's lock: a release takes it before it notifies. */
-    atomic_fetch_add_explicit(&d->space_waiters, 1, memory_order_seq_cst);
+    atomic_fetch_add_explicit(w ? &d->space_waiters : &d->key_waiters, 1, memory_order_seq_cst);
     /* Read before leaving the section: a change that published a new ring bumps space_epoch again
      * after its grace period, so a change this submit has not seen is seen as a new epoch. */
     return atomic_load_explicit(&d->space_epoch, memory_order_acquire);
@@ -107,6 +119,7 @@ void shard__space_send_back(shard_dispatcher *d)
     pthread_mutex_lock(&d->space_lock);
     atomic_fetch_add_explicit(&d->space_epoch, 1, memory_order_relaxed);
     pthread_cond_broadcast(&d->space_cond);
+    pthread_cond_broadcast(&d->key_cond);
     pthread_mutex_unlock(&d->space_lock);
 }
 
@@ -114,12 +127,13 @@ void shard__space_wait_empty(shard_dispatcher *d)
 {
     pthread_mutex_lock(&d->space_lock);
     /* acquire: pairs with space_leave's release; the waiters' reads of d come first. */
-    while (atomic_load_explicit(&d->space_waiters, memory_order_acquire))
+    while (atomic_load_explicit(&d->space_waiters, memory_order_acquire) ||
+           atomic_load_explicit(&d->key_waiters, memory_order_acquire))
         pthread_cond_wait(&d->space_cond, &d->space_lock);
     pthread_mutex_unlock(&d->space_lock);
 }
 
 void shard__space_notify_hook(void *ctx)
 {
-    shard__space_notify(ctx);
+    notify_key_waiters(ctx);
 }

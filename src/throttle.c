@@ -8,9 +8,39 @@
 
 #include <stdlib.h>
 
-static size_t bucket_of(uint64_t hash)
+static size_t mix(uint64_t hash)
 {
-    return (size_t)((hash ^ hash >> 31) % THROTTLE_BUCKETS);
+    return (size_t)(hash ^ hash >> 31);
+}
+
+static _Atomic uint32_t *filter_of(struct throttle *t, uint64_t hash)
+{
+    return &t->filter[mix(hash) % THROTTLE_FILTER];
+}
+
+/* Context: t->lock held, t->nbuckets > 0. */
+static struct throttle_key **chain_of(struct throttle *t, uint64_t hash)
+{
+    return &t->bucket[mix(hash) % t->nbuckets];
+}
+
+/* Doubles the table past two keys a bucket, so that a look stays O(1) however many keys a slow handoff
+ * throttles. Out of memory it stays as it is (slower, not wrong). Context: t->lock held. */
+static void grow(struct throttle *t)
+{
+    size_t n = t->nbuckets ? 2 * t->nbuckets : THROTTLE_BUCKETS;
+    struct throttle_key **b = calloc(n, sizeof *b);
+    if (!b)
+        return;
+    for (size_t i = 0; i < t->nbuckets; i++)
+        for (struct throttle_key *k = t->bucket[i], *next; k; k = next) {
+            next = k->bucket_next;
+            k->bucket_next = b[mix(k->hash) % n];
+            b[mix(k->hash) % n] = k;
+        }
+    free(t->bucket);
+    t->bucket = b;
+    t->nbuckets = n;
 }
 
 void shard__throttle_init(struct throttle *t, size_t limit, void (*wake)(void *ctx), void *ctx)
@@ -20,29 +50,29 @@ void shard__throttle_init(struct throttle *t, size_t limit, void (*wake)(void *c
     t->limit = limit;
     t->wake = wake;
     t->wake_ctx = ctx;
-    for (size_t i = 0; i < THROTTLE_BUCKETS; i++) {
+    for (size_t i = 0; i < THROTTLE_FILTER; i++)
         atomic_init(&t->filter[i], 0);
-        t->bucket[i] = NULL;
-    }
+    t->bucket = NULL;
+    t->nbuckets = t->nkeys = 0;
 }
 
 void shard__throttle_destroy(struct throttle *t)
 {
-    for (size_t i = 0; i < THROTTLE_BUCKETS; i++)
+    for (size_t i = 0; i < t->nbuckets; i++)
         for (struct throttle_key *k = t->bucket[i], *next; k; k = next) {
             next = k->bucket_next;
             free(k);
         }
+    free(t->bucket);
     pthread_mutex_destroy(&t->lock);
 }
 
 bool shard__throttle_holds(struct throttle *t, uint64_t hash)
 {
-    size_t b = bucket_of(hash);
-    if (!atomic_load_explicit(&t->filter[b], memory_order_relaxed))
+    if (!atomic_load_explicit(filter_of(t, hash), memory_order_relaxed))
         return false;
     pthread_mutex_lock(&t->lock);
-    struct throttle_key *k = t->bucket[b];
+    struct throttle_key *k = t->nbuckets ? *chain_of(t, hash) : NULL;
     while (k && k->hash != hash)
         k = k->bucket_next;
     pthread_mutex_unlock(&t->lock);
@@ -52,7 +82,7 @@ bool shard__throttle_holds(struct throttle *t, uint64_t hash)
 /* The holder's entry for hash, or NULL. Context: t->lock held. */
 static struct throttle_key *find(struct throttle *t, const struct throttle_holder *h, uint64_t hash)
 {
-    struct throttle_key *k = t->bucket[bucket_of(hash)];
+    struct throttle_key *k = t->nbuckets ? *chain_of(t, hash) : NULL;
     while (k && (k->hash != hash || k->holder != h))
         k = k->bucket_next;
     return k;
@@ -61,12 +91,12 @@ static struct throttle_key *find(struct throttle *t, const struct throttle_holde
 /* Context: t->lock held. */
 static void unlink_key(struct throttle *t, struct throttle_holder *h, struct throttle_key *k)
 {
-    size_t b = bucket_of(k->hash);
-    struct throttle_key **p = &t->bucket[b];
+    struct throttle_key **p = chain_of(t, k->hash);
     while (*p != k)
         p = &(*p)->bucket_next;
     *p = k->bucket_next;
-    atomic_fetch_sub_explicit(&t->filter[b], 1, memory_order_relaxed);
+    t->nkeys--;
+    atomic_fetch_sub_explicit(filter_of(t, k->hash), 1, memory_order_relaxed);
     atomic_fetch_sub_explicit(&t->keys, 1, memory_order_relaxed);
     if (k->holder_prev)
         k->holder_prev->holder_next = k->holder_next;
@@ -83,16 +113,19 @@ void shard__throttle_note_held(struct throttle *t, struct throttle_holder *h, ui
     if (!t->limit || held < t->limit)
         return;
     pthread_mutex_lock(&t->lock);
+    if (t->nkeys >= 2 * t->nbuckets)
+        grow(t);
     struct throttle_key *k = find(t, h, hash);
-    if (!k && (k = malloc(sizeof *k)) != NULL) {
-        size_t b = bucket_of(hash);
-        *k = (struct throttle_key){ .hash = hash, .holder = h, .bucket_next = t->bucket[b], .holder_next = h->head };
-        t->bucket[b] = k;
+    if (!k && t->nbuckets && (k = malloc(sizeof *k)) != NULL) {
+        struct throttle_key **chain = chain_of(t, hash);
+        *k = (struct throttle_key){ .hash = hash, .holder = h, .bucket_next = *chain, .holder_next = h->head };
+        *chain = k;
+        t->nkeys++;
         if (h->head)
             h->head->holder_prev = k;
         h->head = k;
         h->n++;
-        atomic_fetch_add_explicit(&t->filter[b], 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(filter_of(t, hash), 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&t->keys, 1, memory_order_relaxed);
     }
     pthread_mutex_unlock(&t->lock);

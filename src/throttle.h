@@ -9,9 +9,12 @@
  * (try), as for a full queue. A key stays throttled until its holder holds none of its jobs, or
  * holds fewer than limit / 2 jobs in all (then all its keys go at once). Only keys with jobs set aside
  * are throttled, so a stuck key holds up its own submitters and those of keys waiting anyway.
- * What a holder can then hold: limit, plus what was already queued for those keys when they were
+ * What a holder can then hold of one key: limit, plus what was already queued for it when it was
  * throttled (at most the queue's capacity), plus what a crash or a handoff brings it (bounded the
  * same way where it comes from), plus what workers submit (a worker never waits: dispatcher.h).
+ * Across keys it is not bounded by this: a key is throttled at its first job set aside past the
+ * allowance, so each distinct key set aside during a slow handoff adds its one job (docs/sizing.md),
+ * and so does each due timer of a stuck key not yet throttled (its fire job is a worker's submit).
  *
  * Cheap when nothing is throttled: submit reads `keys` (its own line, written only as keys come and
  * go) and only a hash whose filter bucket is counted takes the lock to look precisely. A submit that
@@ -29,7 +32,8 @@
 
 #include "cacheline.h"
 
-#define THROTTLE_BUCKETS 1024u
+#define THROTTLE_FILTER 4096u  /* lock-free counts, by hash */
+#define THROTTLE_BUCKETS 1024u /* the table's first size; it doubles past two keys a bucket */
 
 /* One throttled key of one holder. Allocated when the key is throttled; freed when it is released. */
 struct throttle_key {
@@ -51,8 +55,9 @@ struct throttle {
     size_t               limit;                  /* I: a holder's allowance of set-aside jobs */
     void               (*wake)(void *ctx);       /* I: wakes waiting submitters after a release */
     void                *wake_ctx;               /* I */
-    _Atomic uint32_t     filter[THROTTLE_BUCKETS]; /* lock to change; read lock-free */
-    struct throttle_key *bucket[THROTTLE_BUCKETS]; /* lock */
+    _Atomic uint32_t     filter[THROTTLE_FILTER]; /* lock to change; read lock-free */
+    struct throttle_key **bucket;                /* lock: nbuckets chains (NULL: none yet) */
+    size_t               nbuckets, nkeys;        /* lock */
 };
 
 /* limit 0: nothing is ever throttled. wake: called (no lock held) after keys were released. */

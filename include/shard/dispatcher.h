@@ -27,7 +27,8 @@
  * An application that uses liburcu's memb flavour itself shares the registration: register your
  * threads before their first submit (or leave it to shard), and unregister those you registered.
  * Inside your own read-side section a submit works and may wait for room (membership changes then
- * wait for your section to end); a membership call there returns -EDEADLK. */
+ * wait for your section to end), but does not wait for a throttled key (shard_submit): that wait may
+ * wait for the end of your section; a membership call there returns -EDEADLK. */
 #ifndef SHARD_DISPATCHER_H
 #define SHARD_DISPATCHER_H
 
@@ -211,8 +212,10 @@ SHARD_API void shard_dispatcher_destroy(shard_dispatcher *d);
  * holds at most queue_capacity of them before the keys it then sets jobs aside for are throttled,
  * until it holds none of that key's jobs or fewer than half that in all (docs/sizing.md: the memory
  * this bounds). Only keys with jobs set aside are throttled: a stuck key holds up its own submitters,
- * not those of keys that run. From a worker thread it never waits: a full queue then takes the job
- * beyond its capacity (one malloc), and a throttled key takes it anyway, so jobs that submit to each
+ * not those of keys that run. Nor does it wait for a throttled key inside the caller's own RCU
+ * read-side section, nor from a hook run holding the dispatcher's control (on_dropped, the ring's
+ * hooks): those waits could wait for themselves. From a worker thread it never waits: a full queue
+ * then takes the job beyond its capacity (one malloc), and a throttled key takes it anyway, so jobs that submit to each
  * other cannot deadlock; while threads wait for room in the owner's queue, a worker's submit leaves
  * the free slots to them and goes beyond the capacity too (so a worker's own jobs and timers never
  * shut them out). shard_try_submit returns -EAGAIN instead of waiting, or going beyond. Waiting is a
@@ -237,7 +240,8 @@ struct shard_job {
 /** Submits jobs[0], jobs[1], ... in that order, each to its key's owner, as that many shard_submit()
  * calls would, for less: one read-side section, and for each worker the batch reaches, one claim of
  * queue slots and one wake-up check, per up to 64 jobs. Each key's jobs keep their order, also against
- * this thread's other submits. Waits for room as shard_submit() does (a worker thread never waits);
+ * this thread's other submits. Waits for room, and for a throttled key, as shard_submit() does (a
+ * worker thread never waits, and leaves a queue's free slots to threads waiting for room there);
  * waiting is a cancellation point, and a thread cancelled there has had the jobs before the waiting
  * one accepted. The call is one RCU read-side section, left only while it waits: a membership change
  * waits for a long batch as for one submit. Every job is checked before any is submitted.
@@ -248,7 +252,8 @@ struct shard_job {
  * shard_submit). n == 0 returns 0. A job not accepted never runs. */
 SHARD_API int shard_submit_many(shard_dispatcher *d, const struct shard_job *jobs, size_t n);
 /** As shard_submit_many(), but never waits: accepts the longest prefix jobs[0..k) whose queues have
- * room and returns k (0 <= k <= n; the rest were not accepted). Context: any thread, including a running
+ * room and whose keys are not throttled (for a worker: whose queues no thread waits for room in),
+ * and returns k (0 <= k <= n; the rest were not accepted). Context: any thread, including a running
  * job. Return: k; -EINVAL or -ESHUTDOWN (none accepted) as shard_submit_many(). */
 SHARD_API int shard_try_submit_many(shard_dispatcher *d, const struct shard_job *jobs, size_t n);
 
@@ -410,7 +415,8 @@ struct shard_stats {
                                 * (its hash), which only a faster worker could help; 0: none */
     double   unsplittable_share; /**< that key's share of all the load */
     uint64_t throttled_keys;   /**< keys whose jobs set aside on some worker fill its allowance, so
-                                * that their submitters wait (shard_submit; added in 0.2) */
+                                * that their submitters wait (shard_submit): a key throttled on two
+                                * workers counts twice (added in 0.2) */
 };
 
 /** One of a worker's heaviest keys over a window (shard_worker_hot_keys). The key is named by its hash
