@@ -1,5 +1,7 @@
 /* The ring's lookup tables: the front table and its blocks, rebuilt over the sorted points after every
- * add and remove (layout and lookup: ring_internal.h). SPDX-License-Identifier: LGPL-2.1-or-later */
+ * add and remove, and the PINNED marks of the buckets that hold pins (layout and lookup:
+ * ring_internal.h). SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdbool.h>
 #include <string.h>
 
 #include "ring_internal.h"
@@ -40,11 +42,12 @@ static void blocks_fill(shard_ring *r)
 }
 
 /* The entry of a mixed bucket whose first point is i: the offset from its block's first point, or the
- * largest that fits, which names an earlier point (lookups search on from it). */
+ * largest that fits, which names an earlier point (lookups search on from it). The largest entry is
+ * SHARD_RING_FRONT_PINNED's. */
 static uint16_t mixed_entry(const shard_ring *r, size_t bucket, size_t i)
 {
     size_t d = i - r->blocks[bucket >> SHARD_RING_BLOCK_BITS];
-    size_t most = UINT16_MAX - SHARD_RING_FRONT_MIXED;
+    size_t most = SHARD_RING_FRONT_PINNED - 1 - SHARD_RING_FRONT_MIXED;
     return (uint16_t)(SHARD_RING_FRONT_MIXED + (d < most ? d : most));
 }
 
@@ -90,7 +93,7 @@ static void front_fill(shard_ring *r)
     }
 }
 
-/* Rebuilds the front table and blocks over the sorted points. The caller has made front_cap and
+/* Rebuilds the front table and blocks over the sorted points (no bucket marked). The caller has made front_cap and
  * blocks_cap at least shard__ring_front_count(npoints) and its blocks_count: entries in use are at most that many
  * whatever the span, and both only shrink with fewer points, so a remove needs no allocation. */
 void shard__ring_front_build(shard_ring *r)
@@ -112,6 +115,9 @@ void shard__ring_front_build(shard_ring *r)
     r->front_shift = fs;
     r->nfront = (size_t)(r->span >> fs) + 1; /* fewer than nf when the points span less than 2^64 */
     r->nblocks = shard__ring_blocks_count(r->nfront);
+    /* Owners in 14 bits leave room for a pinned bucket's owner beside them (ring_internal.h). */
+    r->front_plain = r->nmembers <= SHARD_RING_FRONT_PINNED_OWNER ? SHARD_RING_FRONT_PINNED_OWNER
+                                                                  : SHARD_RING_FRONT_MIXED;
     blocks_fill(r);
     if (r->nmembers <= SHARD_RING_FRONT_MIXED) {
         front_fill(r);
@@ -122,3 +128,76 @@ void shard__ring_front_build(shard_ring *r)
     }
 }
 
+
+bool shard__ring_front_bucket(const shard_ring *r, uint64_t hash, uint64_t *lo, uint64_t *hi)
+{
+    uint64_t off = hash - r->min;
+    if (r->npoints == 0 || off > r->span)
+        return false;
+    uint64_t width_1 = (UINT64_C(1) << r->front_shift) - 1; /* front_shift < 64: at least 2 buckets */
+    *lo = r->min + (off & ~width_1);
+    *hi = r->span - (off & ~width_1) > width_1 ? *lo + width_1 : r->min + r->span;
+    return true;
+}
+
+/* Whether e marks its bucket PINNED, or PINNED_OWNER where the ring has those. */
+static bool marked(const shard_ring *r, uint16_t e)
+{
+    return e == SHARD_RING_FRONT_PINNED ||
+           (r->front_plain == SHARD_RING_FRONT_PINNED_OWNER && e >= r->front_plain && e < SHARD_RING_FRONT_MIXED);
+}
+
+void shard__ring_front_mark(shard_ring *r, uint64_t hash)
+{
+    uint64_t off = hash - r->min;
+    if (!r->npoints || off > r->span)
+        return;
+    uint16_t *e = &r->front[(size_t)(off >> r->front_shift)];
+    if (marked(r, *e))
+        return;
+    bool keeps_owner = r->front_plain == SHARD_RING_FRONT_PINNED_OWNER && *e < r->front_plain;
+    *e = keeps_owner ? (uint16_t)(*e + SHARD_RING_FRONT_PINNED_OWNER) : (uint16_t)SHARD_RING_FRONT_PINNED;
+}
+
+/* Position of the first point >= hash <= the largest point. */
+static size_t lower_bound(const shard_ring *r, uint64_t hash)
+{
+    size_t lo = 0, hi = r->npoints - 1;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (r->points[mid] < hash)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* What front_fill writes for the bucket [lo, hi] (hi at most the largest point): the owner of every arc
+ * reaching into it if they agree, else a mixed entry for its first point. The arcs are the one ending
+ * at that point (it holds lo: the first bucket's lo is min, owners[0]'s) and one ending at each later
+ * point while the point before is below hi; an arc ending at a point equal to the one before is empty. */
+static uint16_t bucket_entry(const shard_ring *r, size_t b, uint64_t lo, uint64_t hi)
+{
+    if (r->nmembers > SHARD_RING_FRONT_MIXED)
+        return SHARD_RING_FRONT_MIXED;
+    size_t i = lower_bound(r, lo);
+    uint32_t o = r->owners[i];
+    for (size_t k = i + 1; k < r->npoints && r->points[k - 1] < hi; k++)
+        if (r->points[k] != r->points[k - 1] && r->owners[k] != o)
+            return mixed_entry(r, b, i);
+    return (uint16_t)o;
+}
+
+void shard__ring_front_unmark(shard_ring *r, uint64_t hash)
+{
+    uint64_t lo, hi;
+    if (!shard__ring_front_bucket(r, hash, &lo, &hi))
+        return;
+    size_t b = (size_t)((hash - r->min) >> r->front_shift);
+    uint16_t e = r->front[b];
+    if (e < SHARD_RING_FRONT_MIXED && marked(r, e))
+        r->front[b] = (uint16_t)(e - SHARD_RING_FRONT_PINNED_OWNER);
+    else if (e == SHARD_RING_FRONT_PINNED)
+        r->front[b] = bucket_entry(r, b, lo, hi);
+}
