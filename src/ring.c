@@ -2,6 +2,7 @@
  * ring_query.c; comparing two: ring_diff.c).
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,11 +10,20 @@
 #include "hash.h"
 #include "ring_internal.h"
 
+/* A new points_id (ring_internal.h). relaxed: only its uniqueness matters, which the atomic
+ * increment gives on its own. */
+static uint64_t new_points_id(void)
+{
+    static atomic_uint_fast64_t last;
+    return atomic_fetch_add_explicit(&last, 1, memory_order_relaxed) + 1;
+}
+
 /* The lookup tables over the points as they are now, the buckets of the pins marked. */
 static void tables_build(shard_ring *r)
 {
     shard__ring_front_build(r);
     shard__ring_pins_mark(r);
+    r->points_id = new_points_id();
 }
 
 static uint64_t member_point(const struct shard_ring *r, const char *member, uint32_t i)
@@ -34,6 +44,7 @@ SHARD_API int shard_ring_create(shard_ring **out, const struct shard_ring_config
         r->cfg = *cfg;
     if (r->cfg.vnodes == 0)
         r->cfg.vnodes = SHARD_DEFAULT_VNODES;
+    r->points_id = new_points_id();
     *out = r;
     return 0;
 }
@@ -95,6 +106,7 @@ SHARD_API int shard_ring_clone(const shard_ring *r, shard_ring **out)
     c->nblocks = r->nblocks;
     c->min = r->min;
     c->span = r->span;
+    c->points_id = r->points_id;
     if (shard__ring_pins_copy(c, r) != 0)
         goto fail;
     *out = c;

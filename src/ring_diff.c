@@ -143,12 +143,101 @@ static void emit(const struct diff *d, size_t first_run, size_t last_run, shard_
     fn(d->bd[prev(d, first_run)].x, e->x, name_of(d->ra, e->a), name_of(d->rb, e->b), ctx);
 }
 
+/* Rings with the same points_id differ at most in their pins, and their pin tries share every path
+ * that neither changed since they parted: the arcs are the pinned hashes whose owners differ, found
+ * under the trie's unshared paths only (pin_trie.h), so a placement's diff costs its own pins. */
+struct changed {
+    uint64_t hash;
+    int32_t  a, b;
+};
+
+struct pin_changes {
+    const shard_ring *a, *b;
+    struct changed   *v;
+    size_t            n, cap;
+};
+
+static int32_t owner_with(const shard_ring *r, uint64_t hash, uint32_t num)
+{
+    uint32_t m = num ? r->pin_member[num] : SHARD_PIN_GONE;
+    return m != SHARD_PIN_GONE ? (int32_t)m : (int32_t)r->owners[shard__ring_find(r, hash)];
+}
+
+static int note_change(uint64_t hash, uint32_t num_a, uint32_t num_b, void *ctx)
+{
+    struct pin_changes *c = ctx;
+    int32_t oa = owner_with(c->a, hash, num_a), ob = owner_with(c->b, hash, num_b);
+    if (oa == ob)
+        return 0;
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 16;
+        struct changed *v = realloc(c->v, cap * sizeof *v);
+        if (!v)
+            return -ENOMEM;
+        c->v = v;
+        c->cap = cap;
+    }
+    c->v[c->n++] = (struct changed){ hash, oa, ob };
+    return 0;
+}
+
+static bool joins(const struct changed *x, const struct changed *y)
+{
+    return y->hash == x->hash + 1 && x->a == y->a && x->b == y->b;
+}
+
+/* The end of the run of consecutive hashes with one pair of owners that starts at v[i]. */
+static size_t run_end(const struct pin_changes *c, size_t i)
+{
+    while (i + 1 < c->n && joins(&c->v[i], &c->v[i + 1]))
+        i++;
+    return i;
+}
+
+static void emit_run(const struct pin_changes *c, size_t first, size_t last, shard_diff_fn fn, void *ctx)
+{
+    const struct changed *e = &c->v[last];
+    fn(c->v[first].hash - 1, e->hash, name_of(c->a, e->a), name_of(c->b, e->b), ctx);
+}
+
+/* As the walk over boundaries would report them (each changed hash h's arc (h - 1, h], runs of
+ * consecutive ones with the same owners as one arc), clockwise from the arc holding hash 0: a run
+ * through 2^64 - 1 and 0 comes first, as one. */
+static int diff_pins_only(const shard_ring *a, const shard_ring *b, shard_diff_fn fn, void *ctx)
+{
+    struct pin_changes c = { a, b, NULL, 0, 0 };
+    int err = shard__pin_diff(a->pins, b->pins, note_change, &c);
+    if (err || c.n == 0) {
+        free(c.v);
+        return err;
+    }
+    size_t from = 0, to = c.n;
+    const struct changed *v = c.v, *last = &v[c.n - 1];
+    if (v[0].hash == 0 && last->hash == UINT64_MAX && last->a == v[0].a && last->b == v[0].b) {
+        size_t last_start = c.n - 1, first_end = run_end(&c, 0);
+        while (last_start > first_end + 1 && joins(&v[last_start - 1], &v[last_start]))
+            last_start--; /* stops above first_end: one run from 0 to 2^64 - 1 would be every hash */
+        fn(v[last_start].hash - 1, v[first_end].hash, name_of(a, v[0].a), name_of(b, v[0].b), ctx);
+        from = first_end + 1;
+        to = last_start;
+    }
+    for (size_t i = from; i < to; i++) {
+        size_t e = run_end(&c, i); /* within [from, to): last_start begins a run */
+        emit_run(&c, i, e, fn, ctx);
+        i = e;
+    }
+    free(c.v);
+    return 0;
+}
+
 SHARD_API int shard_ring_diff(const shard_ring *a, const shard_ring *b, shard_diff_fn fn, void *ctx)
 {
     if (!a || !b || !fn)
         return -EINVAL;
     if (a->npoints + b->npoints == 0)
         return 0;
+    if (a->points_id == b->points_id)
+        return diff_pins_only(a, b, fn, ctx);
     struct diff d = { .ra = a, .rb = b };
     struct side sa = { a, NULL, 0, 0 }, sb = { b, NULL, 0, 0 };
     size_t npins = 2 * ((size_t)a->npins + b->npins);

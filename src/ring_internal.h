@@ -68,6 +68,9 @@ struct shard_ring {
     size_t    npoints, points_cap;
     size_t    nfront, front_cap;
     size_t    nblocks, blocks_cap;
+    /* Unique to these points and members: changed by every add, remove and new weight, copied by a
+     * clone, so two rings with the same id differ at most in their pins (ring_diff.c's fast path). */
+    uint64_t  points_id;
     struct shard_ring_config cfg;
     struct ring_member *members;
     size_t    nmembers, members_cap;

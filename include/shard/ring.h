@@ -192,7 +192,9 @@ typedef void (*shard_diff_fn)(uint64_t first, uint64_t last,
  * with the same pair of owners are reported as one. A pinned hash h (shard_ring_pin) owned
  * differently is the arc (h - 1, h]. An owner is NULL where its ring is empty. The
  * strings are valid during the call. Both rings must use the same hash function for the arcs to
- * mean the same keys. Context: any reader of both. Return: 0; -EINVAL (a, b or fn NULL); -ENOMEM. */
+ * mean the same keys. Cost: O(points + pins) of both; O(pins changed) when b is a clone of a (or a of
+ * b, or both of one ring) whose members and weights have not changed since, only pins (a
+ * placement). Context: any reader of both. Return: 0; -EINVAL (a, b or fn NULL); -ENOMEM. */
 SHARD_API int shard_ring_diff(const shard_ring *a, const shard_ring *b, shard_diff_fn fn, void *ctx);
 
 #ifdef __cplusplus
