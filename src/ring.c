@@ -103,6 +103,9 @@ SHARD_API int shard_ring_clone(const shard_ring *r, shard_ring **out)
     c->nfront = r->nfront;
     c->front_shift = r->front_shift;
     c->front_plain = r->front_plain;
+    c->owner_bits = r->owner_bits;
+    c->sub_shift = r->sub_shift;
+    c->sub_mask = r->sub_mask;
     c->nblocks = r->nblocks;
     c->min = r->min;
     c->span = r->span;

@@ -23,10 +23,12 @@ struct ring_member {
  * point with probability at most 1/8 or 1/4, so 78 to 94% of buckets hold none and have a single owner.
  * An entry e is
  *   < front_plain             the member owning every hash of the bucket: a lookup is one load;
- *   < SHARD_RING_FRONT_MIXED  (rings of at most 16384 members, whose front_plain is
- *                             SHARD_RING_FRONT_PINNED_OWNER) the bucket holds a pinned hash, and
- *                             e - SHARD_RING_FRONT_PINNED_OWNER owns its other hashes: the lookup
- *                             asks the pins, then answers that;
+ *   < SHARD_RING_FRONT_MIXED  (rings of at most 8192 members, whose front_plain is
+ *                             SHARD_RING_FRONT_PINNED_OWNER) the bucket holds a pinned hash, and its
+ *                             low owner_bits name the owner of its other hashes; above them one bit
+ *                             for each of its sub_mask + 1 sub-buckets says whether a pin is there:
+ *                             a lookup asks the pins only in a sub-bucket that holds one, and else
+ *                             answers the owner;
  *   SHARD_RING_FRONT_PINNED   the bucket holds a pinned hash (and would be mixed, or the ring has
  *                             more members): the lookup asks the pins, then searches from the block's
  *                             first point (shard__ring_find);
@@ -57,6 +59,9 @@ struct shard_ring {
     unsigned  front_shift;
     uint32_t  front_plain; /* entries below it name the bucket's owner (see above) */
     uint32_t  npins;       /* live pins (entries of members in the ring) */
+    uint8_t   owner_bits;  /* PINNED_OWNER entries: the owner's bits, then a bit a sub-bucket */
+    uint8_t   sub_shift;   /* a hash's sub-bucket: ((hash - min) >> sub_shift) & sub_mask */
+    uint8_t   sub_mask;
     /* Read by lookups of pinned buckets. */
     uintptr_t pins;       /* the pin trie, this ring's reference: hash -> number */
     uint32_t *pin_member; /* number -> member index, or SHARD_PIN_GONE; [0] unused */
@@ -146,8 +151,11 @@ static inline uint32_t shard__ring_owner_index(const struct shard_ring *r, uint6
     if (e < r->front_plain)
         return e;
     if (__builtin_expect(e < SHARD_RING_FRONT_MIXED, 0)) {
+        uint32_t owner = e & ((1u << r->owner_bits) - 1);
+        if (!(e >> r->owner_bits & 1u << ((off >> r->sub_shift) & r->sub_mask)))
+            return owner; /* no pin in this sub-bucket */
         int64_t m = shard__ring_pinned(r, hash);
-        return m >= 0 ? (uint32_t)m : e - SHARD_RING_FRONT_PINNED_OWNER;
+        return m >= 0 ? (uint32_t)m : owner;
     }
     if (__builtin_expect(e == SHARD_RING_FRONT_PINNED, 0))
         return shard__ring_owner_pinned(r, hash);
@@ -167,10 +175,13 @@ size_t shard__ring_blocks_count(size_t nfront);
 void   shard__ring_front_build(shard_ring *r);
 /* Whether hash falls in a bucket (min <= hash <= max), and that bucket's hashes [*lo, *hi]. */
 bool   shard__ring_front_bucket(const shard_ring *r, uint64_t hash, uint64_t *lo, uint64_t *hi);
-/* Marks hash's bucket PINNED (nothing outside [min, max]). */
+/* hash's sub-bucket in its bucket (shard__ring_front_bucket must hold). */
+unsigned shard__ring_front_sub(const shard_ring *r, uint64_t hash);
+/* Marks hash's bucket and sub-bucket pinned (nothing outside [min, max]). */
 void   shard__ring_front_mark(shard_ring *r, uint64_t hash);
-/* hash's bucket holds no pin any more: its entry as shard__ring_front_build makes it. */
-void   shard__ring_front_unmark(shard_ring *r, uint64_t hash);
+/* A pin of hash's bucket went: subs has a bit for each sub-bucket that holds a live pin still (0:
+ * none, and the entry becomes what shard__ring_front_build makes). */
+void   shard__ring_front_remark(shard_ring *r, uint64_t hash, uint32_t subs);
 /* ring_pin.c. Pins of a clone (c has none yet; its members carry their pin_no). Return: 0; -ENOMEM. */
 int    shard__ring_pins_copy(shard_ring *c, const shard_ring *r);
 /* Member indices changed: remap[old] is the new index of each (add). Cannot fail. */

@@ -119,18 +119,24 @@ SHARD_API int shard_ring_pin(shard_ring *r, uint64_t hash, const char *member)
     return 0;
 }
 
-/* Whether a live pin lies in [lo, hi]. */
-static bool live_in(const shard_ring *r, uint64_t lo, uint64_t hi)
+/* The sub-buckets of the bucket [lo, hi] that hold a live pin, a bit each: a search from each
+ * sub-bucket that holds a pin jumps to the next, so a crowded bucket costs at most 8 searches (and
+ * one more for each dead entry on the way). */
+static uint32_t live_subs(const shard_ring *r, uint64_t lo, uint64_t hi)
 {
-    uint64_t h;
-    uint32_t num;
-    for (uint64_t from = lo; shard__pin_next(r->pins, from, &h, &num) && h <= hi; from = h + 1) {
-        if (member_of(r, num) != SHARD_PIN_GONE)
-            return true;
-        if (h == hi)
-            break;
+    uint64_t h, from = lo;
+    uint32_t num, subs = 0;
+    while (shard__pin_next(r->pins, from, &h, &num) && h <= hi) {
+        uint64_t next = h + 1;
+        if (member_of(r, num) != SHARD_PIN_GONE) {
+            subs |= 1u << shard__ring_front_sub(r, h);
+            next = r->min + ((((h - r->min) >> r->sub_shift) + 1) << r->sub_shift);
+        }
+        if (next <= h || next > hi)
+            break; /* past the end of the space, or of the bucket */
+        from = next;
     }
-    return false;
+    return subs;
 }
 
 SHARD_API int shard_ring_unpin(shard_ring *r, uint64_t hash)
@@ -147,8 +153,8 @@ SHARD_API int shard_ring_unpin(shard_ring *r, uint64_t hash)
         return err;
     r->npins--;
     uint64_t lo, hi;
-    if (shard__ring_front_bucket(r, hash, &lo, &hi) && !live_in(r, lo, hi))
-        shard__ring_front_unmark(r, hash);
+    if (shard__ring_front_bucket(r, hash, &lo, &hi))
+        shard__ring_front_remark(r, hash, live_subs(r, lo, hi));
     return 0;
 }
 

@@ -1,9 +1,10 @@
-/* Pins in the front table (src/ring_internal.h): a bucket is marked exactly while it holds a live pin,
- * every other entry is what a ring with the same members and no pins has, byte for byte, and once the
- * last pin goes the table is that ring's again; through pins, unpins, adds, removes and new weights,
- * for rings whose points crowd, tie, sit at the ends of the space, or have too many members for the
- * owner-keeping mark. Lookups answer the pin, else what the ring without pins answers (test_ring_front
- * checks that one against a model). */
+/* Pins in the front table (src/ring_internal.h): a bucket is marked exactly while it holds a live pin
+ * (with the sub-buckets that hold one, where the entry keeps its owner), every other entry is what a
+ * ring with the same members and no pins has, byte for byte, and once the last pin goes the table is
+ * that ring's again; through pins, unpins, adds, removes and new weights, for rings whose points
+ * crowd, tie, sit at the ends of the space, or have too many members for the owner-keeping mark.
+ * Lookups answer the pin, else what the ring without pins answers (test_ring_front checks that one
+ * against a model). */
 #include <criterion/criterion.h>
 #include <shard.h>
 #include <stdio.h>
@@ -113,18 +114,20 @@ static void check(const struct rig *g)
     cr_assert_eq(shard_ring_pin_count(r), g->pins.n);
     cr_assert_eq(r->nfront, clean->nfront);
     cr_assert_eq(r->front_plain, clean->front_plain);
-    bool *held = calloc(r->nfront ? r->nfront : 1, sizeof *held);
+    /* Each bucket's sub-buckets that hold a pin, a bit each. */
+    uint32_t *held = calloc(r->nfront ? r->nfront : 1, sizeof *held);
     for (size_t i = 0; i < g->pins.n; i++) {
         uint64_t off = g->pins.h[i] - r->min;
         if (off <= r->span)
-            held[off >> r->front_shift] = true;
+            held[off >> r->front_shift] |= 1u << ((off >> r->sub_shift) & r->sub_mask);
     }
     for (size_t b = 0; b < r->nfront; b++) {
         uint16_t e = r->front[b], c = clean->front[b];
         if (!held[b]) {
             cr_assert_eq(e, c, "bucket %zu, no pin: %#x, without pins %#x", b, e, c);
         } else if (c < r->front_plain && r->front_plain == SHARD_RING_FRONT_PINNED_OWNER) {
-            cr_assert_eq(e, c + SHARD_RING_FRONT_PINNED_OWNER, "bucket %zu keeps its owner %#x: %#x", b, c, e);
+            uint32_t want = SHARD_RING_FRONT_PINNED_OWNER | held[b] << r->owner_bits | c;
+            cr_assert_eq(e, want, "bucket %zu keeps its owner %#x and sub-buckets %#x: %#x", b, c, held[b], e);
         } else {
             cr_assert_eq(e, SHARD_RING_FRONT_PINNED, "bucket %zu, mixed or wide (%#x): %#x", b, c, e);
         }
@@ -280,12 +283,14 @@ Test(ring_pin_front, random_rings, .timeout = 600)
         random_rig(seed);
 }
 
-/* Past 16384 members the owner-keeping mark has no room: pinned buckets are PINNED; past 32768 every
- * entry is mixed, and a pinned one PINNED too. */
+/* Wider rings leave fewer bits for sub-buckets (4 at 300 members, 2 at 3,000, 1 at 8192); past 8192
+ * the owner-keeping mark has no room: pinned buckets are PINNED; past 32768 every entry is mixed, and a
+ * pinned one PINNED too. */
 Test(ring_pin_front, wide_rings, .timeout = 600)
 {
-    static const size_t sizes[] = { 16384, 16385, 32769 };
-    for (int s = 0; s < 3; s++) {
+    static const size_t sizes[] = { 300, 3000, 8192, 8193, 32769 };
+    static const unsigned subs[] = { 4, 2, 1, 0, 0 };
+    for (int s = 0; s < 5; s++) {
         static struct rig g;
         memset(&g, 0, sizeof g);
         g.cfg.vnodes = 1;
@@ -301,7 +306,9 @@ Test(ring_pin_front, wide_rings, .timeout = 600)
             mm[i] = (struct shard_ring_member){ g.names[i], 1 };
         cr_assert_eq(shard_ring_add_many(g.r, mm, sizes[s]), 0);
         free(mm);
-        cr_assert_eq(g.r->front_plain, sizes[s] <= 16384 ? SHARD_RING_FRONT_PINNED_OWNER : SHARD_RING_FRONT_MIXED);
+        cr_assert_eq(g.r->front_plain, sizes[s] <= 8192 ? SHARD_RING_FRONT_PINNED_OWNER : SHARD_RING_FRONT_MIXED);
+        if (subs[s])
+            cr_assert_eq(g.r->sub_mask + 1u, subs[s], "%zu members", sizes[s]);
         uint64_t rng = 40 + (uint64_t)s;
         pin_some(&g, &rng, 1500);
         check(&g);
