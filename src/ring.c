@@ -2,12 +2,29 @@
  * ring_query.c; comparing two: ring_diff.c).
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hash.h"
 #include "ring_internal.h"
+
+/* A new points_id (ring_internal.h). relaxed: only its uniqueness matters, which the atomic
+ * increment gives on its own. */
+static uint64_t new_points_id(void)
+{
+    static atomic_uint_fast64_t last;
+    return atomic_fetch_add_explicit(&last, 1, memory_order_relaxed) + 1;
+}
+
+/* The lookup tables over the points as they are now, the buckets of the pins marked. */
+static void tables_build(shard_ring *r)
+{
+    shard__ring_front_build(r);
+    shard__ring_pins_mark(r);
+    r->points_id = new_points_id();
+}
 
 static uint64_t member_point(const struct shard_ring *r, const char *member, uint32_t i)
 {
@@ -27,6 +44,7 @@ SHARD_API int shard_ring_create(shard_ring **out, const struct shard_ring_config
         r->cfg = *cfg;
     if (r->cfg.vnodes == 0)
         r->cfg.vnodes = SHARD_DEFAULT_VNODES;
+    r->points_id = new_points_id();
     *out = r;
     return 0;
 }
@@ -70,6 +88,7 @@ SHARD_API int shard_ring_clone(const shard_ring *r, shard_ring **out)
     c->blocks_cap = nb;
     for (; c->nmembers < r->nmembers; c->nmembers++) {
         c->members[c->nmembers].weight = r->members[c->nmembers].weight;
+        c->members[c->nmembers].pin_no = r->members[c->nmembers].pin_no;
         c->members[c->nmembers].name = strdup(r->members[c->nmembers].name);
         if (!c->members[c->nmembers].name)
             goto fail;
@@ -83,9 +102,14 @@ SHARD_API int shard_ring_clone(const shard_ring *r, shard_ring **out)
     c->npoints = r->npoints;
     c->nfront = r->nfront;
     c->front_shift = r->front_shift;
+    c->front_plain = r->front_plain;
+    c->owner_bits = r->owner_bits;
+    c->sub_shift = r->sub_shift;
+    c->sub_mask = r->sub_mask;
     c->nblocks = r->nblocks;
     c->min = r->min;
     c->span = r->span;
+    c->points_id = r->points_id;
     if (shard__ring_pins_copy(c, r) != 0)
         goto fail;
     *out = c;
@@ -289,7 +313,7 @@ static void plan_members(const shard_ring *r, const struct shard_ring_member **s
     for (size_t i = 0, j = 0, k = 0; k < old_n + n; k++) {
         if (j < n && (i == old_n || strcmp(names[j], r->members[i].name) < 0)) {
             newpos[j] = (uint32_t)k;
-            merged[k] = (struct ring_member){ names[j], sorted[j]->weight };
+            merged[k] = (struct ring_member){ names[j], sorted[j]->weight, 0 };
             j++;
         } else {
             remap[i] = (uint32_t)k;
@@ -340,7 +364,7 @@ SHARD_API int shard_ring_add_many(shard_ring *r, const struct shard_ring_member 
     memcpy(r->members, merged, (old_n + n) * sizeof *merged);
     r->nmembers = old_n + n;
     merge_points(r, recs, m);
-    shard__ring_front_build(r);
+    tables_build(r);
     free(names); /* the names belong to the ring now */
     names = NULL;
     err = 0;
@@ -418,7 +442,7 @@ SHARD_API int shard_ring_set_weight(shard_ring *r, const char *member, uint32_t 
         drop_points(r, idx, recs, from - to);
     free(recs);
     r->members[idx].weight = weight;
-    shard__ring_front_build(r); /* room reserved above, or fewer points: cannot fail */
+    tables_build(r); /* room reserved above, or fewer points: cannot fail */
     return 0;
 }
 
@@ -443,6 +467,6 @@ SHARD_API int shard_ring_remove(shard_ring *r, const char *member)
     free(r->members[gone].name);
     memmove(&r->members[gone], &r->members[gone + 1], (r->nmembers - gone - 1) * sizeof *r->members);
     r->nmembers--;
-    shard__ring_front_build(r); /* fewer points never need more front entries or blocks: cannot fail */
+    tables_build(r); /* fewer points never need more front entries or blocks: cannot fail */
     return 0;
 }

@@ -1,55 +1,93 @@
-/* Pinned hashes: a small table of key hashes whose owner is named, not found on the ring, for keys
- * an operator or the balancer places on a chosen member (dispatcher.h: shard_key_place). Lookups ask
- * it first, only when it is not empty (ring_internal.h). SPDX-License-Identifier: LGPL-2.1-or-later
+/* Pinned hashes: key hashes whose owner is named, not found on the ring, for keys an operator or the
+ * balancer places on a chosen member (dispatcher.h: shard_key_place). SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * Kept twice: sorted by hash (for enumeration, diffs and changes) and as an open-addressing table
- * rebuilt on every change (pins change as rarely as members; a lookup is a probe or two). */
+ * Kept in a pin trie (pin_trie.h) that clones share: a dispatcher publishes every placement as a
+ * clone of the ring in force with one pin more, which then costs one path of the trie, not a copy of
+ * every pin. Lookups ask it only in the buckets marked PINNED (ring_internal.h).
+ *
+ * Entries carry a number per member (ring_member.pin_no), mapped to the member's index by pin_member.
+ * An add renumbers the members: only the map changes. A remove may not allocate, and the entries are
+ * shared: its member's number maps to SHARD_PIN_GONE, and the entries with it, dead, are purged from
+ * a new trie when there is memory for one (now, or at the next pin or unpin); until then they count
+ * in pins_dead and read as absent. A number is given again only while no entry is dead, so no entry,
+ * here or in a trie this one shares nodes with, has it. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ring_internal.h"
 
-/* Rebuilds pin_slots for npins pins into a table of at least 2 * npins slots (a power of two),
- * reusing the current one when it is large enough. Return: 0; -ENOMEM (nothing changed). */
-static int rebuild_slots(shard_ring *r, uint32_t npins)
+static uint32_t member_of(const shard_ring *r, uint32_t num)
 {
-    uint32_t size = 16;
-    while (size < 2 * npins)
-        size *= 2;
-    uint32_t *slots = r->pin_slots;
-    if (!slots || size > r->pin_mask + 1) {
-        slots = calloc(size, sizeof *slots);
-        if (!slots)
-            return -ENOMEM;
-        free(r->pin_slots);
-        r->pin_slots = slots;
-        r->pin_mask = size - 1;
-    } else {
-        memset(slots, 0, (r->pin_mask + 1) * sizeof *slots);
+    return r->pin_member[num];
+}
+
+/* The live entries of a trie, as they are (numbers, not members): what a purge keeps. */
+struct live_entries {
+    const shard_ring *r;
+    uint64_t         *hash;
+    uint32_t         *num;
+    uint32_t          n;
+};
+
+static int keep_live(uint64_t hash, uint32_t num, void *ctx)
+{
+    struct live_entries *l = ctx;
+    if (member_of(l->r, num) != SHARD_PIN_GONE) {
+        l->hash[l->n] = hash;
+        l->num[l->n++] = num;
     }
-    for (uint32_t k = 0; k < npins; k++) {
-        uint32_t i = (uint32_t)r->pins[k].hash & r->pin_mask;
-        while (slots[i])
-            i = (i + 1) & r->pin_mask;
-        slots[i] = k + 1;
-    }
-    r->npins = npins;
     return 0;
 }
 
-/* Position of hash in the sorted pins, or where it would go. */
-static uint32_t pin_pos(const shard_ring *r, uint64_t hash)
+/* Drops the dead entries into a new trie. Optional: without memory they stay. */
+static void purge(shard_ring *r)
 {
-    uint32_t lo = 0, hi = r->npins;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (r->pins[mid].hash < hash)
-            lo = mid + 1;
-        else
-            hi = mid;
+    size_t n = r->npins ? r->npins : 1;
+    struct live_entries l = { r, malloc(n * sizeof *l.hash), malloc(n * sizeof *l.num), 0 };
+    uintptr_t t = 0;
+    if (l.hash && l.num) {
+        shard__pin_each(r->pins, keep_live, &l);
+        if (shard__pin_build(&t, l.hash, l.num, l.n) == 0) {
+            shard__pin_unref(r->pins);
+            r->pins = t;
+            r->pins_dead = 0;
+        }
     }
-    return lo;
+    free(l.hash);
+    free(l.num);
+}
+
+/* The number of member m's pins: its own, else a free one, given to it. Return: 0; -ENOMEM (nothing
+ * changed). */
+static int number_of(shard_ring *r, uint32_t m, uint32_t *num)
+{
+    if (r->members[m].pin_no) {
+        *num = r->members[m].pin_no;
+        return 0;
+    }
+    uint32_t k = r->npin_numbers ? r->npin_numbers : 1; /* a new one, unless one is free */
+    for (uint32_t j = 1; !r->pins_dead && j < r->npin_numbers; j++)
+        if (r->pin_member[j] == SHARD_PIN_GONE) {
+            k = j; /* a gone member's, free while no entry is dead (file header) */
+            break;
+        }
+    if (k >= r->npin_numbers) {
+        if (k + 1 > r->pin_numbers_cap) {
+            uint32_t cap = r->pin_numbers_cap ? r->pin_numbers_cap * 2 : 8;
+            uint32_t *p = realloc(r->pin_member, cap * sizeof *p);
+            if (!p)
+                return -ENOMEM;
+            p[0] = SHARD_PIN_GONE; /* never a number */
+            r->pin_member = p;
+            r->pin_numbers_cap = cap;
+        }
+        r->npin_numbers = k + 1;
+    }
+    r->pin_member[k] = m;
+    r->members[m].pin_no = k;
+    *num = k;
+    return 0;
 }
 
 SHARD_API int shard_ring_pin(shard_ring *r, uint64_t hash, const char *member)
@@ -59,39 +97,64 @@ SHARD_API int shard_ring_pin(shard_ring *r, uint64_t hash, const char *member)
     long m = shard__ring_member_index(r, member);
     if (m < 0)
         return -ENOENT;
-    uint32_t pos = pin_pos(r, hash);
-    if (pos < r->npins && r->pins[pos].hash == hash) {
-        r->pins[pos].member = (uint32_t)m; /* pinned already: moved to member */
+    int64_t now = shard__ring_pinned(r, hash);
+    if (now == m)
         return 0;
-    }
-    if (r->npins == SHARD_RING_MAX_PINS)
+    if (now < 0 && r->npins == SHARD_RING_MAX_PINS)
         return -E2BIG;
-    if (r->npins == r->pins_cap) {
-        uint32_t cap = r->pins_cap ? r->pins_cap * 2 : 8;
-        struct ring_pin *p = realloc(r->pins, cap * sizeof *p);
-        if (!p)
-            return -ENOMEM;
-        r->pins = p;
-        r->pins_cap = cap;
-    }
-    memmove(&r->pins[pos + 1], &r->pins[pos], (r->npins - pos) * sizeof *r->pins);
-    r->pins[pos] = (struct ring_pin){ hash, (uint32_t)m };
-    if (rebuild_slots(r, r->npins + 1) != 0) {
-        memmove(&r->pins[pos], &r->pins[pos + 1], (r->npins - pos) * sizeof *r->pins);
-        return -ENOMEM;
+    if (r->pins_dead)
+        purge(r);
+    uint32_t num, old;
+    int err = number_of(r, (uint32_t)m, &num);
+    if (!err)
+        err = shard__pin_set(&r->pins, hash, num, &old);
+    if (err)
+        return err; /* a number given and nodes copied change no pin */
+    if (now < 0) {
+        r->npins++;
+        if (old)
+            r->pins_dead--; /* hash was pinned to a member gone */
+        shard__ring_front_mark(r, hash);
     }
     return 0;
+}
+
+/* The sub-buckets of the bucket [lo, hi] that hold a live pin, a bit each: a search from each
+ * sub-bucket that holds a pin jumps to the next, so a crowded bucket costs at most 8 searches (and
+ * one more for each dead entry on the way). */
+static uint32_t live_subs(const shard_ring *r, uint64_t lo, uint64_t hi)
+{
+    uint64_t h, from = lo;
+    uint32_t num, subs = 0;
+    while (shard__pin_next(r->pins, from, &h, &num) && h <= hi) {
+        uint64_t next = h + 1;
+        if (member_of(r, num) != SHARD_PIN_GONE) {
+            subs |= 1u << shard__ring_front_sub(r, h);
+            next = r->min + ((((h - r->min) >> r->sub_shift) + 1) << r->sub_shift);
+        }
+        if (next <= h || next > hi)
+            break; /* past the end of the space, or of the bucket */
+        from = next;
+    }
+    return subs;
 }
 
 SHARD_API int shard_ring_unpin(shard_ring *r, uint64_t hash)
 {
     if (!r)
         return -EINVAL;
-    uint32_t pos = pin_pos(r, hash);
-    if (pos == r->npins || r->pins[pos].hash != hash)
+    if (shard__ring_pinned(r, hash) < 0)
         return -ENOENT;
-    memmove(&r->pins[pos], &r->pins[pos + 1], (r->npins - pos - 1) * sizeof *r->pins);
-    rebuild_slots(r, r->npins - 1); /* fits the table it has: cannot fail */
+    if (r->pins_dead)
+        purge(r);
+    uint32_t old;
+    int err = shard__pin_del(&r->pins, hash, &old);
+    if (err)
+        return err;
+    r->npins--;
+    uint64_t lo, hi;
+    if (shard__ring_front_bucket(r, hash, &lo, &hi))
+        shard__ring_front_remark(r, hash, live_subs(r, lo, hi));
     return 0;
 }
 
@@ -100,54 +163,150 @@ SHARD_API size_t shard_ring_pin_count(const shard_ring *r)
     return r ? r->npins : 0;
 }
 
+struct nth_live {
+    const shard_ring *r;
+    size_t            i;
+    uint64_t          hash;
+    uint32_t          num;
+};
+
+static int find_nth(uint64_t hash, uint32_t num, void *ctx)
+{
+    struct nth_live *n = ctx;
+    if (member_of(n->r, num) == SHARD_PIN_GONE || n->i-- > 0)
+        return 0;
+    n->hash = hash;
+    n->num = num;
+    return 1;
+}
+
 SHARD_API int shard_ring_pin_at(const shard_ring *r, size_t i, uint64_t *hash, const char **member)
 {
     if (!r)
         return -EINVAL;
     if (i >= r->npins)
         return -ERANGE;
+    struct nth_live n = { r, i, 0, 0 };
+    if (!r->pins_dead)
+        shard__pin_at(r->pins, (uint32_t)i, &n.hash, &n.num); /* O(64 * depth) */
+    else
+        shard__pin_each(r->pins, find_nth, &n); /* O(pins), only until the dead are purged */
     if (hash)
-        *hash = r->pins[i].hash;
+        *hash = n.hash;
     if (member)
-        *member = r->members[r->pins[i].member].name;
+        *member = r->members[member_of(r, n.num)].name;
     return 0;
 }
 
 int shard__ring_pins_copy(shard_ring *c, const shard_ring *r)
 {
-    if (!r->npins)
-        return 0;
-    c->pins = malloc(r->npins * sizeof *c->pins);
-    if (!c->pins)
-        return -ENOMEM;
-    memcpy(c->pins, r->pins, r->npins * sizeof *c->pins);
-    c->pins_cap = r->npins;
-    return rebuild_slots(c, r->npins);
+    if (r->npin_numbers) {
+        c->pin_member = malloc(r->npin_numbers * sizeof *c->pin_member);
+        if (!c->pin_member)
+            return -ENOMEM;
+        memcpy(c->pin_member, r->pin_member, r->npin_numbers * sizeof *c->pin_member);
+        c->npin_numbers = c->pin_numbers_cap = r->npin_numbers;
+    }
+    c->pins = shard__pin_ref(r->pins);
+    c->npins = r->npins;
+    c->pins_dead = r->pins_dead;
+    return 0;
 }
 
 void shard__ring_pins_remap(shard_ring *r, const uint32_t *remap)
 {
-    for (uint32_t k = 0; k < r->npins; k++)
-        r->pins[k].member = remap[r->pins[k].member];
+    for (uint32_t k = 1; k < r->npin_numbers; k++)
+        if (r->pin_member[k] != SHARD_PIN_GONE)
+            r->pin_member[k] = remap[r->pin_member[k]];
+}
+
+struct count_num {
+    uint32_t num, n;
+};
+
+static int count_num(uint64_t hash, uint32_t num, void *ctx)
+{
+    struct count_num *c = ctx;
+    (void)hash;
+    c->n += num == c->num;
+    return 0;
 }
 
 void shard__ring_pins_drop_member(shard_ring *r, uint32_t gone)
 {
-    uint32_t k = 0;
-    for (uint32_t i = 0; i < r->npins; i++) {
-        if (r->pins[i].member == gone)
-            continue;
-        r->pins[k] = r->pins[i];
-        if (r->pins[k].member > gone)
-            r->pins[k].member--;
-        k++;
-    }
-    if (k != r->npins)
-        rebuild_slots(r, k); /* fewer: fits */
+    for (size_t i = gone + 1; i < r->nmembers; i++)
+        if (r->members[i].pin_no)
+            r->pin_member[r->members[i].pin_no]--;
+    uint32_t num = r->members[gone].pin_no;
+    if (!num)
+        return;
+    struct count_num c = { num, 0 };
+    shard__pin_each(r->pins, count_num, &c);
+    r->pin_member[num] = SHARD_PIN_GONE;
+    r->npins -= c.n;
+    r->pins_dead += c.n;
+    if (r->pins_dead)
+        purge(r);
+}
+
+static int mark_one(uint64_t hash, uint32_t member, void *ctx)
+{
+    (void)member;
+    shard__ring_front_mark(ctx, hash);
+    return 0;
+}
+
+void shard__ring_pins_mark(shard_ring *r)
+{
+    shard__ring_pins_each(r, mark_one, r);
 }
 
 void shard__ring_pins_free(shard_ring *r)
 {
-    free(r->pins);
-    free(r->pin_slots);
+    shard__pin_unref(r->pins);
+    free(r->pin_member);
+}
+
+struct pin_list {
+    struct ring_pin *v;
+    uint32_t         n;
+};
+
+static int list_one(uint64_t hash, uint32_t member, void *ctx)
+{
+    struct pin_list *l = ctx;
+    l->v[l->n++] = (struct ring_pin){ hash, member };
+    return 0;
+}
+
+int shard__ring_pins_list(const shard_ring *r, struct ring_pin **out)
+{
+    *out = NULL;
+    if (!r->npins)
+        return 0;
+    struct pin_list l = { malloc(r->npins * sizeof *l.v), 0 };
+    if (!l.v)
+        return -ENOMEM;
+    shard__ring_pins_each(r, list_one, &l);
+    *out = l.v;
+    return 0;
+}
+
+struct each_live {
+    const shard_ring *r;
+    int (*fn)(uint64_t hash, uint32_t member, void *ctx);
+    void *ctx;
+};
+
+static int each_live(uint64_t hash, uint32_t num, void *ctx)
+{
+    const struct each_live *e = ctx;
+    uint32_t m = member_of(e->r, num);
+    return m == SHARD_PIN_GONE ? 0 : e->fn(hash, m, e->ctx);
+}
+
+int shard__ring_pins_each(const shard_ring *r, int (*fn)(uint64_t hash, uint32_t member, void *ctx), void *ctx)
+{
+    struct each_live e = { r, fn, ctx };
+    return shard__pin_each(r->pins, each_live, &e);
 }

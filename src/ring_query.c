@@ -51,8 +51,7 @@ SHARD_API size_t shard_ring_memory(const shard_ring *r)
     if (!r)
         return 0;
     return r->npoints * (sizeof *r->points + sizeof *r->owners) + r->nfront * sizeof *r->front +
-           r->nblocks * sizeof *r->blocks +
-           (r->npins ? r->npins * sizeof *r->pins + (r->pin_mask + 1) * sizeof *r->pin_slots : 0);
+           r->nblocks * sizeof *r->blocks + shard__pin_memory(r->pins) + r->npin_numbers * sizeof *r->pin_member;
 }
 
 SHARD_API uint64_t shard_ring_hash(const shard_ring *r, const void *key, size_t len)
@@ -152,6 +151,14 @@ SHARD_API double shard_ring_share(const shard_ring *r, const char *member)
     return sum / SHARD_HASH_SPACE;
 }
 
+/* Hash, then member index, in hash order. */
+static int checksum_pin(uint64_t hash, uint32_t member, void *ctx)
+{
+    XXH3_64bits_update(ctx, &hash, sizeof hash);
+    XXH3_64bits_update(ctx, &member, sizeof member);
+    return 0;
+}
+
 SHARD_API uint64_t shard_ring_checksum(const shard_ring *r)
 {
     if (!r)
@@ -162,9 +169,6 @@ SHARD_API uint64_t shard_ring_checksum(const shard_ring *r)
         XXH3_64bits_update(&st, r->members[i].name, strlen(r->members[i].name) + 1);
     XXH3_64bits_update(&st, r->points, r->npoints * sizeof *r->points);
     XXH3_64bits_update(&st, r->owners, r->npoints * sizeof *r->owners);
-    for (uint32_t k = 0; k < r->npins; k++) { /* field by field: the struct has padding */
-        XXH3_64bits_update(&st, &r->pins[k].hash, sizeof r->pins[k].hash);
-        XXH3_64bits_update(&st, &r->pins[k].member, sizeof r->pins[k].member);
-    }
+    shard__ring_pins_each(r, checksum_pin, &st);
     return XXH3_64bits_digest(&st);
 }

@@ -35,4 +35,7 @@ done
 refused "no system 'nonesuch'" "$peers" --impl=nonesuch --quick
 refused "no case 'nonesuch'" "$peers" --case=nonesuch --quick
 refused "unknown argument '--impl'" "$peers" --impl
+for b in "$@"; do
+    [[ $(basename "$b") != bench_pins ]] || refused "unknown argument '--max=1'" "$b" --max=1 # below its counts
+done
 echo "bench_args: $checks checks passed"

@@ -102,7 +102,7 @@ static void count(shard_worker *w, void *arg)
     atomic_fetch_add(&ran, 1);
 }
 
-enum op { ADD, REMOVE, CRASH, DRAIN, WEIGHT };
+enum op { ADD, REMOVE, CRASH, DRAIN, WEIGHT, PLACE, UNPLACE };
 
 static void membership_under_failure(enum op op)
 {
@@ -115,14 +115,19 @@ static void membership_under_failure(enum op op)
         char k[24];
         for (int i = 0; i < 100; i++)
             cr_assert_eq(shard_submit(d, k, (size_t)snprintf(k, sizeof k, "k%d", i), count, NULL), 0);
+        /* Placements first, so that a placement copies a path of pins its ring shares. */
+        for (int i = 0; (op == PLACE || op == UNPLACE) && i < 50; i++)
+            cr_assert_eq(shard_key_place(d, k, (size_t)snprintf(k, sizeof k, "k%d", i), i % 2 ? "w0" : "w2"), 0);
         struct shard_stats before;
         shard_dispatcher_stats(d, &before);
         arm(n);
-        int err = op == ADD      ? shard_worker_add(d, "x", 1)
-                  : op == REMOVE ? shard_worker_remove(d, "w1")
-                  : op == CRASH  ? shard_worker_crash(d, "w1", SHARD_CRASH_REROUTE)
-                  : op == WEIGHT ? shard_worker_set_weight(d, "w1", 3)
-                                 : shard_drain(d);
+        int err = op == ADD       ? shard_worker_add(d, "x", 1)
+                  : op == REMOVE  ? shard_worker_remove(d, "w1")
+                  : op == CRASH   ? shard_worker_crash(d, "w1", SHARD_CRASH_REROUTE)
+                  : op == WEIGHT  ? shard_worker_set_weight(d, "w1", 3)
+                  : op == PLACE   ? shard_key_place(d, "k70", 3, "w1")
+                  : op == UNPLACE ? shard_key_unplace(d, "k7", 2)
+                                  : shard_drain(d);
         long hit = failures_hit;
         arm(0);
         struct shard_stats after;
@@ -174,6 +179,16 @@ Test(faults, drain_fails_cleanly)
 Test(faults, set_weight_fails_cleanly)
 {
     membership_under_failure(WEIGHT);
+}
+
+Test(faults, place_fails_cleanly)
+{
+    membership_under_failure(PLACE);
+}
+
+Test(faults, unplace_fails_cleanly)
+{
+    membership_under_failure(UNPLACE);
 }
 
 /* A timer's record comes from a chunk of 16,384 allocated on demand: without memory an arm fails with

@@ -172,3 +172,80 @@ Test(diff, errors)
     cr_assert_eq(shard_ring_diff(a, a, NULL, &s), -EINVAL);
     shard_ring_destroy(a);
 }
+
+/* A copy of r built from nothing: the same members, weights and pins, but not a clone, so a diff
+ * against it takes the full walk over every point and pin. */
+static shard_ring *rebuilt(const shard_ring *r)
+{
+    shard_ring *c;
+    cr_assert_eq(shard_ring_create(&c, NULL), 0);
+    for (size_t i = 0; i < shard_ring_member_count(r); i++)
+        cr_assert_eq(shard_ring_add(c, shard_ring_member(r, i), shard_ring_weight(r, shard_ring_member(r, i))), 0);
+    for (size_t i = 0; i < shard_ring_pin_count(r); i++) {
+        uint64_t h;
+        const char *m;
+        cr_assert_eq(shard_ring_pin_at(r, i, &h, &m), 0);
+        cr_assert_eq(shard_ring_pin(c, h, m), 0);
+    }
+    cr_assert_eq(shard_ring_checksum(c), shard_ring_checksum(r));
+    return c;
+}
+
+static uint64_t lcg(uint64_t *x)
+{
+    return *x = *x * 6364136223846793005ull + 1442695040888963407ull;
+}
+
+/* Two clones a few pins apart (the diff of a placement, which walks only the pins that changed)
+ * report exactly the arcs the full walk reports: the same arcs, owners and order, with runs of
+ * consecutive pinned hashes, a run through 2^64 - 1 and 0, pins on points and next to them, and
+ * pins that change nothing. */
+Test(diff, pins_only_equals_the_full_walk)
+{
+    uint64_t x = 5;
+    for (int round = 0; round < 40; round++) {
+        shard_ring *a = ring_of(0, 3 + round % 3), *b;
+        size_t nm = shard_ring_member_count(a);
+        uint64_t p;
+        cr_assert_eq(shard_ring_point(a, lcg(&x) % shard_ring_point_count(a), &p, NULL), 0);
+        uint64_t spots[] = { 0, 1, UINT64_MAX, UINT64_MAX - 1, p - 1, p, p + 1, lcg(&x), lcg(&x) };
+        for (int i = 0; i < 200; i++) {
+            uint64_t h = i < 9 ? spots[i] : lcg(&x);
+            if (i >= 9 && i % 3 == 0)
+                h = spots[lcg(&x) % 9] + lcg(&x) % 5 - 2; /* runs of neighbours */
+            cr_assert_eq(shard_ring_pin(a, h, shard_ring_member(a, lcg(&x) % nm)), 0);
+        }
+        cr_assert_eq(shard_ring_clone(a, &b), 0);
+        for (int i = 0; i < 1 + round * 3; i++) {
+            uint64_t h, op = lcg(&x) % 4;
+            if (op == 0 && shard_ring_pin_count(b)) {
+                cr_assert_eq(shard_ring_pin_at(b, lcg(&x) % shard_ring_pin_count(b), &h, NULL), 0);
+                cr_assert_eq(shard_ring_unpin(b, h), 0);
+                continue;
+            }
+            h = op == 1 ? spots[lcg(&x) % 9] + lcg(&x) % 7 - 3 : lcg(&x);
+            /* A run through the end of the space, all moved to one member. */
+            if (round % 5 == 4 && i < 4)
+                h = (uint64_t)i - 2;
+            const char *to = round % 5 == 4 && i < 4 ? "w0" : shard_ring_member(b, lcg(&x) % nm);
+            cr_assert_eq(shard_ring_pin(b, h, to), 0);
+        }
+        shard_ring *full = rebuilt(a);
+        struct arcs fast = { 0 }, slow = { 0 };
+        cr_assert_eq(shard_ring_diff(a, b, collect, &fast), 0);
+        cr_assert_eq(shard_ring_diff(full, b, collect, &slow), 0);
+        cr_assert_eq(fast.n, slow.n, "round %d: %zu arcs, the full walk %zu", round, fast.n, slow.n);
+        for (size_t i = 0; i < fast.n; i++) {
+            cr_assert_eq(fast.v[i].first, slow.v[i].first, "round %d arc %zu", round, i);
+            cr_assert_eq(fast.v[i].last, slow.v[i].last, "round %d arc %zu", round, i);
+            cr_assert_str_eq(fast.v[i].a, slow.v[i].a);
+            cr_assert_str_eq(fast.v[i].b, slow.v[i].b);
+        }
+        free(fast.v);
+        free(slow.v);
+        check_diff_against_keys(b, a);
+        shard_ring_destroy(full);
+        shard_ring_destroy(a);
+        shard_ring_destroy(b);
+    }
+}

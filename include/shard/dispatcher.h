@@ -280,7 +280,8 @@ SHARD_API int shard_worker_set_weight(shard_dispatcher *d, const char *name, uin
  * ordered handoff of add and remove (its jobs in order, never on two workers; the release hook is
  * told, shard_handoff_moves() answers for it; its timers follow); the keys that shared its old
  * worker stay. Placing it where it is placed already changes nothing. Placements are the ring's pins
- * (shard_ring_pin; shard_dispatcher_ring() shows them). Context: not a worker; blocks for one RCU
+ * (shard_ring_pin; shard_dispatcher_ring() shows them): one costs the same with 10 keys placed as with
+ * 65,536 (a copy of the ring's points, one path of its pins). Context: not a worker; blocks for one RCU
  * grace period. Return: 0; -EINVAL (d or worker NULL, empty name, key NULL with len > 0); -ENOENT (no
  * such worker in the ring); -E2BIG (SHARD_RING_MAX_PINS keys placed); -EDEADLK; -ESHUTDOWN; -ENOMEM. */
 SHARD_API int shard_key_place(shard_dispatcher *d, const void *key, size_t len, const char *worker);

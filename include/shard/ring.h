@@ -62,8 +62,10 @@ SHARD_API int shard_ring_create(shard_ring **out, const struct shard_ring_config
  * other thread reads it. */
 SHARD_API void shard_ring_destroy(shard_ring *r);
 
-/** A deep, independent copy with the same config (hooks and ctx are shared, not copied).
- * Context: any thread that may read r. Return: 0; -EINVAL (r or out NULL); -ENOMEM. */
+/** A deep, independent copy with the same config (hooks and ctx are shared, not copied). The pins
+ * are shared with r, copy on write (a change to either copies only what it changes), so a clone costs
+ * its points and tables, not its pins. Context: any thread that may read r; the copy may then be used
+ * and destroyed by another thread than r. Return: 0; -EINVAL (r or out NULL); -ENOMEM. */
 SHARD_API int shard_ring_clone(const shard_ring *r, shard_ring **out);
 
 /** Adds member with vnodes * weight points; the name is copied. Costs one merge of the ring's points:
@@ -103,19 +105,22 @@ SHARD_API int shard_ring_set_weight(shard_ring *r, const char *member, uint32_t 
 
 /** Pins a hash to member (added in 0.2): shard_ring_owner() and every lookup of that hash answer
  * member, whatever the points say; other hashes are untouched. A hash pinned already moves to member.
- * Pins follow their member's renumbering; removing the member drops its pins. For placing a few hot
- * keys (shard_key_place() does it on a dispatcher's ring); a lookup pays a probe of the pin table
- * only while the ring has pins. Context: the ring's owner thread. Return: 0; -EINVAL (r or member
- * NULL); -ENOENT (no such member); -E2BIG (SHARD_RING_MAX_PINS pins already); -ENOMEM. On error
- * the ring is unchanged. */
+ * Pins follow their member's renumbering; removing the member drops its pins. For placing hot keys
+ * (shard_key_place() does it on a dispatcher's ring). A pin costs O(log pins), on a clone too (it
+ * copies one path of the pins it shares); a lookup pays for pins only in the front table's buckets
+ * that hold one (with 8 entries a point, about pins / (8 * points) of all lookups).
+ * Context: the ring's owner thread. Return: 0; -EINVAL (r or member NULL); -ENOENT (no such member);
+ * -E2BIG (SHARD_RING_MAX_PINS pins already); -ENOMEM. On error the ring is unchanged. */
 SHARD_API int shard_ring_pin(shard_ring *r, uint64_t hash, const char *member);
-/** Unpins a hash: the points decide its owner again. Context: the ring's owner thread.
- * Return: 0; -EINVAL (r NULL); -ENOENT (not pinned). */
+/** Unpins a hash: the points decide its owner again. O(log pins). Context: the ring's owner thread.
+ * Return: 0; -EINVAL (r NULL); -ENOENT (not pinned); -ENOMEM (the pins are shared with a clone and
+ * the path to change could not be copied). On error the ring is unchanged. */
 SHARD_API int shard_ring_unpin(shard_ring *r, uint64_t hash);
 /** How many hashes r pins. Context: any reader. Return: the count; 0 for NULL r. */
 SHARD_API size_t shard_ring_pin_count(const shard_ring *r);
 /** The i-th pin in hash order, i < shard_ring_pin_count: its hash and member (valid like
- * shard_ring_owner()'s result); either out pointer may be NULL. Context: any reader.
+ * shard_ring_owner()'s result); either out pointer may be NULL. O(log pins) (O(pins) after a remove
+ * that found no memory to drop its member's pins, until the next pin or unpin). Context: any reader.
  * Return: 0; -EINVAL (r NULL); -ERANGE (i past the last pin). */
 SHARD_API int shard_ring_pin_at(const shard_ring *r, size_t i, uint64_t *hash, const char **member);
 
@@ -172,8 +177,8 @@ SHARD_API uint64_t shard_ring_checksum(const shard_ring *r);
 /** Bytes used by the lookup structures: points and their owners (12 bytes a point), and a direct table
  * that names the owner of most hashes in one load (2 bytes an entry, 8 to 16 entries a point while they
  * take at most 1 MiB, 4 to 8 beyond, plus 4 bytes every 64 entries). Under 45 bytes a point; under 29
- * for rings of more than 65,536 points; pins add 16 bytes each and their table. Member names and the
- * ring header are not counted.
+ * for rings of more than 65,536 points; pins add 13 to 27 bytes each (their tree, counted in full by
+ * every ring that shares it with clones). Member names and the ring header are not counted.
  * Context: any reader. Return: 0 for NULL r. */
 SHARD_API size_t shard_ring_memory(const shard_ring *r);
 
@@ -187,7 +192,9 @@ typedef void (*shard_diff_fn)(uint64_t first, uint64_t last,
  * with the same pair of owners are reported as one. A pinned hash h (shard_ring_pin) owned
  * differently is the arc (h - 1, h]. An owner is NULL where its ring is empty. The
  * strings are valid during the call. Both rings must use the same hash function for the arcs to
- * mean the same keys. Context: any reader of both. Return: 0; -EINVAL (a, b or fn NULL); -ENOMEM. */
+ * mean the same keys. Cost: O(points + pins) of both; O(pins changed) when b is a clone of a (or a of
+ * b, or both of one ring) whose members and weights have not changed since, only pins (a
+ * placement). Context: any reader of both. Return: 0; -EINVAL (a, b or fn NULL); -ENOMEM. */
 SHARD_API int shard_ring_diff(const shard_ring *a, const shard_ring *b, shard_diff_fn fn, void *ctx);
 
 #ifdef __cplusplus

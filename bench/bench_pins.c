@@ -1,0 +1,223 @@
+/* bench_pins: what a placement costs against the placements already made, and what pins cost a lookup.
+ *   place   shard_key_place_hash on a dispatcher of 4 idle workers, the mean over the WINDOW
+ *           placements that end at 2,000, 20,000 and 65,536 placements (--quick: 512 and 2,000)
+ *   ring    the ring work of one placement as the dispatcher does it, without the dispatcher:
+ *           shard_ring_clone of the ring in force, shard_ring_pin on the clone, shard_ring_diff of the
+ *           two, the old ring destroyed; same counts
+ *   pin     shard_ring_pin alone, on one ring; same counts
+ * Each op's baseline, same run: its mean over the first WINDOW placements (the line with pins=0), after
+ * a warm-up of 8 placements undone.
+ *   lookup  shard_ring_owner_of_hash (the dispatcher's lookup of a stored hash) for 8 and 64 members
+ *           at the default vnodes, with 0 pins (the baseline) and 8,000, on 4,096 hashes (warm) and
+ *           262,144 (cold); the two rings take turns, the best of 9 turns each (the machine's other
+ *           load only ever adds time).
+ * One line per measurement:
+ *   bench=pins op=place|ring|pin pins=N us_per_op=MEAN median_us=X ratio_vs_first=R (of the means)
+ *   bench=pins op=lookup members=M pins=P keys=K ns_per_lookup=X ratio_vs_nopins=R */
+#include <shard.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_common.h"
+
+#define WINDOW 256
+#define WARM_KEYS 4096
+#define COLD_KEYS 262144
+#define LOOKUP_PINS 8000
+#define TURNS 9
+
+static const char *const workers[] = { "w0", "w1", "w2", "w3" };
+static volatile uintptr_t sink;
+
+enum op { OP_PLACE, OP_RING, OP_PIN, OP_COUNT };
+static const char *const op_names[] = { "place", "ring", "pin" };
+
+static shard_ring *ring_of(uint32_t members)
+{
+    shard_ring *r;
+    if (shard_ring_create(&r, NULL) != 0)
+        return NULL;
+    for (uint32_t i = 0; i < members; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "w%u", i);
+        if (shard_ring_add(r, name, 1) != 0) {
+            shard_ring_destroy(r);
+            return NULL;
+        }
+    }
+    return r;
+}
+
+static void count_arc(uint64_t first, uint64_t last, const char *a, const char *b, void *ctx)
+{
+    (void)first;
+    (void)last;
+    (void)a;
+    (void)b;
+    (*(size_t *)ctx)++;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* One placement of op; *ring is the ring in force for OP_RING and OP_PIN. Return: 0 or an error. */
+static int place_one(enum op op, shard_dispatcher *d, shard_ring **ring, uint64_t hash, const char *w)
+{
+    if (op == OP_PLACE)
+        return shard_key_place_hash(d, hash, w);
+    if (op == OP_PIN)
+        return shard_ring_pin(*ring, hash, w);
+    shard_ring *next;
+    int err = shard_ring_clone(*ring, &next);
+    if (err)
+        return err;
+    size_t arcs = 0;
+    if ((err = shard_ring_pin(next, hash, w)) != 0 || (err = shard_ring_diff(*ring, next, count_arc, &arcs)) != 0) {
+        shard_ring_destroy(next);
+        return err;
+    }
+    sink += arcs;
+    shard_ring_destroy(*ring);
+    *ring = next;
+    return 0;
+}
+
+/* Places up to the largest count, timing the first WINDOW placements and the WINDOW that end at each
+ * count (counts are at least 2 * WINDOW apart from 0 and from each other). Each placement is timed on
+ * its own: the mean carries what a placement costs now and then (a leaf that splits), the median
+ * leaves out the machine's other load. */
+static int run_op(enum op op, const uint32_t *counts, int ncounts)
+{
+    shard_dispatcher *d = NULL;
+    shard_ring *ring = NULL;
+    if (op == OP_PLACE) {
+        struct shard_config cfg = { .workers = 4, .queue_capacity = 64 };
+        if (shard_dispatcher_create(&d, &cfg) != 0)
+            return 1;
+    } else if (!(ring = ring_of(4))) {
+        return 1;
+    }
+    uint64_t seed = 42;
+    double us[WINDOW], first = 0;
+    int next = 0, err = 0;
+    /* Warm up (the workers' first wake-ups, the allocator's first pages) with a pin made and undone. */
+    uint64_t warm = UINT64_C(1) << 40;
+    for (int k = 0; k < 8 && !err; k++)
+        if (!(err = place_one(op, d, &ring, warm, workers[k % 4])))
+            err = op == OP_PLACE ? shard_key_unplace_hash(d, warm) : shard_ring_unpin(ring, warm);
+    for (uint32_t n = 1, w = 0; n <= counts[ncounts - 1] && !err; n++) {
+        bool timed = n <= WINDOW || n > counts[next] - WINDOW;
+        uint64_t t0 = bench_now_ns();
+        err = place_one(op, d, &ring, bench_mix(&seed), workers[n % 4]);
+        if (!timed)
+            continue;
+        us[w++] = (double)(bench_now_ns() - t0) / 1e3;
+        if (w < WINDOW)
+            continue;
+        w = 0;
+        double mean = 0;
+        for (int k = 0; k < WINDOW; k++)
+            mean += us[k] / WINDOW;
+        qsort(us, WINDOW, sizeof *us, cmp_double);
+        if (n == WINDOW)
+            first = mean;
+        printf("bench=pins op=%s pins=%u us_per_op=%.2f median_us=%.2f ratio_vs_first=%.2f\n", op_names[op],
+               n == WINDOW ? 0 : n, mean, us[WINDOW / 2], mean / first);
+        fflush(stdout);
+        if (n == counts[next])
+            next++;
+    }
+    if (err)
+        fprintf(stderr, "bench_pins: %s: %s\n", op_names[op], shard_strerror(err));
+    shard_dispatcher_destroy(d);
+    shard_ring_destroy(ring);
+    return err ? 1 : 0;
+}
+
+static double time_lookups(const shard_ring *r, const uint64_t *h, size_t n, int reps)
+{
+    uintptr_t acc = 0;
+    uint64_t t0 = bench_now_ns();
+    for (int k = 0; k < reps; k++)
+        for (size_t i = 0; i < n; i++)
+            acc += (uintptr_t)shard_ring_owner_of_hash(r, h[i]);
+    sink += acc;
+    return (double)(bench_now_ns() - t0) / ((double)reps * (double)n);
+}
+
+static int run_lookup(uint32_t members, bool quick)
+{
+    shard_ring *plain = ring_of(members), *pinned = NULL;
+    uint64_t *h = malloc(COLD_KEYS * sizeof *h);
+    if (!plain || !h || shard_ring_clone(plain, &pinned) != 0)
+        return 1;
+    uint64_t seed = 7;
+    for (uint32_t i = 0; i < LOOKUP_PINS; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "w%u", i % members);
+        if (shard_ring_pin(pinned, bench_mix(&seed), name) != 0)
+            return 1;
+    }
+    for (size_t i = 0; i < COLD_KEYS; i++)
+        h[i] = bench_mix(&seed);
+    static const size_t sizes[] = { WARM_KEYS, COLD_KEYS };
+    for (int s = 0; s < 2; s++) {
+        int reps = s == 0 ? (quick ? 50 : 500) : (quick ? 1 : 8);
+        double t[2][TURNS];
+        for (int k = 0; k < TURNS; k++) {
+            t[0][k] = time_lookups(plain, h, sizes[s], reps);
+            t[1][k] = time_lookups(pinned, h, sizes[s], reps);
+        }
+        qsort(t[0], TURNS, sizeof t[0][0], cmp_double);
+        qsort(t[1], TURNS, sizeof t[1][0], cmp_double);
+        for (int p = 0; p < 2; p++)
+            printf("bench=pins op=lookup members=%u pins=%u keys=%zu ns_per_lookup=%.2f ratio_vs_nopins=%.2f\n",
+                   members, p ? LOOKUP_PINS : 0, sizes[s], t[p][0], t[p][0] / t[0][0]);
+        fflush(stdout);
+    }
+    shard_ring_destroy(plain);
+    shard_ring_destroy(pinned);
+    free(h);
+    return 0;
+}
+
+static uint32_t most = SHARD_RING_MAX_PINS;
+static bool lookups = true;
+
+/* The options beside --quick (bench_args): --max=N stops the placements at the last count up to N
+ * (the code before the pin trie takes many minutes to 65,536); --no-lookup skips the lookups. */
+static bool accept_option(const char *arg)
+{
+    char *end;
+    if (strncmp(arg, "--max=", 6) == 0) {
+        unsigned long n = strtoul(arg + 6, &end, 10);
+        if (*end || n < 2000 || n > SHARD_RING_MAX_PINS)
+            return false;
+        most = (uint32_t)n;
+    } else if (strcmp(arg, "--no-lookup") == 0) {
+        lookups = false;
+    } else {
+        return false;
+    }
+    return true;
+}
+
+int main(int argc, char **argv)
+{
+    bool quick = bench_args(argc, argv, accept_option, " [--max=2000..65536] [--no-lookup]");
+    static const uint32_t full[] = { 2000, 20000, SHARD_RING_MAX_PINS }, short_[] = { 512, 2000 };
+    const uint32_t *counts = quick ? short_ : full;
+    int ncounts = quick ? 2 : 3;
+    while (ncounts > 1 && counts[ncounts - 1] > most)
+        ncounts--;
+    if (lookups && (run_lookup(8, quick) || run_lookup(64, quick)))
+        return 1;
+    for (int op = OP_COUNT - 1; op >= 0; op--)
+        if (run_op((enum op)op, counts, ncounts) != 0)
+            return 1;
+    return 0;
+}

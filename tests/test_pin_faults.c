@@ -1,0 +1,165 @@
+/* Pins without memory. A pin or unpin on a ring that shares its pins with a clone copies a path of the
+ * pin trie first: when an allocation fails it returns -ENOMEM and changes nothing, the clone neither.
+ * A remove may not fail: when the removed member's pins cannot be purged into a new trie, they stay as
+ * dead entries that read as absent everywhere (lookups, count, enumeration, checksum, diff) until a
+ * later pin or unpin purges them. The N-th allocation of the calling thread is failed, N = 1, 2, ...,
+ * through -Wl,--wrap (static library, as test_faults). */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <shard.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ring_internal.h" /* pins_dead: whether the purge happened */
+
+static _Thread_local long fail_countdown; /* 0: off; 1: the next allocation fails */
+
+static int should_fail(void)
+{
+    return fail_countdown && --fail_countdown == 0;
+}
+
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t a, size_t b);
+void *__real_realloc(void *p, size_t n);
+void *__real_aligned_alloc(size_t a, size_t n);
+char *__real_strdup(const char *s);
+
+void *__wrap_malloc(size_t n) { return should_fail() ? NULL : __real_malloc(n); }
+void *__wrap_calloc(size_t a, size_t b) { return should_fail() ? NULL : __real_calloc(a, b); }
+void *__wrap_realloc(void *p, size_t n) { return should_fail() ? NULL : __real_realloc(p, n); }
+void *__wrap_aligned_alloc(size_t a, size_t n) { return should_fail() ? NULL : __real_aligned_alloc(a, n); }
+char *__wrap_strdup(const char *s) { return should_fail() ? NULL : __real_strdup(s); }
+
+static uint64_t mix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static shard_ring *ring_with_pins(int npins, uint64_t *hashes)
+{
+    shard_ring *r;
+    cr_assert_eq(shard_ring_create(&r, NULL), 0);
+    static const char *const names[] = { "w0", "w1", "w2" };
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(shard_ring_add(r, names[i], 1), 0);
+    uint64_t rng = 7;
+    for (int i = 0; i < npins; i++) {
+        hashes[i] = mix(&rng);
+        cr_assert_eq(shard_ring_pin(r, hashes[i], names[i % 3]), 0);
+    }
+    return r;
+}
+
+Test(pin_faults, a_shared_pin_or_unpin_fails_cleanly)
+{
+    static uint64_t h[1500];
+    int saw[2] = { 0, 0 };
+    for (long n = 1; n < 12; n++) {
+        shard_ring *r = ring_with_pins(1500, h), *c;
+        cr_assert_eq(shard_ring_clone(r, &c), 0);
+        uint64_t sum = shard_ring_checksum(r);
+        size_t count = shard_ring_pin_count(r);
+        for (int op = 0; op < 2; op++) {
+            fail_countdown = n;
+            int err = op == 0 ? shard_ring_unpin(r, h[17]) : shard_ring_pin(r, h[18], "w1");
+            fail_countdown = 0;
+            cr_assert(err == 0 || err == -ENOMEM, "op %d n=%ld: %d", op, n, err);
+            if (err == -ENOMEM) {
+                saw[op] = 1;
+                cr_assert_eq(shard_ring_checksum(r), sum, "a failed %s changed the ring (n=%ld)",
+                             op ? "pin" : "unpin", n);
+                cr_assert_eq(shard_ring_pin_count(r), count);
+            }
+            sum = shard_ring_checksum(r);
+            count = shard_ring_pin_count(r);
+        }
+        /* The clone, which shared every node the ring had, is untouched by both. */
+        cr_assert_eq(shard_ring_pin_count(c), 1500);
+        cr_assert_str_eq(shard_ring_owner_of_hash(c, h[17]), "w2");
+        cr_assert_str_eq(shard_ring_owner_of_hash(c, h[18]), "w0");
+        shard_ring_destroy(c);
+        shard_ring_destroy(r);
+    }
+    cr_assert(saw[0] && saw[1], "no allocation of unpin (%d) or pin (%d) was failed", saw[0], saw[1]);
+}
+
+struct listing {
+    uint64_t h[1500];
+    char     m[1500][4];
+    size_t   n;
+};
+
+static void list_pins(const shard_ring *r, struct listing *l)
+{
+    l->n = shard_ring_pin_count(r);
+    for (size_t i = 0; i < l->n; i++) {
+        const char *m;
+        cr_assert_eq(shard_ring_pin_at(r, i, &l->h[i], &m), 0);
+        snprintf(l->m[i], sizeof l->m[i], "%s", m);
+        cr_assert(i == 0 || l->h[i] > l->h[i - 1], "pins in hash order");
+    }
+    cr_assert_eq(shard_ring_pin_at(r, l->n, NULL, NULL), -ERANGE);
+}
+
+static void no_arc(uint64_t first, uint64_t last, const char *a, const char *b, void *ctx)
+{
+    (void)first, (void)last, (void)a, (void)b;
+    (*(int *)ctx)++;
+}
+
+/* Every allocation of the purge failed in turn: the remove succeeds, and the ring reads as one whose
+ * remove had memory, before and after the dead entries are purged by a later pin. */
+Test(pin_faults, a_remove_without_memory_leaves_its_pins_dead)
+{
+    static uint64_t h[1500];
+    static struct listing want, got;
+    shard_ring *ref = ring_with_pins(1500, h), *refc;
+    cr_assert_eq(shard_ring_clone(ref, &refc), 0);
+    cr_assert_eq(shard_ring_remove(refc, "w1"), 0);
+    cr_assert_eq(refc->pins_dead, 0);
+    list_pins(refc, &want);
+    cr_assert_eq(want.n, 1000);
+    int dead_seen = 0, purged = 0;
+    for (long n = 1; n < 80; n++) {
+        shard_ring *r = ring_with_pins(1500, h), *c;
+        cr_assert_eq(shard_ring_clone(r, &c), 0); /* shared, as a dispatcher's next ring is */
+        fail_countdown = n;
+        int err = shard_ring_remove(c, "w1");
+        fail_countdown = 0;
+        cr_assert_eq(err, 0, "a remove never fails (n=%ld)", n);
+        dead_seen += c->pins_dead == 500;
+        purged += c->pins_dead == 0;
+        cr_assert(c->pins_dead == 0 || c->pins_dead == 500);
+        cr_assert_eq(shard_ring_checksum(c), shard_ring_checksum(refc), "n=%ld", n);
+        list_pins(c, &got);
+        cr_assert_eq(got.n, want.n);
+        cr_assert_eq(memcmp(got.h, want.h, want.n * sizeof *want.h), 0);
+        cr_assert_eq(memcmp(got.m, want.m, sizeof want.m[0] * want.n), 0);
+        int arcs = 0;
+        cr_assert_eq(shard_ring_diff(c, refc, no_arc, &arcs), 0);
+        cr_assert_eq(arcs, 0);
+        for (int i = 0; i < 1500; i++)
+            cr_assert_str_eq(shard_ring_owner_of_hash(c, h[i]), shard_ring_owner_of_hash(refc, h[i]), "pin %d", i);
+        /* A dead hash is not pinned: unpinning it is -ENOENT, pinning it makes it live again. */
+        cr_assert_eq(shard_ring_unpin(c, h[1]), -ENOENT);
+        cr_assert_eq(shard_ring_pin(c, h[1], "w2"), 0);
+        cr_assert_eq(c->pins_dead, 0, "purged by the next pin");
+        cr_assert_eq(shard_ring_pin_count(c), 1001);
+        cr_assert_str_eq(shard_ring_owner_of_hash(c, h[1]), "w2");
+        cr_assert_eq(shard_ring_add(c, "w1", 1), 0); /* back, with none of its old pins */
+        cr_assert_eq(shard_ring_pin_count(c), 1001);
+        cr_assert_eq(shard_ring_pin(c, h[4], "w1"), 0);
+        cr_assert_str_eq(shard_ring_owner_of_hash(c, h[4]), "w1");
+        shard_ring_destroy(c);
+        shard_ring_destroy(r);
+    }
+    cr_assert_gt(dead_seen, 0, "no purge was failed");
+    cr_assert_gt(purged, 0, "no purge had memory");
+    shard_ring_destroy(refc);
+    shard_ring_destroy(ref);
+}
