@@ -22,6 +22,7 @@ static void run_unlocked(struct shard_worker *w, bool is_job, uint64_t hash, voi
     w->in_fn = true;
     w->running_job = is_job;
     w->running_hash = hash;
+    w->job_hash = hash;
     atomic_store_explicit(&w->busy, is_job, memory_order_relaxed);
     pthread_mutex_unlock(&w->lock);
     uint64_t started = is_job ? shard__load_start(w) : 0, ended = 0;
@@ -117,7 +118,7 @@ bool shard__run_batch(struct shard_worker *w)
         shard_job_fn fn = s->fn;
         void *arg = s->arg;
         w->batch_hash[pos & 1] = s->hash;
-        w->running_hash = s->hash; /* shard_job_key_hash */
+        w->job_hash = s->hash; /* shard_job_key_hash; not running_hash, which a crash reads */
         /* Takes pos unless a crash took the batch back: then the crash hands pos over. release: the
          * crash that ends the batch after this sees that pos was taken, and its hash. */
         uint64_t expect = 2 * pos + 1;

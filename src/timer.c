@@ -73,7 +73,9 @@ static bool insert_into(struct shard_worker *w, uint32_t idx, uint64_t epoch)
     }
     uint64_t before = atomic_load_explicit(&w->timer_next, memory_order_relaxed);
     uint64_t at = shard__wheel_insert(&w->wheel, idx);
-    atomic_store_explicit(&t->home, &w->wheel, memory_order_relaxed);
+    /* release: a rearm that finds w through home (acquire in rearm_pending) sees w initialised, as
+     * this thread does (it found w through a published snapshot, or is w). */
+    atomic_store_explicit(&t->home, &w->wheel, memory_order_release);
     bool sooner = at < before;
     if (sooner)
         atomic_store_explicit(&w->timer_next, at, memory_order_relaxed);
@@ -302,7 +304,7 @@ SHARD_API int shard_timer_cancel(shard_dispatcher *d, shard_timer timer)
     return rc;
 }
 
-/* Moves timer idx (of generation gen, PENDING as word says) to deadline now + delay in the wheel that
+/* Moves timer idx (its generation and PENDING in word, as read) to deadline now + delay in the wheel that
  * holds it. The wheel's worker is alive while the record is in its wheel, and the caller's read-side
  * section began before it could be taken out: a worker is freed only after it has emptied its wheel
  * (it left the ring, or crashed and its wheel was handed over) and a grace period has passed since
@@ -310,7 +312,7 @@ SHARD_API int shard_timer_cancel(shard_dispatcher *d, shard_timer timer)
 static int rearm_pending(shard_dispatcher *d, uint32_t idx, uint64_t word, uint64_t delay)
 {
     struct timer *t = shard__timer_at(&d->timers, idx);
-    struct wheel *home = atomic_load_explicit(&t->home, memory_order_relaxed);
+    struct wheel *home = atomic_load_explicit(&t->home, memory_order_acquire); /* pairs with insert_into */
     if (!home)
         return -EAGAIN; /* handed on with its key, its arm job queued, or taken out to fall due */
     struct shard_worker *w = (struct shard_worker *)((char *)home - offsetof(struct shard_worker, wheel));

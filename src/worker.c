@@ -103,7 +103,7 @@ SHARD_API uint64_t shard_job_key_hash(const shard_worker *w)
     /* busy: set by w's own thread around a job or a batch of them, not around a hook (run.c). */
     if (!w || w != shard__current_worker || !atomic_load_explicit(&w->busy, memory_order_relaxed))
         return 0;
-    return w->running_hash;
+    return w->job_hash;
 }
 
 SHARD_API uint32_t shard_worker_id(const shard_worker *w)

@@ -37,7 +37,9 @@ struct shard_worker {
     pthread_mutex_t  lock;          /* held by W except while it runs a job or hook or is parked */
     struct held      held;          /* W */
     bool             in_fn;         /* W: running a job or hook */
-    uint64_t         running_hash;  /* W: key hash of the job in_fn runs, or the batch runs */
+    uint64_t         running_hash;  /* W: key hash of the job in_fn runs */
+    uint64_t         job_hash;      /* the worker's thread alone: key hash of the job running, in_fn
+                                     * or in a batch (shard_job_key_hash) */
     bool             running_job;   /* W: in_fn for a job, not a hook */
     bool             stopped;       /* W: processed its STOP */
     bool             held_dirty;    /* W: held items may be able to go: walk them */
@@ -65,7 +67,8 @@ struct shard_worker {
     _Atomic uint64_t waits_on;      /* A: what its held jobs wait for: wait_bit() of workers, and
                                      * WAIT_CRASH (handoff.c); rebuilt on every walk */
     _Atomic uint64_t kick;          /* A: bumped by a waker whose event it waits for */
-    uint32_t         id;            /* I: which bit of waits_on stands for it */
+    uint32_t         id;            /* I: shard_worker_id, and which bit of waits_on stands for it
+                                     * (d->gone shares 0 with the first worker: no job waits on it) */
     bool             queue_handed;  /* L: the crash has handed its queue over */
     bool             hook_at_crash; /* L: crashed while running its release hook, not returned */
     struct crash_record crash;      /* the crash table's lock */

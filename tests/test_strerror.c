@@ -52,6 +52,7 @@ Test(strerror, the_words_fit_every_call)
         { -ENOENT, "shard_timer_cancel: not pending", "pending timer" },
         { -EAGAIN, "shard_try_submit: queue full", "queue full" },
         { -EAGAIN, "shard_try_submit: key throttled", "throttled" },
+        { -EAGAIN, "shard_timer_rearm: moving with its key, or its job queued", "timer moving" },
         { -EAGAIN, "shard_dispatcher_create, shard_worker_add: no thread could be started", "thread" },
         { -E2BIG, "shard_ring_pin: SHARD_RING_MAX_PINS pins", "pinned" },
         { -E2BIG, "shard_key_place: SHARD_RING_MAX_PINS keys placed", "placed" },

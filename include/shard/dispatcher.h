@@ -337,13 +337,14 @@ SHARD_API void  shard_worker_set_user(shard_worker *w, void *user);
 /** The hash of the key whose job is running on w (a timer's job included): what the job was submitted
  * with, hashed by the dispatcher's ring (shard_dispatcher_key_hash() gives it for a key's bytes), so a
  * job can name its key without carrying it in arg. Context: a job on w, from its own thread.
- * Return: the hash; 0 for w NULL, or when called on another thread or outside a job (a hook)
- * (added in 0.2). */
+ * Return: the hash; 0 for w NULL, or when called on another thread or outside a job (a hook); with a
+ * key-hash hook (shard_ring_config) 0 may also be a key's hash (added in 0.2). */
 SHARD_API uint64_t shard_job_key_hash(const shard_worker *w);
 
 /** A number that names w among its dispatcher's workers for the dispatcher's life: create's workers
- * are 0, 1, ... in name order (w0, w1, ...), each worker added later takes the next, and no number is
- * given twice (so it only grows under churn: map it, don't size an array by it). Context: any thread
+ * are 0, 1, ... in name order (w0, w1, ...), each worker added later takes the next (an add that
+ * failed may have used one up), and no number is given twice (so it only grows under churn: map it,
+ * don't size an array by it). Context: any thread
  * while w lives. Return: the number; UINT32_MAX for w NULL (added in 0.2). */
 SHARD_API uint32_t shard_worker_id(const shard_worker *w);
 

@@ -85,14 +85,17 @@ SHARD_API int shard_timer_cancel(shard_dispatcher *d, shard_timer timer);
 /** Moves a pending timer's deadline to delay_ns from now, keeping its id (libuv's uv_timer_again): an
  * idle timeout pushed back on every packet costs no cancel, no arm and no new id. A periodic timer's
  * grid starts again from the new deadline. In O(1) where the timer waits: from a job of its key, that
- * is the wheel of the worker running it (the key's state and its timers are held together), so it
- * takes no lock another worker holds; from another thread it takes that worker's timer lock.
- * While its key moves (a membership change hands the key's state and timers on) or as it falls due,
- * the timer is in no wheel for a moment: the deadline is then not moved and -EAGAIN says so.
+ * is usually the wheel of the worker running it (the key's state and its timers are held together),
+ * so it takes no lock another worker holds; from another thread, or a job stuck on a crashed worker,
+ * it takes the holding worker's timer lock.
+ * While its key moves (a membership change hands the key's state and timers on), while the job that
+ * arms it (during a change) is queued, or as it falls due, the timer is in no wheel: the deadline is
+ * then not moved and -EAGAIN says so. From a job of its key that may not clear while the job runs
+ * (the arm or fire job waits behind it): there, on -EAGAIN, cancel it and arm a new one.
  * Context: any thread, including a running job. Return: 0; -ENOENT (not pending: it has run once,
  * was cancelled or dropped, or the id was never issued by d); -EBUSY (its job is running now: this
  * run goes ahead; a periodic timer's next deadline follows its grid); -EAGAIN (moving with its key,
- * or its job queued: call again, or cancel); -EINVAL (d NULL, timer 0, delay_ns over
+ * or its job queued: call again from another thread, or cancel); -EINVAL (d NULL, timer 0, delay_ns over
  * SHARD_TIMER_MAX_NS); -ESHUTDOWN (destroy has begun). A failed call changes nothing (added in 0.2). */
 SHARD_API int shard_timer_rearm(shard_dispatcher *d, shard_timer timer, uint64_t delay_ns);
 
