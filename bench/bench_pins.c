@@ -7,19 +7,20 @@
  *   pin     shard_ring_pin alone, on one ring; same counts
  * Each op's baseline, same run: its mean over the first WINDOW placements (the line with pins=0), after
  * a warm-up of 8 placements undone.
- *   lookup  shard_ring_owner_of_hash (the dispatcher's lookup of a stored hash) for 8 and 64 members
- *           at the default vnodes, with 0 pins (the baseline) and 8,000, on 4,096 hashes (warm) and
- *           262,144 (cold); the two rings take turns, the best of 9 turns each (the machine's other
- *           load only ever adds time).
+ *   lookup  shard_ring_owner_of_hash (impl=public), and shard__ring_owner_index, the lookup a submit
+ *           makes inline (impl=inline), for 8 and 64 members at the default vnodes, with 0 pins (the
+ *           baseline) and 8,000, on 4,096 hashes (warm) and 262,144 (cold); the two rings take turns,
+ *           the best of 9 turns each (the machine's other load only ever adds time).
  * One line per measurement:
  *   bench=pins op=place|ring|pin pins=N us_per_op=MEAN median_us=X ratio_vs_first=R (of the means)
- *   bench=pins op=lookup members=M pins=P keys=K ns_per_lookup=X ratio_vs_nopins=R */
+ *   bench=pins op=lookup impl=public|inline members=M pins=P keys=K ns_per_lookup=X ratio_vs_nopins=R */
 #include <shard.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench_common.h"
+#include "ring_internal.h" /* shard__ring_owner_index, the lookup a submit makes */
 
 #define WINDOW 256
 #define WARM_KEYS 4096
@@ -138,13 +139,14 @@ static int run_op(enum op op, const uint32_t *counts, int ncounts)
     return err ? 1 : 0;
 }
 
-static double time_lookups(const shard_ring *r, const uint64_t *h, size_t n, int reps)
+/* The public call, or (inline) the dispatcher's own lookup of a member index. */
+static double time_lookups(const shard_ring *r, const uint64_t *h, size_t n, int reps, bool inline_)
 {
     uintptr_t acc = 0;
     uint64_t t0 = bench_now_ns();
     for (int k = 0; k < reps; k++)
         for (size_t i = 0; i < n; i++)
-            acc += (uintptr_t)shard_ring_owner_of_hash(r, h[i]);
+            acc += inline_ ? shard__ring_owner_index(r, h[i]) : (uintptr_t)shard_ring_owner_of_hash(r, h[i]);
     sink += acc;
     return (double)(bench_now_ns() - t0) / ((double)reps * (double)n);
 }
@@ -167,17 +169,20 @@ static int run_lookup(uint32_t members, bool quick)
     static const size_t sizes[] = { WARM_KEYS, COLD_KEYS };
     for (int s = 0; s < 2; s++) {
         int reps = s == 0 ? (quick ? 50 : 500) : (quick ? 1 : 8);
-        double t[2][TURNS];
-        for (int k = 0; k < TURNS; k++) {
-            t[0][k] = time_lookups(plain, h, sizes[s], reps);
-            t[1][k] = time_lookups(pinned, h, sizes[s], reps);
+        for (int in = 0; in < 2; in++) {
+            double t[2][TURNS];
+            for (int k = 0; k < TURNS; k++) {
+                t[0][k] = time_lookups(plain, h, sizes[s], reps, in);
+                t[1][k] = time_lookups(pinned, h, sizes[s], reps, in);
+            }
+            qsort(t[0], TURNS, sizeof t[0][0], cmp_double);
+            qsort(t[1], TURNS, sizeof t[1][0], cmp_double);
+            for (int p = 0; p < 2; p++)
+                printf("bench=pins op=lookup impl=%s members=%u pins=%u keys=%zu ns_per_lookup=%.2f "
+                       "ratio_vs_nopins=%.2f\n",
+                       in ? "inline" : "public", members, p ? LOOKUP_PINS : 0, sizes[s], t[p][0], t[p][0] / t[0][0]);
+            fflush(stdout);
         }
-        qsort(t[0], TURNS, sizeof t[0][0], cmp_double);
-        qsort(t[1], TURNS, sizeof t[1][0], cmp_double);
-        for (int p = 0; p < 2; p++)
-            printf("bench=pins op=lookup members=%u pins=%u keys=%zu ns_per_lookup=%.2f ratio_vs_nopins=%.2f\n",
-                   members, p ? LOOKUP_PINS : 0, sizes[s], t[p][0], t[p][0] / t[0][0]);
-        fflush(stdout);
     }
     shard_ring_destroy(plain);
     shard_ring_destroy(pinned);

@@ -107,8 +107,10 @@ SHARD_API int shard_ring_set_weight(shard_ring *r, const char *member, uint32_t 
  * member, whatever the points say; other hashes are untouched. A hash pinned already moves to member.
  * Pins follow their member's renumbering; removing the member drops its pins. For placing hot keys
  * (shard_key_place() does it on a dispatcher's ring). A pin costs O(log pins), on a clone too (it
- * copies one path of the pins it shares); a lookup pays for pins only in the front table's buckets
- * that hold one (with 8 entries a point, about pins / (8 * points) of all lookups).
+ * copies one path of the pins it shares); a lookup pays for pins only near one: in the lookup
+ * table's buckets that hold a pin, and in rings of up to 8192 members only in the part of the bucket
+ * (down to an eighth) that holds it (8,000 pins on 8 members at the default vnodes: 2.6 % of
+ * lookups).
  * Context: the ring's owner thread. Return: 0; -EINVAL (r or member NULL); -ENOENT (no such member);
  * -E2BIG (SHARD_RING_MAX_PINS pins already); -ENOMEM. On error the ring is unchanged. */
 SHARD_API int shard_ring_pin(shard_ring *r, uint64_t hash, const char *member);
