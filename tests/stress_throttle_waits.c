@@ -168,6 +168,7 @@ static void section(void)
 
 static long waiter_switches[WAITERS];
 static atomic_long unrelated_ran;
+static atomic_int waiting, admitted;
 
 static void count_unrelated(shard_worker *w, void *a)
 {
@@ -182,7 +183,9 @@ static void *key_waiter(void *a)
     int i = (int)(intptr_t)a;
     struct rusage before, after;
     getrusage(RUSAGE_THREAD, &before);
+    atomic_fetch_add(&waiting, 1);
     CHECK(shard_submit(d, kkey, strlen(kkey), nothing, NULL) == 0, "waiter's submit");
+    atomic_fetch_add(&admitted, 1);
     getrusage(RUSAGE_THREAD, &after);
     waiter_switches[i] = after.ru_nvcsw - before.ru_nvcsw;
     return NULL;
@@ -207,6 +210,8 @@ static void storm(void)
     pthread_t th[WAITERS];
     for (int i = 0; i < WAITERS; i++)
         pthread_create(&th[i], NULL, key_waiter, (void *)(intptr_t)i);
+    while (atomic_load(&waiting) < WAITERS) /* each has called shard_submit */
+        sched_yield();
     /* Unrelated: w1's before and after the add (w0 is held: its keys would wait). */
     static char others[64][64];
     CHECK(shard_dispatcher_ring(d, &r) == 0, "ring");
@@ -220,6 +225,8 @@ static void storm(void)
         CHECK(shard_submit(d, others[i % 64], strlen(others[i % 64]), count_unrelated, NULL) == 0, "unrelated");
     while (atomic_load(&unrelated_ran) < UNRELATED) /* not a drain: K's jobs wait for w0 */
         sched_yield();
+    /* Still held back after the flood: the counts below are of waiters that waited through it. */
+    CHECK(atomic_load(&admitted) == 0, "%d waiters were let through a throttled key", atomic_load(&admitted));
     sem_post(&gate); /* w0 passes its fence, K's jobs run on w2, K is released */
     for (int i = 0; i < WAITERS; i++)
         pthread_join(th[i], NULL);
