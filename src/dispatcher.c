@@ -11,6 +11,7 @@
 #include "dispatcher_internal.h"
 #include "hash.h"
 #include "membership.h"
+#include "outbox.h"
 #include "rcu.h"
 #include "registry.h"
 #include "space.h"
@@ -90,6 +91,11 @@ SHARD_API void shard_dispatcher_destroy(shard_dispatcher *d)
     /* Every submit that read shutdown == 0 is inside a read-side section, or registered as a waiter
      * before leaving it: after this, none pushes, and every waiter is counted. */
     shard__rcu_synchronize();
+    /* Submits that workers' jobs made before are delivered before the workers are told to stop. */
+    pthread_mutex_lock(&d->lock);
+    while (shard__outboxes_open(d))
+        pthread_cond_wait(&d->cond, &d->lock);
+    pthread_mutex_unlock(&d->lock);
     shard__space_send_back(d);
     shard__membership_stop_all(d);
     shard__ctl_unlock(d);
@@ -135,6 +141,15 @@ bool shard__submit_throttled(shard_dispatcher *d, uint64_t h, bool wait)
 
 int shard__submit_hashed(shard_dispatcher *d, uint64_t h, shard_job_fn fn, void *arg, bool wait)
 {
+    struct shard_worker *me = shard__current_worker;
+    if (me && me->d == d && !atomic_load_explicit(&d->shutdown, memory_order_relaxed)) {
+        /* A running job's submit waits in its worker's outbox for the batch's end (outbox.h); any
+         * other submit of the worker's thread goes after what it holds. */
+        if (wait && me->outbox.gathering)
+            return shard__outbox_add(me, h, fn, arg);
+        if (!shard__outbox_deliver(me))
+            return -ENOMEM;
+    }
     for (;;) {
         if (atomic_load_explicit(&d->shutdown, memory_order_relaxed))
             return -ESHUTDOWN;

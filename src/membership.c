@@ -14,6 +14,7 @@
 #include "handoff.h"
 #include "hash.h"
 #include "membership.h"
+#include "outbox.h"
 #include "rcu.h"
 #include "registry.h"
 #include "space.h"
@@ -445,11 +446,10 @@ out:
     return err;
 }
 
-SHARD_API int shard_drain(shard_dispatcher *d)
+/* A drain mark behind everything in every member's queue, and the wait for all of them. Context: ctl.
+ * Return: 0 or -ENOMEM. */
+static int mark_all(shard_dispatcher *d)
 {
-    int err = ctl_enter(d);
-    if (err)
-        return err;
     struct snap *cur = atomic_load_explicit(&d->snap, memory_order_relaxed);
     size_t n = shard_ring_member_count(cur->ring);
     struct job **marks = calloc(n, sizeof *marks);
@@ -461,10 +461,8 @@ SHARD_API int shard_drain(shard_dispatcher *d)
             marks = NULL;
         }
     }
-    if (!marks) {
-        shard__ctl_unlock(d);
+    if (!marks)
         return -ENOMEM;
-    }
     pthread_mutex_lock(&d->lock);
     d->marks_pending += n;
     pthread_mutex_unlock(&d->lock);
@@ -479,8 +477,26 @@ SHARD_API int shard_drain(shard_dispatcher *d)
     while (d->marks_pending || d->nretiring)
         pthread_cond_wait(&d->cond, &d->lock);
     pthread_mutex_unlock(&d->lock);
-    shard__ctl_unlock(d);
     return 0;
+}
+
+SHARD_API int shard_drain(shard_dispatcher *d)
+{
+    int err = ctl_enter(d);
+    if (err)
+        return err;
+    /* A job's submits wait in its worker's outbox until its batch ends (outbox.h): one made before this
+     * call may reach its queue only after that queue's mark. The worker's own mark comes after its
+     * batch, so once the first marks are through such submits are queued, and a second mark is
+     * behind them. A job still running on a crashed worker is not waited for, nor what it submits. */
+    pthread_mutex_lock(&d->lock);
+    bool gathered = shard__outboxes_open(d);
+    pthread_mutex_unlock(&d->lock);
+    err = mark_all(d);
+    if (!err && gathered)
+        err = mark_all(d);
+    shard__ctl_unlock(d);
+    return err;
 }
 
 void shard__membership_stop_all(shard_dispatcher *d)

@@ -23,11 +23,14 @@ static void run_unlocked(struct shard_worker *w, bool is_job, uint64_t hash, voi
     w->running_job = is_job;
     w->running_hash = hash;
     w->job_hash = hash;
+    w->outbox.gathering = is_job;
     atomic_store_explicit(&w->busy, is_job, memory_order_relaxed);
     pthread_mutex_unlock(&w->lock);
     uint64_t started = is_job ? shard__load_start(w) : 0, ended = 0;
     call(w, ctx);
     if (is_job) {
+        w->outbox.gathering = false;
+        shard__outbox_deliver(w); /* what is left (no memory) goes from the loop */
         ended = shard__load_end(w, started);
         if (w->hot)
             shard__hot_record(w->hot, hash, ended - started, ended);
@@ -111,6 +114,7 @@ bool shard__run_batch(struct shard_worker *w)
     atomic_store_explicit(&w->busy, true, memory_order_relaxed);
     pthread_mutex_unlock(&w->lock);
     uint64_t started = shard__load_start(w), job_start = started;
+    w->outbox.gathering = true;
     for (int n = 0; n < BATCH_MAX; n++) {
         const struct slot *s = shard__queue_peek_sc(q, pos);
         if (!s || !batch_may_run(d, w, pos, s->epoch))
@@ -141,6 +145,8 @@ bool shard__run_batch(struct shard_worker *w)
         }
         pos++;
     }
+    w->outbox.gathering = false;
+    shard__outbox_deliver(w); /* what is left (no memory) goes from the loop */
     uint64_t ended = shard__load_end(w, started);
     pthread_mutex_lock(&w->lock);
     atomic_store_explicit(&w->busy, false, memory_order_relaxed);

@@ -12,6 +12,7 @@
 
 #include "dispatcher_internal.h"
 #include "hash.h"
+#include "outbox.h"
 #include "rcu.h"
 #include "ring_internal.h"
 #include "space.h"
@@ -96,6 +97,21 @@ static int submit_many(shard_dispatcher *d, const struct shard_job *jobs, size_t
     shard__rcu_read_lock();
     size_t done = 0;
     int rc = 0;
+    struct shard_worker *me = shard__current_worker;
+    if (me && me->d == d && wait && me->outbox.gathering) {
+        /* A running job's: into its worker's outbox, in order, as that many shard_submit (outbox.h). */
+        for (; done < n && !rc; done += !rc) {
+            if (atomic_load_explicit(&d->shutdown, memory_order_relaxed))
+                rc = -ESHUTDOWN;
+            else
+                rc = shard__outbox_add(me, shard__hash_key_cfg(&d->cfg.ring, jobs[done].key, jobs[done].len),
+                                       jobs[done].fn, jobs[done].arg);
+        }
+        n = done;
+    } else if (me && me->d == d && !atomic_load_explicit(&d->shutdown, memory_order_relaxed) &&
+               !shard__outbox_deliver(me)) {
+        rc = -ENOMEM; /* the worker's earlier submits go first */
+    }
     while (done < n && !rc) {
         if (atomic_load_explicit(&d->shutdown, memory_order_relaxed)) {
             rc = -ESHUTDOWN;

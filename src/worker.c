@@ -262,6 +262,13 @@ static void loop(struct shard_worker *w)
         yield_to_crash(w);
         if (shard__worker_is_crashed(w))
             break;
+        if (w->outbox.n && !shard__outbox_deliver(w)) {
+            /* Out of memory for a job beyond a full queue: its jobs' submits wait, in order. */
+            pthread_mutex_unlock(&w->lock);
+            sched_yield();
+            pthread_mutex_lock(&w->lock);
+            continue;
+        }
         if (shard__timers_due(w))
             shard__timers_fire_due(w);
         if (shard__inbox_pending(w))
@@ -305,6 +312,12 @@ void *shard__worker_main(void *arg)
         d->cfg.on_worker_start(w, d->cfg.user);
     pthread_mutex_lock(&w->lock);
     loop(w);
+    /* Its last jobs' submits (a crashed worker's too: they were made): to the keys' owners now. */
+    while (!shard__outbox_deliver(w)) {
+        pthread_mutex_unlock(&w->lock);
+        sched_yield();
+        pthread_mutex_lock(&w->lock);
+    }
     bool was_crashed = shard__worker_is_crashed(w);
     shard__worker_sync_holding(w); /* a crash may have taken its held jobs */
     /* A worker that left may be kept a while (a crash's entries, snapshots): not its spares. */

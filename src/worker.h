@@ -13,6 +13,7 @@
 #include "held.h"
 #include "hot.h"
 #include "job.h"
+#include "outbox.h"
 #include "park.h"
 #include "queue.h"
 #include "wheel.h"
@@ -111,6 +112,8 @@ struct shard_worker {
     uint64_t         wheel_epoch;   /* timer_lock: epoch of the last fence at which it lost keys */
     _Atomic uint64_t timer_next;    /* A, written under timer_lock: when the wheel next needs W (ns);
                                      * UINT64_MAX: never */
+
+    struct outbox    outbox;        /* W, its `open` A: its jobs' submits until their batch ends (outbox.h) */
 };
 
 extern _Thread_local struct shard_worker *shard__current_worker;

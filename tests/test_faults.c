@@ -211,11 +211,15 @@ Test(faults, arm_without_memory_arms_nothing)
     shard_dispatcher_destroy(d);
 }
 
-/* A worker's batch submit to its own full queue goes beyond it, a record a job: when a record cannot be
- * had, shard_submit_many returns how many went before (-ENOMEM with none), and those not accepted
- * never run. */
-static atomic_int noop_ran, batch_ran;
-static int rc_none, rc_one;
+/* A running job's submits are gathered in its worker's outbox (64 of them) and delivered when it
+ * returns. Beyond the worker's own full queue each needs a record: one that cannot be had keeps the
+ * gathered jobs, in order, until memory comes back (nothing lost, nothing run twice); a submit that
+ * finds the outbox full and still undeliverable returns -ENOMEM, and shard_submit_many how many it
+ * gathered before (-ENOMEM with none). Those not accepted never run. */
+#define GATHER 64 /* the outbox's size (outbox.h's OUTBOX_MAX) */
+static atomic_int noop_ran, batch_ran, seq_next, misordered;
+static int rc_one, rc_none, gathered_rc;
+static long hits_one, hits_none;
 static sem_t batched_all; /* fill_then_batch has submitted everything: a drain after it covers it */
 
 static void noop(shard_worker *w, void *arg)
@@ -230,22 +234,34 @@ static void batched(shard_worker *w, void *arg)
     atomic_fetch_add(&batch_ran, 1);
 }
 
+static void in_order(shard_worker *w, void *arg)
+{
+    (void)w;
+    if (atomic_fetch_add(&seq_next, 1) != (int)(intptr_t)arg)
+        atomic_fetch_add(&misordered, 1);
+}
+
 static void fill_then_batch(shard_worker *w, void *arg)
 {
     shard_dispatcher *d = shard_worker_dispatcher(w);
     (void)arg;
     for (int i = 0; i < 4; i++)
         cr_assert_eq(shard_try_submit(d, "k", 1, noop, NULL), 0); /* its queue of 4 is full now */
+    gathered_rc = 0;
+    for (int i = 0; i < GATHER - 1 && !gathered_rc; i++)
+        gathered_rc = shard_submit(d, "k", 1, in_order, (void *)(intptr_t)i);
     struct shard_job jobs[3] = { { "k", 1, batched, NULL }, { "k", 1, batched, NULL }, { "k", 1, batched, NULL } };
-    arm(1); /* the first record fails */
-    rc_none = shard_submit_many(d, jobs, 3);
-    arm(2); /* the second fails */
+    arm(1); /* the outbox fills with the first; delivering it then fails its first record */
     rc_one = shard_submit_many(d, jobs, 3);
+    hits_one = failures_hit;
+    arm(1); /* full again, and its delivery fails again */
+    rc_none = shard_submit_many(d, jobs, 3);
+    hits_none = failures_hit;
     arm(0);
     sem_post(&batched_all);
 }
 
-Test(faults, submit_many_beyond_a_full_queue_without_memory)
+Test(faults, a_jobs_submits_beyond_a_full_queue_without_memory)
 {
     shard_dispatcher *d;
     struct shard_config cfg = { .workers = 1, .queue_capacity = 4 };
@@ -254,10 +270,15 @@ Test(faults, submit_many_beyond_a_full_queue_without_memory)
     cr_assert_eq(shard_submit(d, "k", 1, fill_then_batch, NULL), 0);
     sem_wait(&batched_all); /* a drain covers only jobs submitted before it */
     cr_assert_eq(shard_drain(d), 0);
+    cr_assert_eq(gathered_rc, 0);
+    cr_assert_eq(rc_one, 1, "the batch returned %d: the one job gathered before the outbox was full", rc_one);
     cr_assert_eq(rc_none, -ENOMEM);
-    cr_assert_eq(rc_one, 1, "the batch returned %d: the one job accepted before memory ran out", rc_one);
     cr_assert_eq(atomic_load(&noop_ran), 4);
+    cr_assert_eq(atomic_load(&seq_next), GATHER - 1, "every gathered job runs once memory is back");
+    cr_assert_eq(atomic_load(&misordered), 0);
     cr_assert_eq(atomic_load(&batch_ran), 1, "only the accepted job runs");
+    cr_assert(hits_one == 1 && hits_none == 1, "each full outbox's delivery met the failed allocation: %ld %ld",
+              hits_one, hits_none);
     shard_dispatcher_destroy(d);
 }
 

@@ -220,6 +220,14 @@ SHARD_API void shard_dispatcher_destroy(shard_dispatcher *d);
  * the free slots to them and goes beyond the capacity too (so a worker's own jobs and timers never
  * shut them out). shard_try_submit returns -EAGAIN instead of waiting, or going beyond. Waiting is a
  * cancellation point: a thread cancelled there leaves cleanly (its job was not accepted).
+ * A running job's shard_submit (and shard_submit_many) to its own worker's dispatcher is gathered and
+ * delivered when the job returns, or at the end of the worker's batch of up to 32 jobs that run back
+ * to back, with the other submits of that batch: one queue claim and one wake-up check a destination
+ * instead of one a job (since 0.3). Order is kept (a key's jobs from one thread in submission order;
+ * the thread's other submits go after what it gathered), and so is what happens before: the job
+ * runs after what its submitter did before shard_submit. A job that waits for a job it submitted
+ * (which it should not: it holds its worker meanwhile) calls shard_flush first. A job stuck on a
+ * crashed worker delivers what it submitted when it returns.
  * Context: any thread, including a running job. Return: 0; -EINVAL (d or fn NULL, or key NULL with
  * len > 0); -ESHUTDOWN (destroy has begun); -EAGAIN (try_submit, queue full or key throttled);
  * -ENOMEM (a worker's submit beyond capacity found no memory). A failed submit never runs the job. */
@@ -228,6 +236,13 @@ SHARD_API int shard_submit(shard_dispatcher *d, const void *key, size_t len, sha
  * too).
  * Context: any thread, including a running job. Return: as shard_submit(). */
 SHARD_API int shard_try_submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn fn, void *arg);
+
+/** Delivers now what the running job submitted so far (shard_submit gathers a job's submits until its
+ * batch ends): for a job that must see a job it submitted start before it returns (added in 0.3).
+ * Context: a job running on w; elsewhere there is nothing to deliver. Return: 0; -EINVAL (w NULL, or
+ * not the calling thread's worker); -ENOMEM (a queue was full and no memory could be had to go beyond
+ * it: what is left is delivered when the job returns, or by a later call). */
+SHARD_API int shard_flush(shard_worker *w);
 
 /** One job of a batch submit (shard_submit_many): what shard_submit() takes, as a struct (added in 0.2). */
 struct shard_job {

@@ -1,0 +1,119 @@
+/* A worker's outbox: its jobs' submits, delivered a destination at a time (outbox.h).
+ * SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "outbox.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "dispatcher_internal.h"
+#include "rcu.h"
+#include "space.h"
+
+int shard__outbox_add(struct shard_worker *w, uint64_t hash, shard_job_fn fn, void *arg)
+{
+    struct outbox *ob = &w->outbox;
+    if (ob->n == OUTBOX_MAX)
+        shard__outbox_deliver(w);
+    if (ob->n == OUTBOX_MAX)
+        return -ENOMEM;
+    ob->e[ob->n++] = (struct outbox_entry){ .fn = fn, .arg = arg, .hash = hash };
+    /* seq_cst: inside the section that read shutdown == 0, so destroy, which sets shutdown and then
+     * waits out every such section, sees it open; and a drain called after this submit returned. */
+    if (ob->n == 1)
+        atomic_store_explicit(&ob->open, true, memory_order_seq_cst);
+    return 0;
+}
+
+/* Beyond the room in x's ring, or while threads wait for that room (a worker leaves the free slots
+ * to them, as shard__submit_hashed says), a job goes after the ring's contents on the side list.
+ * Return: false when no memory could be had. */
+static bool push_beyond(struct shard_worker *x, const struct outbox_entry *e, uint64_t epoch)
+{
+    struct job *j = calloc(1, sizeof *j);
+    if (!j)
+        return false;
+    *j = (struct job){ .fn = e->fn, .arg = e->arg, .hash = e->hash, .epoch = epoch, .routed = x, .kind = JOB_RUN };
+    shard__queue_push_side(&x->q, j);
+    return true;
+}
+
+/* Delivers the entries of ob bound for to[i] (to[] is cleared for each entry dealt with): one claim
+ * of as many slots as there are such entries, the rest beyond; an entry that found no memory stays
+ * (keep), and so do those after it, in order. */
+static void deliver_to(struct outbox *ob, struct shard_worker **to, bool *keep, uint32_t i, uint64_t epoch)
+{
+    struct shard_worker *x = to[i];
+    uint64_t want = 0, first = 0, used = 0;
+    for (uint32_t k = i; k < ob->n; k++)
+        want += to[k] == x;
+    uint64_t got = shard__space_waited(x) ? 0 : shard__queue_claim_mp(&x->q, want, &first);
+    uint64_t delivered = 0;
+    bool stuck = false;
+    for (uint32_t k = i; k < ob->n; k++) {
+        if (to[k] != x)
+            continue;
+        to[k] = NULL;
+        const struct outbox_entry *e = &ob->e[k];
+        if (used < got)
+            shard__queue_write(&x->q, first + used++, e->fn, e->arg, e->hash, epoch);
+        else if ((stuck = stuck || !push_beyond(x, e, epoch)))
+            keep[k] = true;
+        delivered += !keep[k];
+    }
+    if (delivered)
+        shard__worker_wake(x);
+}
+
+bool shard__outbox_deliver(struct shard_worker *w)
+{
+    struct outbox *ob = &w->outbox;
+    if (!ob->n)
+        return true;
+    shard_dispatcher *d = w->d;
+    shard__rcu_read_lock();
+    /* acquire: pairs with the release store that published the snapshot (membership.c's publish). */
+    struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire);
+    struct shard_worker *to[OUTBOX_MAX];
+    bool keep[OUTBOX_MAX];
+    for (uint32_t i = 0; i < ob->n; i++) {
+        to[i] = snap_worker(s, shard__ring_owner_index(s->ring, ob->e[i].hash));
+        keep[i] = false;
+    }
+    /* A destination at a time, in the order of its first entry: O(entries x destinations), at most
+     * 64 x 64 steps, where a sort would cost as much at these sizes. */
+    for (uint32_t i = 0; i < ob->n; i++)
+        if (to[i])
+            deliver_to(ob, to, keep, i, s->epoch);
+    uint32_t kept = 0;
+    for (uint32_t k = 0; k < ob->n; k++)
+        if (keep[k])
+            ob->e[kept++] = ob->e[k];
+    ob->n = kept;
+    if (!kept) {
+        /* seq_cst, then shutdown read: destroy sets shutdown and then reads `open` (dispatcher.c), so
+         * either it sees the outbox closed or this sees shutdown and wakes it. */
+        atomic_store_explicit(&ob->open, false, memory_order_seq_cst);
+        if (atomic_load_explicit(&d->shutdown, memory_order_seq_cst)) {
+            pthread_mutex_lock(&d->lock);
+            pthread_cond_broadcast(&d->cond);
+            pthread_mutex_unlock(&d->lock);
+        }
+    }
+    shard__rcu_read_unlock();
+    return !kept;
+}
+
+bool shard__outboxes_open(shard_dispatcher *d)
+{
+    for (size_t i = 0; i < d->nworkers; i++)
+        if (atomic_load_explicit(&d->workers[i]->outbox.open, memory_order_seq_cst))
+            return true;
+    return false;
+}
+
+SHARD_API int shard_flush(shard_worker *w)
+{
+    if (!w || w != shard__current_worker)
+        return -EINVAL;
+    return shard__outbox_deliver(w) ? 0 : -ENOMEM;
+}

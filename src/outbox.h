@@ -1,0 +1,59 @@
+/* Internal: a worker's outbox: what its running jobs submit, delivered once their batch ends.
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * A job's shard_submit is the hop of every shard-per-core program, and each cost a claim on the
+ * owner's tail (a locked read-modify-write of a line every submitter to that worker writes) and a wake
+ * check. Gathered here and delivered when the worker's batch of jobs ends (or its job, off the batch
+ * path), the jobs bound for one worker take their slots with one claim and one wake check, as DPDK's
+ * DSW flushes its per-destination buffers once a burst and Seastar its smp queues once a poll.
+ *
+ * An entry is a submit accepted (shard_submit returned 0) and not routed yet: it is routed when it is
+ * delivered, under the ring then in force, so as far as the ring's protocol goes (handoff.c) it is
+ * submitted then: no fence can pass it, and no grace period waits for a worker's batch.
+ * Order: while a worker gathers, its thread's shard_submit and shard_submit_many calls to its own
+ * dispatcher go through the outbox in order; every other submit of that thread to that dispatcher (the
+ * try variants, timers falling due, hooks) delivers the outbox first.
+ * Drain and destroy look at `open`: drain marks every queue a second time once the entries have been
+ * delivered (membership.c), destroy waits for them before it stops the workers (dispatcher.c). */
+#ifndef SHARD_SRC_OUTBOX_H
+#define SHARD_SRC_OUTBOX_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "shard/dispatcher.h"
+
+/* At most this many submits wait for the batch's end: a fuller outbox is delivered at once. */
+#define OUTBOX_MAX 64
+
+struct outbox_entry {
+    shard_job_fn fn;
+    void        *arg;
+    uint64_t     hash;
+};
+
+/* Fields: W the worker's thread alone; A atomic. */
+struct outbox {
+    bool             gathering; /* W: one of its jobs runs, so its thread's shard_submit gathers */
+    uint32_t         n;         /* W: entries held */
+    _Atomic bool     open;      /* A, written by W: n > 0; seq_cst: pairs with drain's and destroy's
+                                 * reads after destroy set shutdown (outbox.c) */
+    struct outbox_entry e[OUTBOX_MAX]; /* W */
+};
+
+struct shard_worker;
+
+/* Accepts a submit of the running job. Context: w's own thread while it gathers, inside a read-side
+ * section, shutdown not seen. Return: 0; -ENOMEM (the outbox was full and delivering it found no
+ * memory for a queue beyond its capacity). */
+int  shard__outbox_add(struct shard_worker *w, uint64_t hash, shard_job_fn fn, void *arg);
+/* Delivers the entries to their keys' owners under the ring in force, one claim and one wake check
+ * a destination. Context: w's own thread, with or without w->lock, inside a read-side section or
+ * not. Return: true when the outbox is empty; false only when memory for a job beyond a full queue
+ * could not be had (the rest stays, in order, for the next try). */
+bool shard__outbox_deliver(struct shard_worker *w);
+/* Whether a worker of d holds entries not yet delivered. Context: d->lock held. */
+bool shard__outboxes_open(shard_dispatcher *d);
+
+#endif
