@@ -53,6 +53,7 @@ struct net_thread {
     pthread_t       thread;         /* its own thread, with --net-threads N */
     pthread_mutex_t drive;          /* held while a worker runs a round of it (--net-threads 0) */
     _Atomic unsigned keeper, second; /* the workers that wait on it (net_workers.c); 0: none */
+    _Atomic uint64_t keeper_round_ns; /* CLOCK_MONOTONIC when its keeper last began a round of it */
     int             epfd, listen_fd, event_fd;
     int             spare_fd;       /* held in reserve for refusing a connection without descriptors */
     /* Completion stack: workers and the admin thread push finished requests, this thread takes them

@@ -11,8 +11,11 @@
  * Each loop has two watchers, the workers that wait on it: its keeper (the n-th worker started keeps
  * loop n; there are as many loops as initial workers, up to one a CPU) and a second (the n-th worker
  * is second on loop n + 1), so that a connection whose keeper is busy in a long job is served by the
- * second when that one is idle; a worker started later watches none. An idle worker runs a round of
- * each loop it watches (one worker a loop at a time: its drive lock, taken with trylock, so an idle
+ * second when that one is idle; a worker started later watches none. The second leaves a loop to its
+ * keeper while the keeper began a round of it within SECOND_AFTER_NS: a connection served by one
+ * worker keeps its buffers and requests in that worker's cache and allocator (the two taking turns
+ * on every loop cost 2 workers 1.3-1.6x the CPU a request of keeping each loop on its keeper). An
+ * idle worker runs a round of each loop it watches (one worker a loop at a time: its drive lock, taken with trylock, so an idle
  * worker never waits for a busy one); when none had anything, it waits on an epoll of wake_fd and the
  * loops it watches. A worker that completes a request signals the loop's eventfd unless it watches
  * that loop itself and no worker waits (it then takes the completion at its own next round). Two
@@ -24,6 +27,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <sys/epoll.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "net_internal.h"
@@ -31,12 +35,33 @@
 /* Before the loops are live (the dispatcher is being created), or without a descriptor for its epoll,
  * a worker looks at them again this often. */
 #define NOT_LIVE_POLL_MS 10
+/* A keeper that began no round of its loop for this long is busy (a long job): its second serves the
+ * loop. A second that left a ready loop to its keeper looks again after at most this long. */
+#define SECOND_AFTER_NS 1000000
+#define SECOND_AFTER_MS 1
 
 static atomic_uint          next_token;      /* hands each worker thread its token, from 1 */
 static _Thread_local unsigned token;         /* this worker's (0: not a worker that runs loops) */
 static _Thread_local unsigned seen_orphans;  /* srv->net_orphans when it last looked for loops */
 static _Thread_local int    waits_on = -1;   /* its epoll: wake_fd and the loops it watches */
 static _Thread_local bool   stale = true;    /* waits_on must be made again: what it watches changed */
+
+static uint64_t mono_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* Whether this worker, nt's second, leaves it to its keeper now. */
+static bool left_to_keeper(const struct net_thread *nt, uint64_t *now)
+{
+    if (atomic_load_explicit(&nt->keeper, memory_order_relaxed) == token)
+        return false;
+    if (!*now)
+        *now = mono_ns();
+    return *now - atomic_load_explicit(&nt->keeper_round_ns, memory_order_relaxed) < SECOND_AFTER_NS;
+}
 
 static bool watches(const struct net_thread *nt)
 {
@@ -143,13 +168,20 @@ void net_on_idle(shard_worker *w, int wake_fd, int timeout_ms, void *user)
         seen_orphans = orphans;
         adopt(srv);
     }
-    bool any = false;
+    bool any = false, left = false;
+    uint64_t now = 0;
     for (uint32_t i = 0; i < srv->nnet; i++) {
         struct net_thread *nt = &srv->net[i];
         if (!watches(nt))
             continue;
+        if (left_to_keeper(nt, &now)) {
+            left = true;
+            continue;
+        }
         if (pthread_mutex_trylock(&nt->drive) != 0)
             continue; /* another worker runs it now */
+        if (atomic_load_explicit(&nt->keeper, memory_order_relaxed) == token)
+            atomic_store_explicit(&nt->keeper_round_ns, mono_ns(), memory_order_relaxed);
         /* Under drive, after the check: net_stop takes every drive lock after setting stopping. */
         if (!atomic_load_explicit(&srv->stopping, memory_order_acquire))
             any |= net_round(nt, 0);
@@ -157,6 +189,8 @@ void net_on_idle(shard_worker *w, int wake_fd, int timeout_ms, void *user)
     }
     if (any)
         return; /* the commands it submitted run now; it comes back when they are done */
+    if (left && (timeout_ms < 0 || timeout_ms > SECOND_AFTER_MS))
+        timeout_ms = SECOND_AFTER_MS; /* the keeper may be in a long job by then */
     int ep = wait_set(srv, wake_fd);
     if (ep < 0) {
         wait_fd_only(wake_fd, capped(timeout_ms));
