@@ -438,6 +438,8 @@ SHARD_API int shard_worker_crash(shard_dispatcher *d, const char *name, enum sha
     /* From here on it cannot fail. */
     shard__crash_stop(d, x);
     publish(d, &c);
+    /* What x's returned jobs submitted goes now, not when a job of its batch stuck after them returns. */
+    shard__outbox_rescue(x);
     shard__crash_handover(d, x, policy, &ho);
     shard__timers_crash(d, x, policy);
     push_fences(&c);

@@ -3,6 +3,7 @@
 #include "outbox.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 
 #include "dispatcher_internal.h"
@@ -37,19 +38,20 @@ static bool push_beyond(struct shard_worker *x, const struct outbox_entry *e, ui
     return true;
 }
 
-/* Delivers the entries of ob bound for to[i] (to[] is cleared for each entry dealt with): one claim
- * of as many slots as there are such entries, the rest beyond; an entry that found no memory stays
- * (keep), and so do those after it, in order. */
-static void deliver_to(struct outbox *ob, struct shard_worker **to, bool *keep, uint32_t i, uint64_t epoch)
+/* Delivers the entries of ob in [i, end) bound for to[i] (to[] is cleared for each entry dealt with):
+ * one claim of as many slots as there are such entries, the rest beyond; an entry that found no
+ * memory stays (keep), and so do those after it, in order. */
+static void deliver_to(struct outbox *ob, struct shard_worker **to, bool *keep, uint32_t i, uint32_t end,
+                       uint64_t epoch)
 {
     struct shard_worker *x = to[i];
     uint64_t want = 0, first = 0, used = 0;
-    for (uint32_t k = i; k < ob->n; k++)
+    for (uint32_t k = i; k < end; k++)
         want += to[k] == x;
     uint64_t got = shard__space_waited(x) ? 0 : shard__queue_claim_mp(&x->q, want, &first);
     uint64_t delivered = 0;
     bool stuck = false;
-    for (uint32_t k = i; k < ob->n; k++) {
+    for (uint32_t k = i; k < end; k++) {
         if (to[k] != x)
             continue;
         to[k] = NULL;
@@ -64,31 +66,55 @@ static void deliver_to(struct outbox *ob, struct shard_worker **to, bool *keep, 
         shard__worker_wake(x);
 }
 
+/* Delivers ob's entries in [from, end) under the ring in force, but those a rescue delivered already
+ * (fn NULL), marking in keep[] those that stay. Context: busy held. */
+static void deliver_range(shard_dispatcher *d, struct outbox *ob, uint32_t from, uint32_t end, bool *keep)
+{
+    shard__rcu_read_lock();
+    /* acquire: pairs with the release store that published the snapshot (membership.c's publish). */
+    struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire);
+    struct shard_worker *to[OUTBOX_MAX];
+    for (uint32_t i = from; i < end; i++) {
+        to[i] = ob->e[i].fn ? snap_worker(s, shard__ring_owner_index(s->ring, ob->e[i].hash)) : NULL;
+        keep[i] = false;
+    }
+    /* A destination at a time, in the order of its first entry: O(entries x destinations), at most
+     * 64 x 64 steps, where a sort would cost as much at these sizes. */
+    for (uint32_t i = from; i < end; i++)
+        if (to[i])
+            deliver_to(ob, to, keep, i, end, s->epoch);
+    shard__rcu_read_unlock();
+}
+
+/* The outbox's delivery lock: held for one delivery, which never waits for anything else. */
+static void busy_lock(struct outbox *ob)
+{
+    /* acquire: pairs with busy_unlock's release, so the entries the last holder changed are seen. */
+    while (atomic_exchange_explicit(&ob->busy, true, memory_order_acquire))
+        sched_yield();
+}
+
+static void busy_unlock(struct outbox *ob)
+{
+    atomic_store_explicit(&ob->busy, false, memory_order_release);
+}
+
 bool shard__outbox_deliver(struct shard_worker *w)
 {
     struct outbox *ob = &w->outbox;
     if (!ob->n)
         return true;
     shard_dispatcher *d = w->d;
-    shard__rcu_read_lock();
-    /* acquire: pairs with the release store that published the snapshot (membership.c's publish). */
-    struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire);
-    struct shard_worker *to[OUTBOX_MAX];
     bool keep[OUTBOX_MAX];
-    for (uint32_t i = 0; i < ob->n; i++) {
-        to[i] = snap_worker(s, shard__ring_owner_index(s->ring, ob->e[i].hash));
-        keep[i] = false;
-    }
-    /* A destination at a time, in the order of its first entry: O(entries x destinations), at most
-     * 64 x 64 steps, where a sort would cost as much at these sizes. */
-    for (uint32_t i = 0; i < ob->n; i++)
-        if (to[i])
-            deliver_to(ob, to, keep, i, s->epoch);
+    busy_lock(ob);
+    deliver_range(d, ob, 0, ob->n, keep);
     uint32_t kept = 0;
     for (uint32_t k = 0; k < ob->n; k++)
         if (keep[k])
             ob->e[kept++] = ob->e[k];
     ob->n = kept;
+    /* What stays is left to this thread: a rescue delivers only what a job sealed after this. */
+    atomic_store_explicit(&ob->sealed, 0, memory_order_relaxed);
     if (!kept) {
         /* seq_cst, then shutdown read: destroy sets shutdown and then reads `open` (dispatcher.c), so
          * either it sees the outbox closed or this sees shutdown and wakes it. */
@@ -99,8 +125,23 @@ bool shard__outbox_deliver(struct shard_worker *w)
             pthread_mutex_unlock(&d->lock);
         }
     }
-    shard__rcu_read_unlock();
+    busy_unlock(ob);
     return !kept;
+}
+
+void shard__outbox_rescue(struct shard_worker *x)
+{
+    struct outbox *ob = &x->outbox;
+    bool keep[OUTBOX_MAX];
+    busy_lock(ob);
+    /* acquire: pairs with shard__outbox_seal's release; the entries below are written. */
+    uint32_t upto = atomic_load_explicit(&ob->sealed, memory_order_acquire);
+    deliver_range(x->d, ob, 0, upto, keep);
+    /* Delivered ones are marked for the worker's own delivery to skip; the rest it delivers. */
+    for (uint32_t k = 0; k < upto; k++)
+        if (!keep[k])
+            ob->e[k].fn = NULL;
+    busy_unlock(ob);
 }
 
 bool shard__outboxes_open(shard_dispatcher *d)

@@ -14,7 +14,14 @@
  * dispatcher go through the outbox in order; every other submit of that thread to that dispatcher (the
  * try variants, timers falling due, hooks) delivers the outbox first.
  * Drain and destroy look at `open`: drain marks every queue a second time once the entries have been
- * delivered (membership.c), destroy waits for them before it stops the workers (dispatcher.c). */
+ * delivered (membership.c), destroy waits for them before it stops the workers (dispatcher.c).
+ *
+ * A crash: the submits of a batch's jobs that have returned are not held by a later job of the batch
+ * stuck on the crashed worker (drain does not wait for that one). The worker marks, after each job of
+ * its batch, how many entries are its returned jobs' (`sealed`, release); the crash, once the ring
+ * without the worker is published, delivers those (shard__outbox_rescue) and the worker's own later
+ * delivery skips them (`taken`). A delivery, the worker's or the crash's, holds `busy`: the worker
+ * takes it once a delivery, not once a job, and the crash only for a crashed worker. */
 #ifndef SHARD_SRC_OUTBOX_H
 #define SHARD_SRC_OUTBOX_H
 
@@ -37,9 +44,13 @@ struct outbox_entry {
 struct outbox {
     bool             gathering; /* W: one of its jobs runs, so its thread's shard_submit gathers */
     uint32_t         n;         /* W: entries held */
-    _Atomic bool     open;      /* A, written by W: n > 0; seq_cst: pairs with drain's and destroy's
-                                 * reads after destroy set shutdown (outbox.c) */
-    struct outbox_entry e[OUTBOX_MAX]; /* W */
+    _Atomic uint32_t sealed;    /* A, written by W: entries below it are jobs' that returned (release:
+                                 * the rescue that acquires it sees them) */
+    uint32_t         taken;     /* busy: entries below it were delivered by a crash's rescue */
+    _Atomic bool     busy;      /* A: a delivery is under way (the worker's, or a crash's rescue) */
+    _Atomic bool     open;      /* A, written by W: entries are held; seq_cst: pairs with drain's and
+                                 * destroy's reads after destroy set shutdown (outbox.c) */
+    struct outbox_entry e[OUTBOX_MAX]; /* W; those below sealed read by a rescue under busy */
 };
 
 struct shard_worker;
@@ -53,6 +64,14 @@ int  shard__outbox_add(struct shard_worker *w, uint64_t hash, shard_job_fn fn, v
  * not. Return: true when the outbox is empty; false only when memory for a job beyond a full queue
  * could not be had (the rest stays, in order, for the next try). */
 bool shard__outbox_deliver(struct shard_worker *w);
+/* The running job of w's batch has returned: its entries are sealed. Context: w's own thread. */
+static inline void shard__outbox_seal(struct outbox *ob)
+{
+    atomic_store_explicit(&ob->sealed, ob->n, memory_order_release);
+}
+/* Delivers the sealed entries of x, crashed, under the ring without it. Context: the crash, once that
+ * ring is published, ctl held, no worker's lock. */
+void shard__outbox_rescue(struct shard_worker *x);
 /* Whether a worker of d holds entries not yet delivered. Context: d->lock held. */
 bool shard__outboxes_open(shard_dispatcher *d);
 

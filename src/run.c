@@ -135,6 +135,7 @@ bool shard__run_batch(struct shard_worker *w)
             shard__queue_publish_upto_sc(q, pos + 1);
         if (fn != shard__queue_void) {
             fn(w, arg);
+            shard__outbox_seal(&w->outbox); /* a crash may deliver its submits now (outbox.h) */
             shard__count(&w->executed);
             if (w->hot) {
                 /* Each job from the end of the one before: one clock read a job. */

@@ -40,6 +40,7 @@
 #include "clock.h"
 #include "dispatcher_internal.h"
 #include "hash.h"
+#include "outbox.h"
 #include "rcu.h"
 #include "shard/timer.h"
 #include "timer.h"
@@ -188,6 +189,13 @@ static int arm(shard_dispatcher *d, const void *key, size_t len, uint64_t delay,
     if (atomic_load_explicit(&d->shutdown, memory_order_relaxed)) {
         shard__rcu_read_unlock();
         return -ESHUTDOWN;
+    }
+    /* A running job's gathered submits go first: the timer may go straight into a wheel and fall
+     * due at once, and it runs after its key's jobs submitted before (timer.h). */
+    struct shard_worker *me = shard__current_worker;
+    if (me && me->d == d && !shard__outbox_deliver(me)) {
+        shard__rcu_read_unlock();
+        return -ENOMEM;
     }
     uint32_t idx;
     uint64_t id;
@@ -343,8 +351,11 @@ SHARD_API int shard_timer_rearm(shard_dispatcher *d, shard_timer timer, uint64_t
     shard__rcu_read_lock();
     int rc = -ENOENT;
     long found = shard__timer_find(&d->timers, timer);
+    struct shard_worker *me = shard__current_worker;
     if (atomic_load_explicit(&d->shutdown, memory_order_relaxed)) {
         rc = -ESHUTDOWN;
+    } else if (me && me->d == d && !shard__outbox_deliver(me)) {
+        rc = -ENOMEM; /* as arm: the new deadline comes after what the job submitted so far */
     } else if (found >= 0) {
         struct timer *t = shard__timer_at(&d->timers, (uint32_t)found);
         uint64_t word = atomic_load_explicit(&t->word, memory_order_acquire);

@@ -255,8 +255,8 @@ static int osubmit(shard_dispatcher *d, int p, int k, enum how how, bool droppab
 /* n jobs of (p, ks[i]) through one shard_submit_many. Return: the call's. */
 static int omany(shard_dispatcher *d, int p, const int *ks, size_t n)
 {
-    struct shard_job jobs[8];
-    for (size_t i = 0; i < n; i++)
+    struct shard_job jobs[8] = { 0 };
+    for (size_t i = 0; i < n && i < 8; i++)
         jobs[i] = (struct shard_job){ keys[ks[i]], strlen(keys[ks[i]]), ojob_run, oreserve(p, ks[i]) };
     int rc = shard_submit_many(d, jobs, n);
     CHECK(rc == (int)n, "submit_many p%d: %d of %zu", p, rc, n);

@@ -282,6 +282,51 @@ Test(faults, a_jobs_submits_beyond_a_full_queue_without_memory)
     shard_dispatcher_destroy(d);
 }
 
+/* A timer armed or moved from a job goes after what the job submitted before (timer.h), so those
+ * jobs are delivered first: when they cannot be (a full queue, no memory to go beyond it), the arm
+ * and the rearm fail with -ENOMEM and change nothing; the gathered job still runs once memory is
+ * back. */
+static shard_timer far_timer;
+static int rearm_rc, after_rc;
+static long rearm_hits;
+
+static void gather_then_time(shard_worker *w, void *arg)
+{
+    shard_dispatcher *d = shard_worker_dispatcher(w);
+    (void)arg;
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(shard_try_submit(d, "k", 1, noop, NULL), 0); /* its queue of 4 is full now */
+    cr_assert_eq(shard_submit(d, "k", 1, batched, NULL), 0);     /* gathered */
+    arm(1);
+    rearm_rc = shard_timer_rearm(d, far_timer, 1000);
+    rearm_hits = failures_hit;
+    arm(1);
+    shard_timer t = 0;
+    after_rc = shard_submit_after(d, "k", 1, 0, batched, NULL, &t);
+    arm(0);
+    sem_post(&batched_all);
+}
+
+Test(faults, a_timer_from_a_job_whose_submits_cannot_be_delivered)
+{
+    shard_dispatcher *d;
+    struct shard_config cfg = { .workers = 1, .queue_capacity = 4 };
+    cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
+    sem_init(&batched_all, 0, 0);
+    atomic_store(&batch_ran, 0);
+    atomic_store(&noop_ran, 0);
+    cr_assert_eq(shard_submit_after(d, "k", 1, 3600ull * 1000000000ull, noop, NULL, &far_timer), 0);
+    cr_assert_eq(shard_submit(d, "k", 1, gather_then_time, NULL), 0);
+    sem_wait(&batched_all);
+    cr_assert_eq(shard_drain(d), 0);
+    cr_assert_eq(rearm_rc, -ENOMEM);
+    cr_assert_eq(rearm_hits, 1, "the delivery before the rearm met the failed allocation");
+    cr_assert_eq(after_rc, -ENOMEM);
+    cr_assert_eq(atomic_load(&batch_ran), 1, "the gathered job runs, the timer refused does not");
+    cr_assert_eq(shard_timer_cancel(d, far_timer), 0, "the rearm changed nothing: still pending");
+    shard_dispatcher_destroy(d);
+}
+
 /* A job held behind a stuck job (on a crashed worker) on L follows its key when L's release hook hands
  * the key to z, also when a drain is under way and no record can be had for the mark that would keep
  * the drain waiting for it: it must not run on L, where the key's state is no more. */

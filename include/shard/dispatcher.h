@@ -226,8 +226,10 @@ SHARD_API void shard_dispatcher_destroy(shard_dispatcher *d);
  * instead of one a job (since 0.3). Order is kept (a key's jobs from one thread in submission order;
  * the thread's other submits go after what it gathered), and so is what happens before: the job
  * runs after what its submitter did before shard_submit. A job that waits for a job it submitted
- * (which it should not: it holds its worker meanwhile) calls shard_flush first. A job stuck on a
- * crashed worker delivers what it submitted when it returns.
+ * (which it should not: it holds its worker meanwhile) calls shard_flush first. A long job delays the
+ * delivery of what the jobs before it in the batch submitted until it returns; when its worker is
+ * crashed, those are delivered by the crash, and the job delivers what it submitted itself when it
+ * returns.
  * Context: any thread, including a running job. Return: 0; -EINVAL (d or fn NULL, or key NULL with
  * len > 0); -ESHUTDOWN (destroy has begun); -EAGAIN (try_submit, queue full or key throttled);
  * -ENOMEM (a worker's submit beyond capacity found no memory). A failed submit never runs the job. */

@@ -58,7 +58,9 @@ typedef uint64_t shard_timer;
  * kept. *timer (timer may be NULL) receives the id for shard_timer_cancel(), before the job can run.
  * Arming during a membership change, or for a throttled key (shard_submit: a key with many jobs set
  * aside), submits a job of the key: it then waits for room in a full queue, or for the key, as
- * shard_submit() does (never on a worker thread), but is not a cancellation point.
+ * shard_submit() does (never on a worker thread), but is not a cancellation point. From a job, the
+ * jobs it submitted before (gathered until it returns: shard_submit) are delivered first, so they run
+ * before the timer's job, as jobs of the key submitted before it.
  * Context: any thread, including a running job. Return: 0; -EINVAL (d or fn NULL, key NULL with
  * len > 0, delay_ns over SHARD_TIMER_MAX_NS); -ESHUTDOWN (destroy has begun); -ENOMEM (no memory, or
  * 2^26 timers pending). A failed call arms nothing. */
@@ -96,7 +98,9 @@ SHARD_API int shard_timer_cancel(shard_dispatcher *d, shard_timer timer);
  * was cancelled or dropped, or the id was never issued by d); -EBUSY (its job is running now: this
  * run goes ahead; a periodic timer's next deadline follows its grid); -EAGAIN (moving with its key,
  * or its job queued: call again from another thread, or cancel); -EINVAL (d NULL, timer 0, delay_ns over
- * SHARD_TIMER_MAX_NS); -ESHUTDOWN (destroy has begun). A failed call changes nothing (added in 0.2). */
+ * SHARD_TIMER_MAX_NS); -ESHUTDOWN (destroy has begun); -ENOMEM (from a job: the jobs it submitted
+ * before, which go first, found a full queue and no memory to go beyond it). A failed call changes
+ * nothing (added in 0.2). */
 SHARD_API int shard_timer_rearm(shard_dispatcher *d, shard_timer timer, uint64_t delay_ns);
 
 #ifdef __cplusplus
