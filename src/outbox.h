@@ -19,8 +19,8 @@
  * A crash: the submits of a batch's jobs that have returned are not held by a later job of the batch
  * stuck on the crashed worker (drain does not wait for that one). The worker marks, after each job of
  * its batch, how many entries are its returned jobs' (`sealed`, release); the crash, once the ring
- * without the worker is published, delivers those (shard__outbox_rescue) and the worker's own later
- * delivery skips them (`taken`). A delivery, the worker's or the crash's, holds `busy`: the worker
+ * without the worker is published, delivers those (shard__outbox_rescue) and marks them delivered
+ * (fn NULL), which the worker's own later delivery skips. A delivery, the worker's or the crash's, holds `busy`: the worker
  * takes it once a delivery, not once a job, and the crash only for a crashed worker. */
 #ifndef SHARD_SRC_OUTBOX_H
 #define SHARD_SRC_OUTBOX_H
@@ -46,11 +46,10 @@ struct outbox {
     uint32_t         n;         /* W: entries held */
     _Atomic uint32_t sealed;    /* A, written by W: entries below it are jobs' that returned (release:
                                  * the rescue that acquires it sees them) */
-    uint32_t         taken;     /* busy: entries below it were delivered by a crash's rescue */
     _Atomic bool     busy;      /* A: a delivery is under way (the worker's, or a crash's rescue) */
     _Atomic bool     open;      /* A, written by W: entries are held; seq_cst: pairs with drain's and
                                  * destroy's reads after destroy set shutdown (outbox.c) */
-    struct outbox_entry e[OUTBOX_MAX]; /* W; those below sealed read by a rescue under busy */
+    struct outbox_entry e[OUTBOX_MAX]; /* W; those below sealed read, and marked, by a rescue under busy */
 };
 
 struct shard_worker;
