@@ -436,6 +436,10 @@ struct shard_stats {
     uint64_t throttled_keys;   /**< keys whose jobs set aside on some worker fill its allowance, so
                                 * that their submitters wait (shard_submit): a key throttled on two
                                 * workers counts twice (added in 0.2) */
+    uint64_t held_full_waits;  /**< times a submit was held back (shard_submit waited, try_submit
+                                * refused) because, while a change was not done, the worker it was
+                                * routed to held twice its allowance of set-aside jobs and its job
+                                * would have been set aside too (added in 0.3) */
 };
 
 /** One of a worker's heaviest keys over a window (shard_worker_hot_keys). The key is named by its hash
