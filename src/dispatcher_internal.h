@@ -15,7 +15,8 @@
  * d->space_lock (submitters waiting for queue space or for a throttled key) and then d->throttle.lock
  * (throttled keys, throttle.h) are the innermost: taken under any of the above (a change sends waiters
  * back under ctl; a worker makes room, throttles and releases keys under w->lock, also under
- * w->inbox_lock of another worker as jobs follow their key), the throttle's alone or inside
+ * w->inbox_lock of another worker as jobs follow their key; a settle wakes the submitters a full
+ * holder held back under d->lock), the throttle's alone or inside
  * space_lock (a waiter looks at its key), nothing else inside either. */
 #ifndef SHARD_SRC_DISPATCHER_INTERNAL_H
 #define SHARD_SRC_DISPATCHER_INTERNAL_H

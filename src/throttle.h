@@ -25,16 +25,19 @@
  * before it looks, and sleeps while it has not moved. So a holder holds, during a change, at most
  * 2 * limit, plus what its queue held for such keys when it became full (the queue's capacity), plus
  * one job or batch chunk a submitting thread that checked just before, plus what workers submit and
- * what a crash or a handoff brings. Once the ring is settled nothing more is set aside for a fresh
- * key: only keys behind a crash's stuck job wait then, and those the throttle holds.
+ * what a crash or a handoff brings. Once the ring is settled a key's job is set aside only behind an
+ * earlier job of its own (one stuck on a crashed worker, say), which the throttle bounds.
  * What neither bounds: each due timer of a stuck key not yet throttled sets its fire job aside (a
  * worker's submit), at most one a timer (a periodic timer's next fire job follows the last's run).
  *
  * Cheap when nothing is throttled: submit reads `keys` (its own line, written only as keys come and
  * go) and only a hash whose filter bucket is counted takes the lock to look precisely. A submit that
- * misses a throttle set a moment ago only queues one more job, which the bound above counts.
+ * misses a throttle set a moment ago only queues one more job, which the bound above counts. The
+ * gate costs a submit nothing more while no change is under way than comparing its snapshot's epoch
+ * with settled (dispatcher_internal.h's shard__submit_full).
  *
- * Lock order: `lock` is a leaf. The wake hook is called with no lock held. */
+ * Lock order: `lock` is a leaf. The wake hook is called without it (its callers may hold theirs: the
+ * hook takes only d->space_lock, which is innermost). */
 #ifndef SHARD_SRC_THROTTLE_H
 #define SHARD_SRC_THROTTLE_H
 
