@@ -16,7 +16,8 @@
  *   stress_stuck_key fresh       no crash: a job of S runs until released while a worker is added,
  *                                and a producer submits FRESH distinct keys that move, one job
  *                                each, then a second round of them; a second one arms a timer for
- *                                each of FRESH_TIMERS other such keys. Each key's first job waits
+ *                                each of FRESH_TIMERS other such keys, a third submits FRESH_BATCHED
+ *                                more with shard_submit_many. Each key's first job waits
  *                                for S's old owner, on the new one: the throttle alone let one job
  *                                of every key in (400,000 keys: 106 MB). The new owner's set-aside
  *                                jobs must stay within 3 * CAP and a little (the gate, throttle.h),
@@ -177,13 +178,14 @@ static void *producer(void *arg)
 #define FRESH 400000u
 #endif
 #define FRESH_TIMERS 20000u
-/* The gate's bound with capacity CAP (throttle.h): twice the allowance, the queue, and the job each
- * producer checked just before, with a little to spare. */
-#define FRESH_BOUND (3 * CAP + 16)
+#define FRESH_BATCHED 20000u /* keys after the timers' submitted by shard_submit_many, 16 a call */
+/* The gate's bound with capacity CAP (throttle.h): twice the allowance, the queue, and what each
+ * producer checked just before (a job, a timer's arm job, a chunk of 16), with a little to spare. */
+#define FRESH_BOUND (3 * CAP + 32)
 
 static unsigned *fresh_ids;              /* fresh-<id>: keys that moved from w0 to the holder */
 static _Atomic unsigned char *fresh_seq; /* per key: its jobs run so far, checked in order */
-static atomic_uint fresh_round1, fresh_timers_armed, fresh_timers_ran;
+static atomic_uint fresh_round1, fresh_timers_armed, fresh_timers_ran, fresh_batched, fresh_batched_ran;
 static atomic_long fresh_ran;
 
 static int fresh_key(unsigned i, char *buf)
@@ -241,6 +243,29 @@ static void *fresh_armer(void *arg)
     return NULL;
 }
 
+static void fresh_batched_job(shard_worker *w, void *arg)
+{
+    (void)w;
+    (void)arg;
+    atomic_fetch_add(&fresh_batched_ran, 1);
+}
+
+/* Submits one job for each of the FRESH_BATCHED keys after the timers' ones, 16 a call. */
+static void *fresh_batcher(void *arg)
+{
+    (void)arg;
+    static char keys[16][32];
+    for (unsigned i = FRESH + FRESH_TIMERS; i < FRESH + FRESH_TIMERS + FRESH_BATCHED; i += 16) {
+        struct shard_job batch[16];
+        for (unsigned k = 0; k < 16; k++)
+            batch[k] = (struct shard_job){ keys[k], (size_t)fresh_key(i + k, keys[k]), fresh_batched_job, NULL };
+        int got = shard_submit_many(disp, batch, 16);
+        CHECK(got == 16, "submit_many of fresh keys: %d", got);
+        atomic_fetch_add(&fresh_batched, (unsigned)got);
+    }
+    return NULL;
+}
+
 static uint64_t full_waits(void)
 {
     struct shard_stats st;
@@ -273,6 +298,11 @@ static bool armer_done(void)
     return atomic_load(&fresh_timers_armed) == FRESH_TIMERS;
 }
 
+static bool batcher_done(void)
+{
+    return atomic_load(&fresh_batched) == FRESH_BATCHED;
+}
+
 static void fresh_scenario(void)
 {
     struct shard_config cfg = { .workers = 2, .queue_capacity = CAP };
@@ -288,11 +318,11 @@ static void fresh_scenario(void)
     CHECK(shard_worker_add(disp, "w2", 8) == 0, "add w2");
     shard_ring *now;
     CHECK(shard_dispatcher_ring(disp, &now) == 0, "ring");
-    fresh_ids = malloc((FRESH + FRESH_TIMERS) * sizeof *fresh_ids);
+    fresh_ids = malloc((FRESH + FRESH_TIMERS + FRESH_BATCHED) * sizeof *fresh_ids);
     fresh_seq = calloc(FRESH, sizeof *fresh_seq);
     CHECK(fresh_ids && fresh_seq, "memory");
     char key[32];
-    for (unsigned id = 0, n = 0; n < FRESH + FRESH_TIMERS; id++) {
+    for (unsigned id = 0, n = 0; n < FRESH + FRESH_TIMERS + FRESH_BATCHED; id++) {
         int len = snprintf(key, sizeof key, "fresh-%u", id);
         if (strcmp(shard_ring_owner(before, key, (size_t)len), "w0") == 0 &&
             strcmp(shard_ring_owner(now, key, (size_t)len), "w2") == 0)
@@ -303,7 +333,7 @@ static void fresh_scenario(void)
     shard_ring_destroy(before);
 
     long rss_before = rss_kb();
-    pthread_t prod, armer;
+    pthread_t prod, armer, batcher;
     pthread_create(&prod, NULL, fresh_producer, NULL);
     uint64_t most = watch_held("w2", round1_done, 0);
     CHECK(!round1_done(), "all %u fresh keys were taken during the slow handoff", FRESH);
@@ -313,12 +343,18 @@ static void fresh_scenario(void)
     uint64_t most2 = watch_held("w2", armer_done, waits);
     most = most2 > most ? most2 : most;
     CHECK(!armer_done(), "all %u timers of fresh keys were armed during the slow handoff", FRESH_TIMERS);
+    /* And a batch producer: its chunk stops before the first job held back, which then waits. */
+    waits = full_waits();
+    pthread_create(&batcher, NULL, fresh_batcher, NULL);
+    most2 = watch_held("w2", batcher_done, waits);
+    most = most2 > most ? most2 : most;
+    CHECK(!batcher_done(), "all %u batched fresh keys were taken during the slow handoff", FRESH_BATCHED);
     long grown = rss_kb() - rss_before;
     uint64_t held = stats_of("w2").held;
     printf("fresh keys during a slow handoff: w2 holds %llu (at most %llu seen, bound %d), %u of %u "
-           "timers armed, %llu submits held back, resident memory %+ld KiB\n",
+           "timers armed, %u of %u batched, %llu submits held back, resident memory %+ld KiB\n",
            (unsigned long long)held, (unsigned long long)most, FRESH_BOUND, atomic_load(&fresh_timers_armed),
-           FRESH_TIMERS, (unsigned long long)full_waits(), grown);
+           FRESH_TIMERS, atomic_load(&fresh_batched), FRESH_BATCHED, (unsigned long long)full_waits(), grown);
     CHECK(most <= FRESH_BOUND, "w2 held %llu jobs set aside, bound %d", (unsigned long long)most, FRESH_BOUND);
     CHECK(held >= 2 * CAP, "w2 holds %llu: below the gate's %d, yet submitters wait", (unsigned long long)held,
           2 * CAP);
@@ -326,6 +362,8 @@ static void fresh_scenario(void)
     char fk[32];
     int fl = fresh_key(0, fk);
     CHECK(shard_try_submit(disp, fk, (size_t)fl, count_hostile, NULL) == -EAGAIN, "try_submit of a fresh key");
+    struct shard_job one = { fk, (size_t)fl, count_hostile, NULL };
+    CHECK(shard_try_submit_many(disp, &one, 1) == 0, "try_submit_many of a fresh key");
     /* A key of w2 that waits for nothing is served at once, submitters held back or not. */
     CHECK(shard_submit(disp, other_key, strlen(other_key), other, NULL) == 0, "a key of w2 that runs");
     sem_wait(&other_ran);
@@ -333,6 +371,7 @@ static void fresh_scenario(void)
     sem_post(&gate); /* S's job returns: w0 passes its fence, the change settles */
     pthread_join(prod, NULL);
     pthread_join(armer, NULL);
+    pthread_join(batcher, NULL);
     while (atomic_load(&fresh_timers_ran) < FRESH_TIMERS)
         CHECK(shard_drain(disp) == 0, "drain");
     CHECK(shard_drain(disp) == 0, "drain");
@@ -343,6 +382,8 @@ static void fresh_scenario(void)
     CHECK(short_keys == 0, "%u fresh keys did not run both their jobs", short_keys);
     CHECK(atomic_load(&fresh_timers_ran) == FRESH_TIMERS, "%u of %u timers ran", atomic_load(&fresh_timers_ran),
           FRESH_TIMERS);
+    CHECK(atomic_load(&fresh_batched_ran) == FRESH_BATCHED, "%u of %u batched jobs ran",
+          atomic_load(&fresh_batched_ran), FRESH_BATCHED);
     CHECK(stats_of("w2").held == 0, "jobs still set aside");
     shard_dispatcher_destroy(disp);
     free(fresh_ids);
