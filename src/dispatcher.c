@@ -9,6 +9,7 @@
 #include "balance.h"
 #include "ctl.h"
 #include "dispatcher_internal.h"
+#include "handoff.h"
 #include "hash.h"
 #include "membership.h"
 #include "outbox.h"
@@ -139,6 +140,26 @@ bool shard__submit_throttled(shard_dispatcher *d, uint64_t h, bool wait)
     return !(wait && (shard__rcu_in_outer_section() || shard__ctl_held(d)));
 }
 
+bool shard__submit_full_slow(shard_dispatcher *d, uint64_t epoch, struct shard_worker *w, uint64_t h, bool wait)
+{
+    /* relaxed: the count is the holder's (its thread's stores); one a moment old lets at most the jobs
+     * in flight past, which the bound counts (throttle.h). */
+    if (!shard__throttle_full(&d->throttle, atomic_load_explicit(&w->held.jobs, memory_order_relaxed), false))
+        return false;
+    /* Why such a wait ends: it waits for w's held jobs, which wait for older owners of their keys, or
+     * for the fences of epochs up to the one it routed with, of which only older work is ahead: no
+     * wait points to a later submit. The submitters excepted are those that work it waits for could
+     * wait for: a worker (the old owner, or w, that must run it; it never waits, as for a full
+     * queue), a submit inside the application's read-side section (the change's fences are pushed
+     * after a grace period, which waits for that section) and one holding d's ctl (on_dropped, the
+     * ring's hooks: the change, or the crash that would end the wait, is made holding it). Their
+     * jobs go in and count on top, as a worker's do. */
+    if (wait && (shard__current_worker || shard__rcu_in_outer_section() || shard__ctl_held(d)))
+        return false;
+    /* Only keys whose job would be set aside there: the others run at once and are not held back. */
+    return shard__key_waits_older(d, w, epoch, h);
+}
+
 int shard__submit_hashed(shard_dispatcher *d, uint64_t h, shard_job_fn fn, void *arg, bool wait)
 {
     struct shard_worker *me = shard__current_worker;
@@ -168,6 +189,18 @@ int shard__submit_hashed(shard_dispatcher *d, uint64_t h, shard_job_fn fn, void 
         /* acquire: pairs with the release store that published the snapshot (membership.c's publish). */
         struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire);
         struct shard_worker *w = snap_worker(s, shard__ring_owner_index(s->ring, h));
+        if (shard__submit_full(d, s, w, h, wait)) {
+            /* w is full of set-aside jobs during a change: wait as for a full queue (throttle.h). */
+            if (!wait) {
+                atomic_fetch_add_explicit(&d->throttle.full_waits, 1, memory_order_relaxed);
+                return -EAGAIN;
+            }
+            if (shard__space_wait_full(d, w, s->epoch)) {
+                shard__rcu_read_lock(); /* as below */
+                return -ESHUTDOWN;
+            }
+            continue;
+        }
         /* A worker's submit takes no slot that a waiting thread is owed: the worker's own jobs
          * (a job's fan-out, timers falling due) would otherwise refill every slot it frees, and the
          * waiters, woken once the queue is half free, would never get in. */

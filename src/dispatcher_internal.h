@@ -15,7 +15,8 @@
  * d->space_lock (submitters waiting for queue space or for a throttled key) and then d->throttle.lock
  * (throttled keys, throttle.h) are the innermost: taken under any of the above (a change sends waiters
  * back under ctl; a worker makes room, throttles and releases keys under w->lock, also under
- * w->inbox_lock of another worker as jobs follow their key), the throttle's alone or inside
+ * w->inbox_lock of another worker as jobs follow their key; a settle wakes the submitters a full
+ * holder held back under d->lock), the throttle's alone or inside
  * space_lock (a waiter looks at its key), nothing else inside either. */
 #ifndef SHARD_SRC_DISPATCHER_INTERNAL_H
 #define SHARD_SRC_DISPATCHER_INTERNAL_H
@@ -86,5 +87,17 @@ int  shard__submit_hashed(shard_dispatcher *d, uint64_t h, shard_job_fn fn, void
 /* dispatcher.c: whether a job of h must wait (wait) or be refused for its key's set-aside jobs
  * (throttle.h); never for a job a worker submits with wait, which never waits. Context: any thread. */
 bool shard__submit_throttled(shard_dispatcher *d, uint64_t h, bool wait);
+/* dispatcher.c: the rest of shard__submit_full, once the ring in force is found not settled. */
+bool shard__submit_full_slow(shard_dispatcher *d, uint64_t epoch, struct shard_worker *w, uint64_t h, bool wait);
+/* Whether a job of h routed to w with snapshot s must wait (wait) or be refused because w is full of
+ * set-aside jobs while a change is not done (throttle.h's gate); never for a job a worker submits with
+ * wait. Context: inside the read-side section that loaded s. Inline: every submit asks, and with no
+ * change under way the answer is one comparison, with settled, which sits by snap. */
+static inline bool shard__submit_full(shard_dispatcher *d, struct snap *s, struct shard_worker *w, uint64_t h, bool wait)
+{
+    /* relaxed: settled only grows, so a stale value sends a submit to the slow check, never past it. */
+    return s->epoch > atomic_load_explicit(&d->settled, memory_order_relaxed) &&
+           shard__submit_full_slow(d, s->epoch, w, h, wait);
+}
 
 #endif

@@ -133,6 +133,21 @@ static bool older_owners_done(shard_dispatcher *d, struct shard_worker *h, struc
     return true;
 }
 
+bool shard__key_waits_older(shard_dispatcher *d, struct shard_worker *w, uint64_t epoch, uint64_t hash)
+{
+    /* As older_owners_done for a job not moved, without marks: nothing is kicked for a submitter. */
+    uint64_t settled = atomic_load_explicit(&d->settled, memory_order_acquire);
+    for (struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire); s && s->epoch >= settled;
+         s = atomic_load_explicit(&s->prev, memory_order_acquire)) {
+        if (s->epoch >= epoch)
+            continue;
+        struct shard_worker *x = snap_worker(s, shard__ring_owner_index(s->ring, hash));
+        if (x != w && !fence_passed_by(x, s->epoch + 1))
+            return true;
+    }
+    return false;
+}
+
 bool shard__job_may_run(shard_dispatcher *d, struct shard_worker *w, struct job *j)
 {
     /* The common case: j's epoch is settled, every older owner is done; no read-side section. */
@@ -162,6 +177,9 @@ void shard__settle(shard_dispatcher *d)
     /* release: a reader that sees the new value also sees the passes and hand-overs behind it. */
     atomic_store_explicit(&d->settled, s->epoch, memory_order_release);
     pthread_cond_broadcast(&d->cond); /* destroy waits for every fence (shard__membership_stop_all) */
+    /* Submitters that a full holder held back wait for this too (throttle.h's gate); its increment
+     * is the release a waiter that reads it acquires, so it sees settled as stored above. */
+    shard__throttle_ease(&d->throttle);
 }
 
 void shard__fence_passed(shard_dispatcher *d, struct shard_worker *w, struct snap *s)

@@ -10,6 +10,10 @@
 /* Whether j may run now. If not, j notes what it waits for and w (its holder) is registered to be
  * kicked when that happens. Context: w's thread or w->lock held. */
 bool  shard__job_may_run(shard_dispatcher *d, struct shard_worker *w, struct job *j);
+/* Whether a job of hash routed to w under epoch would wait there for an older owner of its key, one
+ * that has not passed its fence yet (what a submit asks a full holder: throttle.h). Marks nothing.
+ * Context: a read-side section that found w under epoch. */
+bool  shard__key_waits_older(shard_dispatcher *d, struct shard_worker *w, uint64_t epoch, uint64_t hash);
 /* w, holding jobs, is to be kicked by changes of the crash table too. Context: as above. */
 void  shard__wait_on_crashes(struct shard_worker *w);
 /* Advances d->settled over the snapshots whose fences have all been passed. Context: d->lock. */

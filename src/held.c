@@ -78,6 +78,9 @@ void shard__held_remove(struct held *h, struct job *j)
         return;
     shard__keymap_remove(&h->keys, j);
     atomic_store_explicit(&h->jobs, h->keys.jobs, memory_order_relaxed);
+    /* Below the allowance: a full holder's waiters may come in (throttle.h's gate). */
+    if (h->throttle && h->keys.jobs + 1 == h->throttle->limit)
+        shard__throttle_ease(h->throttle);
     if (h->throttle && h->throttled.n)
         shard__throttle_note_left(h->throttle, &h->throttled, j->hash, !shard__held_has_key(h, j->hash),
                                   h->keys.jobs);
@@ -86,8 +89,11 @@ void shard__held_remove(struct held *h, struct job *j)
 struct job *shard__held_take_all(struct held *h)
 {
     struct job *all = h->head;
+    bool was_full = h->throttle && h->throttle->limit && h->keys.jobs >= h->throttle->limit;
     if (h->throttle)
         shard__throttle_release_all(h->throttle, &h->throttled);
     shard__held_init(h, h->throttle);
+    if (was_full)
+        shard__throttle_ease(h->throttle); /* as in shard__held_remove */
     return all;
 }

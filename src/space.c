@@ -52,10 +52,21 @@ static void space_leave(void *arg)
     pthread_mutex_unlock(&d->space_lock);
 }
 
-/* What a waiter waits for: room in w's queue, or (w NULL) the key of hash no longer throttled. */
-static bool blocked(shard_dispatcher *d, struct shard_worker *w, uint64_t hash)
+/* What a waiter waits for: room in w's queue; or (w NULL) the key of hash no longer throttled; or, gate,
+ * a full holder easing (throttle.h): eased moving on from what it read, if it was still full then. */
+struct wait_for {
+    struct shard_worker *w;
+    uint64_t             hash;
+    bool                 gate, full;
+    uint64_t             eased;
+};
+
+static bool blocked(shard_dispatcher *d, const struct wait_for *f)
 {
-    return w ? !shard__queue_has_room(&w->q) : shard__throttle_holds(&d->throttle, hash);
+    if (f->gate)
+        /* relaxed, under space_lock: an ease increments eased before it takes the lock to wake. */
+        return f->full && atomic_load_explicit(&d->throttle.eased, memory_order_relaxed) == f->eased;
+    return f->w ? !shard__queue_has_room(&f->w->q) : shard__throttle_holds(&d->throttle, f->hash);
 }
 
 /* Waits while blocked(), the ring of workers does not change (space_epoch moves from epoch, or the
@@ -64,10 +75,9 @@ static bool blocked(shard_dispatcher *d, struct shard_worker *w, uint64_t hash)
  * read-side section that routed it, and left it. A cancellation point: a cancelled waiter leaves.
  * Return: true if destroy began; the caller must then not touch d again, since destroy frees it as
  * soon as the last waiter has left. false: the caller is inside a read-side section again. */
-static bool wait_while_blocked(shard_dispatcher *d, struct shard_worker *w, uint64_t hash, uint64_t epoch,
-                               uint64_t ring_epoch)
+static bool wait_while_blocked(shard_dispatcher *d, const struct wait_for *f, uint64_t epoch, uint64_t ring_epoch)
 {
-    struct space_wait sw = { d, w };
+    struct space_wait sw = { d, f->w };
     bool shutdown;
     pthread_mutex_lock(&d->space_lock);
     pthread_cleanup_push(space_leave, &sw);
@@ -75,10 +85,10 @@ static bool wait_while_blocked(shard_dispatcher *d, struct shard_worker *w, uint
      * that found w in the old ring but registered after that (and read its new space_epoch) still
      * sees the change, and is not left waiting on a crashed worker while the change's grace period
      * waits for it (when it waits inside the application's read-side section). */
-    while (blocked(d, w, hash) && !atomic_load_explicit(&d->shutdown, memory_order_relaxed) &&
+    while (blocked(d, f) && !atomic_load_explicit(&d->shutdown, memory_order_relaxed) &&
            atomic_load_explicit(&d->space_epoch, memory_order_relaxed) == epoch &&
            atomic_load_explicit(&d->epoch, memory_order_relaxed) == ring_epoch)
-        pthread_cond_wait(w ? &d->space_cond : &d->key_cond, &d->space_lock);
+        pthread_cond_wait(f->w ? &d->space_cond : &d->key_cond, &d->space_lock);
     shutdown = atomic_load_explicit(&d->shutdown, memory_order_relaxed);
     /* Back inside a read-side section before leaving the waiters: destroy frees d after the last
      * waiter has left and a grace period, so d stays valid for the retry. */
@@ -90,12 +100,27 @@ static bool wait_while_blocked(shard_dispatcher *d, struct shard_worker *w, uint
 
 bool shard__space_wait(shard_dispatcher *d, struct shard_worker *w, uint64_t epoch, uint64_t ring_epoch)
 {
-    return wait_while_blocked(d, w, 0, epoch, ring_epoch);
+    return wait_while_blocked(d, &(struct wait_for){ .w = w }, epoch, ring_epoch);
 }
 
 bool shard__space_wait_key(shard_dispatcher *d, uint64_t hash, uint64_t epoch, uint64_t ring_epoch)
 {
-    return wait_while_blocked(d, NULL, hash, epoch, ring_epoch);
+    return wait_while_blocked(d, &(struct wait_for){ .hash = hash }, epoch, ring_epoch);
+}
+
+bool shard__space_wait_full(shard_dispatcher *d, struct shard_worker *w, uint64_t ring_epoch)
+{
+    uint64_t epoch = shard__space_register(d, NULL);
+    struct wait_for f = { .gate = true, .eased = shard__throttle_eased(&d->throttle) };
+    /* Looked at again after eased was read (and inside the section, where w is alive): an ease this
+     * look misses comes after that read, so the wait below sees eased move. One it does not miss was
+     * read with eased (acquire), and with it the count or settled stored before the ease: relaxed. */
+    f.full = atomic_load_explicit(&d->settled, memory_order_relaxed) < ring_epoch &&
+             shard__throttle_full(&d->throttle, atomic_load_explicit(&w->held.jobs, memory_order_relaxed), true);
+    if (f.full)
+        atomic_fetch_add_explicit(&d->throttle.full_waits, 1, memory_order_relaxed);
+    shard__rcu_read_unlock();
+    return wait_while_blocked(d, &f, epoch, ring_epoch);
 }
 
 /* Context: inside the read-side section that found w full. Return: the space epoch to wait on. */

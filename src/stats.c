@@ -45,6 +45,7 @@ SHARD_API int shard_dispatcher_stats(shard_dispatcher *d, struct shard_stats *ou
     out->dropped = atomic_load_explicit(&d->dropped, memory_order_relaxed);
     out->timers = atomic_load_explicit(&d->timers.live, memory_order_relaxed);
     out->throttled_keys = atomic_load_explicit(&d->throttle.keys, memory_order_relaxed);
+    out->held_full_waits = atomic_load_explicit(&d->throttle.full_waits, memory_order_relaxed);
     shard__balance_stats(d, out);
     return 0;
 }

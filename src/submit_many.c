@@ -44,6 +44,13 @@ static size_t push_chunk(shard_dispatcher *d, const struct shard_job *jobs, cons
     size_t nd = 0;
     for (size_t i = 0; i < n; i++) {
         struct shard_worker *w = snap_worker(s, shard__ring_owner_index(s->ring, h[i]));
+        /* And before a job that a worker full of set-aside jobs holds back (throttle.h's gate). */
+        if (shard__submit_full(d, s, w, h[i], wait)) {
+            if (!wait)
+                atomic_fetch_add_explicit(&d->throttle.full_waits, 1, memory_order_relaxed);
+            n = i;
+            break;
+        }
         size_t k = 0;
         while (k < nd && dests[k].w != w)
             k++;
@@ -51,6 +58,8 @@ static size_t push_chunk(shard_dispatcher *d, const struct shard_job *jobs, cons
             dests[nd++] = (struct dest){ .w = w };
         which[i] = (uint8_t)k;
     }
+    if (!n)
+        return 0;
     size_t cut = n;
     for (size_t k = 0; k < nd; k++) {
         struct dest *dk = &dests[k];

@@ -54,6 +54,18 @@ void shard__throttle_init(struct throttle *t, size_t limit, void (*wake)(void *c
         atomic_init(&t->filter[i], 0);
     t->bucket = NULL;
     t->nbuckets = t->nkeys = 0;
+    atomic_init(&t->eased, 0);
+    atomic_init(&t->full_waits, 0);
+}
+
+void shard__throttle_ease(struct throttle *t)
+{
+    /* seq_cst, then the wake hook's seq_cst read of the waiters: the pair of a waiter's registration
+     * (seq_cst) and its reads of eased and of what it waits for. Either the waiter sees this increment,
+     * or this thread sees the waiter and wakes it. Also release: a waiter that reads the new count
+     * sees the holder's count (or settled) stored before it. */
+    atomic_fetch_add_explicit(&t->eased, 1, memory_order_seq_cst);
+    t->wake(t->wake_ctx);
 }
 
 void shard__throttle_destroy(struct throttle *t)

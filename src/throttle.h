@@ -12,15 +12,32 @@
  * What a holder can then hold of one key: limit, plus what was already queued for it when it was
  * throttled (at most the queue's capacity), plus what a crash or a handoff brings it (bounded the
  * same way where it comes from), plus what workers submit (a worker never waits: dispatcher.h).
- * Across keys it is not bounded by this: a key is throttled at its first job set aside past the
- * allowance, so each distinct key set aside during a slow handoff adds its one job (docs/sizing.md),
- * and so does each due timer of a stuck key not yet throttled (its fire job is a worker's submit).
+ * Across keys the throttle alone does not bound it: a key is throttled at its first job set aside
+ * past the allowance, so each distinct key set aside during a slow handoff would add its one job.
+ *
+ * The holder's gate bounds that. While the ring in force is not settled (a change is not done: an old
+ * owner has not passed its fence, say stuck in a long job), a holder that holds 2 * limit user jobs is
+ * full: a submit that is not a worker's, routed to it, of a key whose job would be set aside there for
+ * an older owner (handoff.c's shard__key_waits_older), waits (shard_submit) or is refused (try), as
+ * for a full queue, until the holder holds fewer than limit, or the ring settles, changes, or destroy
+ * begins. Keys that would run at once are not held back, nor are keys of other workers. `eased`
+ * counts the events that end such a wait (a holder falling below limit, a settle): a waiter reads it
+ * before it looks, and sleeps while it has not moved. So a holder holds, during a change, at most
+ * 2 * limit, plus what its queue held for such keys when it became full (the queue's capacity), plus
+ * one job or batch chunk a submitting thread that checked just before, plus what workers submit and
+ * what a crash or a handoff brings. Once the ring is settled a key's job is set aside only behind an
+ * earlier job of its own (one stuck on a crashed worker, say), which the throttle bounds.
+ * What neither bounds: each due timer of a stuck key not yet throttled sets its fire job aside (a
+ * worker's submit), at most one a timer (a periodic timer's next fire job follows the last's run).
  *
  * Cheap when nothing is throttled: submit reads `keys` (its own line, written only as keys come and
  * go) and only a hash whose filter bucket is counted takes the lock to look precisely. A submit that
- * misses a throttle set a moment ago only queues one more job, which the bound above counts.
+ * misses a throttle set a moment ago only queues one more job, which the bound above counts. The
+ * gate costs a submit nothing more while no change is under way than comparing its snapshot's epoch
+ * with settled (dispatcher_internal.h's shard__submit_full).
  *
- * Lock order: `lock` is a leaf. The wake hook is called with no lock held. */
+ * Lock order: `lock` is a leaf. The wake hook is called without it (its callers may hold theirs: the
+ * hook takes only d->space_lock, which is innermost). */
 #ifndef SHARD_SRC_THROTTLE_H
 #define SHARD_SRC_THROTTLE_H
 
@@ -51,6 +68,9 @@ struct throttle_holder {
 
 struct throttle {
     _Alignas(SHARD_CACHELINE) _Atomic uint32_t keys; /* throttled keys; lock to change, read lock-free */
+    /* The gate's (head comment), on a line of their own: written only while a holder is full. */
+    _Alignas(SHARD_CACHELINE) _Atomic uint64_t eased; /* holders fallen below limit, and settles */
+    _Atomic uint64_t     full_waits;             /* submits a full holder held back (stats) */
     _Alignas(SHARD_CACHELINE) pthread_mutex_t lock;
     size_t               limit;                  /* I: a holder's allowance of set-aside jobs */
     void               (*wake)(void *ctx);       /* I: wakes waiting submitters after a release */
@@ -73,6 +93,24 @@ static inline bool shard__throttle_any(struct throttle *t)
 /* Whether hash is throttled by some holder. Context: any thread; lock-free unless its bucket is
  * counted. */
 bool shard__throttle_holds(struct throttle *t, uint64_t hash);
+
+/* The gate (head comment). Whether a holder holding held jobs is full, for a submitter that finds it:
+ * 2 * limit; for one that waits for it: limit (so a holder lets waiters in once it has room for many).
+ * Context: any thread. */
+static inline bool shard__throttle_full(const struct throttle *t, uint64_t held, bool waiting)
+{
+    return t->limit && held >= (waiting ? t->limit : 2 * t->limit);
+}
+/* What a full holder's waiter reads before it looks (seq_cst: the other half of shard__throttle_ease's
+ * increment, with the waiter's registration). */
+static inline uint64_t shard__throttle_eased(struct throttle *t)
+{
+    return atomic_load_explicit(&t->eased, memory_order_seq_cst);
+}
+/* A holder fell below limit, or the ring settled: wakes the waiters of full holders. Context: any
+ * thread, after the store of the holder's count or of settled; no lock needed (the wake hook takes
+ * its own). */
+void shard__throttle_ease(struct throttle *t);
 
 /* The holder's side, called by held.c as its counts change. Context: the holder's owner. */
 /* A job of hash was set aside, leaving held jobs in all: throttles hash if that is at the limit.

@@ -12,7 +12,18 @@
  *   stress_stuck_key rss [S]     the crash, then for S seconds (default 30) three hostile threads on S:
  *                                try_submit without pause, submit_many, and timers armed due at
  *                                once; the process's resident memory must not grow by more than
- *                                RSS_SLACK_MB (the old code: +237 MB in 30 s from one producer) */
+ *                                RSS_SLACK_MB (the old code: +237 MB in 30 s from one producer)
+ *   stress_stuck_key fresh       no crash: a job of S runs until released while a worker is added,
+ *                                and a producer submits FRESH distinct keys that move, one job
+ *                                each, then a second round of them; a second one arms a timer for
+ *                                each of FRESH_TIMERS other such keys, a third submits FRESH_BATCHED
+ *                                more with shard_submit_many. Each key's first job waits
+ *                                for S's old owner, on the new one: the throttle alone let one job
+ *                                of every key in (400,000 keys: 106 MB). The new owner's set-aside
+ *                                jobs must stay within 3 * CAP and a little (the gate, throttle.h),
+ *                                resident memory within RSS_SLACK_MB, a key of the new owner that
+ *                                waits for nothing must still be served, and once S's job returns
+ *                                every job runs once, each key's two in order, and every timer */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -161,6 +172,224 @@ static void *producer(void *arg)
     return NULL;
 }
 
+#if STRESS_SANITIZED
+#define FRESH 40000u
+#else
+#define FRESH 400000u
+#endif
+#define FRESH_TIMERS 20000u
+#define FRESH_BATCHED 20000u /* keys after the timers' submitted by shard_submit_many, 16 a call */
+/* The gate's bound with capacity CAP (throttle.h): twice the allowance, the queue, and what each
+ * producer checked just before (a job, a timer's arm job, a chunk of 16), with a little to spare. */
+#define FRESH_BOUND (3 * CAP + 32)
+
+static unsigned *fresh_ids;              /* fresh-<id>: keys that moved from w0 to the holder */
+static _Atomic unsigned char *fresh_seq; /* per key: its jobs run so far, checked in order */
+static atomic_uint fresh_round1, fresh_timers_armed, fresh_timers_ran, fresh_batched, fresh_batched_ran;
+static atomic_long fresh_ran;
+
+static int fresh_key(unsigned i, char *buf)
+{
+    return snprintf(buf, 32, "fresh-%u", fresh_ids[i]);
+}
+
+static void fresh_job(shard_worker *w, void *arg)
+{
+    (void)w;
+    uintptr_t a = (uintptr_t)arg;
+    unsigned i = (unsigned)(a >> 1), seq = (unsigned)(a & 1);
+    /* The key's jobs run one at a time in a happens-before chain: relaxed would do; plain counters of
+     * stress_run are not used for 400,000 keys. */
+    unsigned ran = atomic_load_explicit(&fresh_seq[i], memory_order_relaxed);
+    CHECK(ran == seq, "fresh key %u: ran job %u after %u of its jobs", i, seq, ran);
+    atomic_store_explicit(&fresh_seq[i], (unsigned char)(ran + 1), memory_order_relaxed);
+    atomic_fetch_add(&fresh_ran, 1);
+}
+
+static void fresh_timer(shard_worker *w, void *arg)
+{
+    (void)w;
+    (void)arg;
+    atomic_fetch_add(&fresh_timers_ran, 1);
+}
+
+/* Submits every fresh key's job 0 (round 1: during the handoff), then every key's job 1. */
+static void *fresh_producer(void *arg)
+{
+    (void)arg;
+    char key[32];
+    for (unsigned round = 0; round < 2; round++) {
+        for (unsigned i = 0; i < FRESH; i++) {
+            int len = fresh_key(i, key);
+            CHECK(shard_submit(disp, key, (size_t)len, fresh_job, (void *)(uintptr_t)(i << 1 | round)) == 0,
+                  "submit fresh %u", i);
+        }
+        if (round == 0)
+            atomic_store(&fresh_round1, 1);
+    }
+    return NULL;
+}
+
+/* Arms a timer due at once for each of the FRESH_TIMERS keys after the FRESH ones. */
+static void *fresh_armer(void *arg)
+{
+    (void)arg;
+    char key[32];
+    for (unsigned i = FRESH; i < FRESH + FRESH_TIMERS; i++) {
+        int len = fresh_key(i, key);
+        CHECK(shard_submit_after(disp, key, (size_t)len, 0, fresh_timer, NULL, NULL) == 0, "arm fresh %u", i);
+        atomic_fetch_add(&fresh_timers_armed, 1);
+    }
+    return NULL;
+}
+
+static void fresh_batched_job(shard_worker *w, void *arg)
+{
+    (void)w;
+    (void)arg;
+    atomic_fetch_add(&fresh_batched_ran, 1);
+}
+
+/* Submits one job for each of the FRESH_BATCHED keys after the timers' ones, 16 a call. */
+static void *fresh_batcher(void *arg)
+{
+    (void)arg;
+    static char keys[16][32];
+    for (unsigned i = FRESH + FRESH_TIMERS; i < FRESH + FRESH_TIMERS + FRESH_BATCHED; i += 16) {
+        struct shard_job batch[16];
+        for (unsigned k = 0; k < 16; k++)
+            batch[k] = (struct shard_job){ keys[k], (size_t)fresh_key(i + k, keys[k]), fresh_batched_job, NULL };
+        int got = shard_submit_many(disp, batch, 16);
+        CHECK(got == 16, "submit_many of fresh keys: %d", got);
+        atomic_fetch_add(&fresh_batched, (unsigned)got);
+    }
+    return NULL;
+}
+
+static uint64_t full_waits(void)
+{
+    struct shard_stats st;
+    CHECK(shard_dispatcher_stats(disp, &st) == 0, "stats");
+    return st.held_full_waits;
+}
+
+/* Follows the holder's set-aside jobs until done() or the gate has held a submitter back more than
+ * `waits` times; returns the most it saw held. Polling a state, not waiting for time: each poll
+ * yields. */
+static uint64_t watch_held(const char *holder, bool (*done)(void), uint64_t waits)
+{
+    uint64_t most = 0;
+    while (!done() && full_waits() <= waits) {
+        uint64_t held = stats_of(holder).held;
+        most = held > most ? held : most;
+        sched_yield();
+    }
+    uint64_t held = stats_of(holder).held;
+    return held > most ? held : most;
+}
+
+static bool round1_done(void)
+{
+    return atomic_load(&fresh_round1) != 0;
+}
+
+static bool armer_done(void)
+{
+    return atomic_load(&fresh_timers_armed) == FRESH_TIMERS;
+}
+
+static bool batcher_done(void)
+{
+    return atomic_load(&fresh_batched) == FRESH_BATCHED;
+}
+
+static void fresh_scenario(void)
+{
+    struct shard_config cfg = { .workers = 2, .queue_capacity = CAP };
+    CHECK(shard_dispatcher_create(&disp, &cfg) == 0, "create");
+    shard_ring *before;
+    CHECK(shard_dispatcher_ring(disp, &before) == 0, "ring");
+    key_of("w0", NULL, "stuck", stuck_key);
+    CHECK(shard_submit(disp, stuck_key, strlen(stuck_key), blocker, NULL) == 0, "submit the slow job");
+    sem_wait(&inside);
+    /* w2 (weight 8) takes most of w0's keys while S's job runs on w0: w0 passes the change's fence
+     * only once that job returns, so the first job of every key that moved from w0 to w2 waits on w2
+     * until then (whether S moved or not). */
+    CHECK(shard_worker_add(disp, "w2", 8) == 0, "add w2");
+    shard_ring *now;
+    CHECK(shard_dispatcher_ring(disp, &now) == 0, "ring");
+    fresh_ids = malloc((FRESH + FRESH_TIMERS + FRESH_BATCHED) * sizeof *fresh_ids);
+    fresh_seq = calloc(FRESH, sizeof *fresh_seq);
+    CHECK(fresh_ids && fresh_seq, "memory");
+    char key[32];
+    for (unsigned id = 0, n = 0; n < FRESH + FRESH_TIMERS + FRESH_BATCHED; id++) {
+        int len = snprintf(key, sizeof key, "fresh-%u", id);
+        if (strcmp(shard_ring_owner(before, key, (size_t)len), "w0") == 0 &&
+            strcmp(shard_ring_owner(now, key, (size_t)len), "w2") == 0)
+            fresh_ids[n++] = id;
+    }
+    shard_ring_destroy(now);
+    key_of("w2", before, "other", other_key); /* w2's, not w0's before: it waits for nothing */
+    shard_ring_destroy(before);
+
+    long rss_before = rss_kb();
+    pthread_t prod, armer, batcher;
+    pthread_create(&prod, NULL, fresh_producer, NULL);
+    uint64_t most = watch_held("w2", round1_done, 0);
+    CHECK(!round1_done(), "all %u fresh keys were taken during the slow handoff", FRESH);
+    /* Now the armer: its arm jobs wait for w0 too, and for room among w2's set-aside jobs. */
+    uint64_t waits = full_waits();
+    pthread_create(&armer, NULL, fresh_armer, NULL);
+    uint64_t most2 = watch_held("w2", armer_done, waits);
+    most = most2 > most ? most2 : most;
+    CHECK(!armer_done(), "all %u timers of fresh keys were armed during the slow handoff", FRESH_TIMERS);
+    /* And a batch producer: its chunk stops before the first job held back, which then waits. */
+    waits = full_waits();
+    pthread_create(&batcher, NULL, fresh_batcher, NULL);
+    most2 = watch_held("w2", batcher_done, waits);
+    most = most2 > most ? most2 : most;
+    CHECK(!batcher_done(), "all %u batched fresh keys were taken during the slow handoff", FRESH_BATCHED);
+    long grown = rss_kb() - rss_before;
+    uint64_t held = stats_of("w2").held;
+    printf("fresh keys during a slow handoff: w2 holds %llu (at most %llu seen, bound %d), %u of %u "
+           "timers armed, %u of %u batched, %llu submits held back, resident memory %+ld KiB\n",
+           (unsigned long long)held, (unsigned long long)most, FRESH_BOUND, atomic_load(&fresh_timers_armed),
+           FRESH_TIMERS, atomic_load(&fresh_batched), FRESH_BATCHED, (unsigned long long)full_waits(), grown);
+    CHECK(most <= FRESH_BOUND, "w2 held %llu jobs set aside, bound %d", (unsigned long long)most, FRESH_BOUND);
+    CHECK(held >= 2 * CAP, "w2 holds %llu: below the gate's %d, yet submitters wait", (unsigned long long)held,
+          2 * CAP);
+    CHECK(grown < RSS_SLACK_MB * 1024, "resident memory grew by %ld KiB", grown);
+    char fk[32];
+    int fl = fresh_key(0, fk);
+    CHECK(shard_try_submit(disp, fk, (size_t)fl, count_hostile, NULL) == -EAGAIN, "try_submit of a fresh key");
+    struct shard_job one = { fk, (size_t)fl, count_hostile, NULL };
+    CHECK(shard_try_submit_many(disp, &one, 1) == 0, "try_submit_many of a fresh key");
+    /* A key of w2 that waits for nothing is served at once, submitters held back or not. */
+    CHECK(shard_submit(disp, other_key, strlen(other_key), other, NULL) == 0, "a key of w2 that runs");
+    sem_wait(&other_ran);
+
+    sem_post(&gate); /* S's job returns: w0 passes its fence, the change settles */
+    pthread_join(prod, NULL);
+    pthread_join(armer, NULL);
+    pthread_join(batcher, NULL);
+    while (atomic_load(&fresh_timers_ran) < FRESH_TIMERS)
+        CHECK(shard_drain(disp) == 0, "drain");
+    CHECK(shard_drain(disp) == 0, "drain");
+    CHECK(atomic_load(&fresh_ran) == 2 * (long)FRESH, "%ld of %u fresh jobs ran", atomic_load(&fresh_ran), 2 * FRESH);
+    unsigned short_keys = 0;
+    for (unsigned i = 0; i < FRESH; i++)
+        short_keys += atomic_load_explicit(&fresh_seq[i], memory_order_relaxed) != 2;
+    CHECK(short_keys == 0, "%u fresh keys did not run both their jobs", short_keys);
+    CHECK(atomic_load(&fresh_timers_ran) == FRESH_TIMERS, "%u of %u timers ran", atomic_load(&fresh_timers_ran),
+          FRESH_TIMERS);
+    CHECK(atomic_load(&fresh_batched_ran) == FRESH_BATCHED, "%u of %u batched jobs ran",
+          atomic_load(&fresh_batched_ran), FRESH_BATCHED);
+    CHECK(stats_of("w2").held == 0, "jobs still set aside");
+    shard_dispatcher_destroy(disp);
+    free(fresh_ids);
+    free(fresh_seq);
+}
+
 static void scenario(bool crash, int rss_seconds)
 {
     struct shard_config cfg = { .workers = 2, .queue_capacity = CAP };
@@ -277,9 +506,14 @@ static void scenario(bool crash, int rss_seconds)
 int main(int argc, char **argv)
 {
     bool slow = argc > 1 && strcmp(argv[1], "slow") == 0, rss = argc > 1 && strcmp(argv[1], "rss") == 0;
+    bool fresh = argc > 1 && strcmp(argv[1], "fresh") == 0;
     sem_init(&inside, 0, 0);
     sem_init(&gate, 0, 0);
     sem_init(&other_ran, 0, 0);
+    if (fresh) {
+        fresh_scenario();
+        return stress_result("stress_stuck_key fresh");
+    }
     scenario(!slow, rss ? (argc > 2 ? atoi(argv[2]) : 30) : 0);
     return stress_result(slow ? "stress_stuck_key slow" : rss ? "stress_stuck_key rss" : "stress_stuck_key");
 }

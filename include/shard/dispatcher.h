@@ -27,8 +27,9 @@
  * An application that uses liburcu's memb flavour itself shares the registration: register your
  * threads before their first submit (or leave it to shard), and unregister those you registered.
  * Inside your own read-side section a submit works and may wait for room (membership changes then
- * wait for your section to end), but does not wait for a throttled key (shard_submit): that wait may
- * wait for the end of your section; a membership call there returns -EDEADLK. */
+ * wait for your section to end), but does not wait for a throttled key nor for a worker full of
+ * set-aside jobs (shard_submit): those waits may wait for the end of your section; a membership call
+ * there returns -EDEADLK. */
 #ifndef SHARD_DISPATCHER_H
 #define SHARD_DISPATCHER_H
 
@@ -210,13 +211,19 @@ SHARD_API void shard_dispatcher_destroy(shard_dispatcher *d);
  * membership change is never held up by it). It also waits while the key is throttled: a worker that
  * sets jobs aside (waiting for a key's previous owner, or behind a job stuck on a crashed worker)
  * holds at most queue_capacity of them before the keys it then sets jobs aside for are throttled,
- * until it holds none of that key's jobs or fewer than half that in all (docs/sizing.md: the memory
- * this bounds). Only keys with jobs set aside are throttled: a stuck key holds up its own submitters,
- * not those of keys that run. Nor does it wait for a throttled key inside the caller's own RCU
- * read-side section, nor from a hook run holding the dispatcher's control (on_dropped, the ring's
- * hooks): those waits could wait for themselves. From a worker thread it never waits: a full queue
- * then takes the job beyond its capacity (one malloc), and a throttled key takes it anyway, so jobs that submit to each
- * other cannot deadlock; while threads wait for room in the owner's queue, a worker's submit leaves
+ * until it holds none of that key's jobs or fewer than half that in all. And while a membership
+ * change is not done (an old owner has not yet run every job of its moved keys, say it is in a long
+ * job), a worker holding twice queue_capacity set-aside jobs holds back every further key whose job
+ * would be set aside there too (a key that moved to it from an owner not yet done: fresh keys
+ * included), until it holds fewer than queue_capacity, the change is done, another is made, or
+ * destroy begins (since 0.3; shard_stats.held_full_waits counts them; docs/sizing.md: the memory
+ * this bounds). Only keys with jobs set aside, or about to be, are held back: a stuck key holds up
+ * its own submitters, a slow handoff those of the keys it moves, not those of keys that run. Nor
+ * does it wait for either inside the caller's own RCU read-side section, nor from a hook run holding
+ * the dispatcher's control (on_dropped, the ring's hooks): those waits could wait for themselves.
+ * From a worker thread it never waits: a full queue
+ * then takes the job beyond its capacity (one malloc), and a throttled key or a full worker takes it
+ * anyway, so jobs that submit to each other cannot deadlock; while threads wait for room in the owner's queue, a worker's submit leaves
  * the free slots to them and goes beyond the capacity too (so a worker's own jobs and timers never
  * shut them out). shard_try_submit returns -EAGAIN instead of waiting, or going beyond. Waiting is a
  * cancellation point: a thread cancelled there leaves cleanly (its job was not accepted).
@@ -231,10 +238,12 @@ SHARD_API void shard_dispatcher_destroy(shard_dispatcher *d);
  * crashed, those are delivered by the crash, and the job delivers what it submitted itself when it
  * returns.
  * Context: any thread, including a running job. Return: 0; -EINVAL (d or fn NULL, or key NULL with
- * len > 0); -ESHUTDOWN (destroy has begun); -EAGAIN (try_submit, queue full or key throttled);
+ * len > 0); -ESHUTDOWN (destroy has begun); -EAGAIN (try_submit: queue full, key throttled, or
+ * its worker full of set-aside jobs during a change);
  * -ENOMEM (a worker's submit beyond capacity found no memory). A failed submit never runs the job. */
 SHARD_API int shard_submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn fn, void *arg);
-/** As shard_submit(), but never waits: a full queue or a throttled key returns -EAGAIN (from a worker
+/** As shard_submit(), but never waits: a full queue, a throttled key or a worker full of set-aside
+ * jobs during a change (for a key whose job would be set aside there) returns -EAGAIN (from a worker
  * too).
  * Context: any thread, including a running job. Return: as shard_submit(). */
 SHARD_API int shard_try_submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn fn, void *arg);
@@ -257,7 +266,8 @@ struct shard_job {
 /** Submits jobs[0], jobs[1], ... in that order, each to its key's owner, as that many shard_submit()
  * calls would, for less: one read-side section, and for each worker the batch reaches, one claim of
  * queue slots and one wake-up check, per up to 64 jobs. Each key's jobs keep their order, also against
- * this thread's other submits. Waits for room, and for a throttled key, as shard_submit() does (a
+ * this thread's other submits. Waits for room, and for a throttled key or a worker full of set-aside
+ * jobs, as shard_submit() does (a
  * worker thread never waits, and leaves a queue's free slots to threads waiting for room there);
  * waiting is a cancellation point, and a thread cancelled there has had the jobs before the waiting
  * one accepted. The call is one RCU read-side section, left only while it waits: a membership change
@@ -269,7 +279,8 @@ struct shard_job {
  * shard_submit). n == 0 returns 0. A job not accepted never runs. */
 SHARD_API int shard_submit_many(shard_dispatcher *d, const struct shard_job *jobs, size_t n);
 /** As shard_submit_many(), but never waits: accepts the longest prefix jobs[0..k) whose queues have
- * room and whose keys are not throttled (for a worker: whose queues no thread waits for room in),
+ * room and whose keys are not throttled nor held back by a worker full of set-aside jobs (for a
+ * worker: also whose queues no thread waits for room in),
  * and returns k (0 <= k <= n; the rest were not accepted). Context: any thread, including a running
  * job. Return: k; -EINVAL or -ESHUTDOWN (none accepted) as shard_submit_many(). */
 SHARD_API int shard_try_submit_many(shard_dispatcher *d, const struct shard_job *jobs, size_t n);
@@ -436,6 +447,10 @@ struct shard_stats {
     uint64_t throttled_keys;   /**< keys whose jobs set aside on some worker fill its allowance, so
                                 * that their submitters wait (shard_submit): a key throttled on two
                                 * workers counts twice (added in 0.2) */
+    uint64_t held_full_waits;  /**< times a submit was held back (shard_submit waited, try_submit
+                                * refused) because, while a change was not done, the worker it was
+                                * routed to held twice its allowance of set-aside jobs and its job
+                                * would have been set aside too (added in 0.3) */
 };
 
 /** One of a worker's heaviest keys over a window (shard_worker_hot_keys). The key is named by its hash
