@@ -166,10 +166,17 @@ int shard__submit_hashed(shard_dispatcher *d, uint64_t h, shard_job_fn fn, void 
     if (me && me->d == d && !atomic_load_explicit(&d->shutdown, memory_order_relaxed)) {
         /* A running job's submit waits in its worker's outbox for the batch's end (outbox.h); any
          * other submit of the worker's thread goes after what it holds. */
-        if (wait && me->outbox.gathering)
-            return shard__outbox_add(me, h, fn, arg);
-        if (!shard__outbox_deliver(me))
+        if (wait && me->outbox.gathering) {
+            int rc = shard__outbox_add(me, h, fn, arg);
+            /* A parked owner would sleep until the batch's end: latency, where nothing is saved. */
+            struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire);
+            struct shard_worker *to = snap_worker(s, shard__ring_owner_index(s->ring, h));
+            if (!rc && to != me && atomic_load_explicit(&to->park.sleeping, memory_order_relaxed))
+                shard__outbox_deliver(me);
+            return rc;
+        } else if (!shard__outbox_deliver(me)) {
             return -ENOMEM;
+        }
     }
     for (;;) {
         if (atomic_load_explicit(&d->shutdown, memory_order_relaxed))

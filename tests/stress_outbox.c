@@ -146,6 +146,7 @@ struct ojob {
     unsigned    seq;
     const char *want;      /* the worker it must run on, or NULL */
     bool        droppable; /* a DROP crash may give it to on_dropped */
+    const char *early_on;  /* it may instead run here, queued before a change (early_on below) */
     atomic_int  runs, dropped;
 };
 
@@ -167,6 +168,12 @@ static bool          want_on[MAXK];       /* set before the jobs that read it ar
 static int           hook_key = -1;       /* removed: the key whose jobs must see hook_state */
 static int           hook_state;          /* written by the release hook that hands hook_key over */
 static bool          drop_any;            /* mixed-drop: a crash may drop any job */
+/* A job's submits are delivered when its batch ends, or sooner (to a parked worker: dispatcher.c).
+ * Those a job made before a change may so have been queued before it: early_droppable (a DROP crash
+ * of the submitter's worker may drop them with its queue) and early_on (they may run there, under
+ * the ring before, before its release hook), set while such a job submits. */
+static bool          early_droppable;
+static const char   *early_on;
 
 static void oreset(void)
 {
@@ -181,6 +188,8 @@ static void oreset(void)
     hook_key = -1;
     hook_state = 0;
     drop_any = false;
+    early_droppable = false;
+    early_on = NULL;
 }
 
 static void ojob_run(shard_worker *w, void *arg)
@@ -192,10 +201,14 @@ static void ojob_run(shard_worker *w, void *arg)
     CHECK((long)j->seq > last_ran[j->p][j->k], "p%d key %d: ran #%u after #%ld", j->p, j->k, j->seq,
           last_ran[j->p][j->k]);
     last_ran[j->p][j->k] = j->seq;
-    if (j->want)
+    if (j->early_on && strcmp(shard_worker_name(w), j->early_on) == 0) {
+        /* Delivered before the change: run where it was queued, before the hook handed its key on. */
+        CHECK(j->k != hook_key || hook_state != 42, "p%d key %d #%u ran on %s after its release hook", j->p, j->k,
+              j->seq, j->early_on);
+    } else if (j->want)
         CHECK(strcmp(shard_worker_name(w), j->want) == 0, "p%d key %d #%u ran on %s, its owner is %s", j->p, j->k,
               j->seq, shard_worker_name(w), j->want);
-    if (j->k == hook_key)
+    if (j->k == hook_key && !(j->early_on && strcmp(shard_worker_name(w), j->early_on) == 0))
         CHECK(hook_state == 42, "p%d key %d #%u ran before the release hook handed its key over", j->p, j->k,
               j->seq);
     atomic_fetch_sub(&key_running[j->k], 1);
@@ -226,6 +239,8 @@ static struct ojob *oreserve(int p, int k)
     j->k = k;
     j->seq = s;
     j->want = want_on[k] ? wants[k] : NULL;
+    j->droppable = early_droppable;
+    j->early_on = early_on;
     return j;
 }
 
@@ -240,7 +255,7 @@ enum how { SUB, TRY };
 static int osubmit(shard_dispatcher *d, int p, int k, enum how how, bool droppable)
 {
     struct ojob *j = oreserve(p, k);
-    j->droppable = droppable;
+    j->droppable |= droppable;
     int rc = how == SUB ? shard_submit(d, keys[k], strlen(keys[k]), ojob_run, j)
                         : shard_try_submit(d, keys[k], strlen(keys[k]), ojob_run, j);
     if (rc != 0)
@@ -567,16 +582,19 @@ enum { SK = 0, SL = 1, SM = 2 }; /* K: the stuck job's key (w0); L: w1's; M: ano
 
 static sem_t st_in, st_go;
 static atomic_int st_done;
+static bool st_drop; /* the crash is DROP */
 static shard_worker *st_a;
 
 static void st_stuck(shard_worker *w, void *a)
 {
     (void)a;
     st_a = w;
+    early_droppable = st_drop;
     osubmit(D, 0, SK, SUB, false);
     osubmit(D, 0, SL, SUB, false);
     osubmit(D, 0, SM, SUB, false);
     omany(D, 0, (const int[]){ SK, SL, SM, SK }, 4);
+    early_droppable = false;
     sem_post(&st_in);
     sem_wait(&st_go); /* crashed meanwhile */
     osubmit(D, 0, SK, SUB, false);
@@ -609,6 +627,7 @@ static void scen_stuck(int it, enum shard_crash_policy pol)
         want_on[k] = true;
     }
     bool drop = pol == SHARD_CRASH_DROP;
+    st_drop = drop;
     CHECK(shard_submit(D, keys[SK], strlen(keys[SK]), st_stuck, NULL) == 0, "submit the stuck job");
     for (int i = 0; i < 3; i++) /* in w0's queue behind it: rerouted, or dropped */
         osubmit(D, 1, SK, SUB, drop);
@@ -800,9 +819,11 @@ static void rm_x(shard_worker *w, void *a)
 {
     (void)w;
     (void)a;
+    early_on = "w0";
     osubmit(D, 0, RA, SUB, false);
     osubmit(D, 0, RB, SUB, false);
     omany(D, 0, (const int[]){ RA, RB, RA }, 3);
+    early_on = NULL;
     sem_post(&rm_in);
     sem_wait(&rm_go); /* w0 has left the ring meanwhile */
     osubmit(D, 0, RA, SUB, false);

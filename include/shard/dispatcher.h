@@ -230,7 +230,7 @@ SHARD_API void shard_dispatcher_destroy(shard_dispatcher *d);
  * A running job's shard_submit (and shard_submit_many) to its own worker's dispatcher is gathered and
  * delivered when the job returns, or at the end of the worker's batch of up to 32 jobs that run back
  * to back, with the other submits of that batch: one queue claim and one wake-up check a destination
- * instead of one a job (since 0.3). Order is kept (a key's jobs from one thread in submission order;
+ * instead of one a job (since 0.3); sooner when a key's owner is parked (it would sleep meanwhile). Order is kept (a key's jobs from one thread in submission order;
  * the thread's other submits go after what it gathered), and so is what happens before: the job
  * runs after what its submitter did before shard_submit. A job that waits for a job it submitted
  * (which it should not: it holds its worker meanwhile) calls shard_flush first. A long job delays the
