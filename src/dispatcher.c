@@ -92,12 +92,13 @@ SHARD_API void shard_dispatcher_destroy(shard_dispatcher *d)
     /* Every submit that read shutdown == 0 is inside a read-side section, or registered as a waiter
      * before leaving it: after this, none pushes, and every waiter is counted. */
     shard__rcu_synchronize();
-    /* Submits that workers' jobs made before are delivered before the workers are told to stop. */
+    /* Waiting submitters first (a job may wait for one of them, as before), then the submits that
+     * workers' jobs made before are delivered before the workers are told to stop. */
+    shard__space_send_back(d);
     pthread_mutex_lock(&d->lock);
     while (shard__outboxes_open(d))
         pthread_cond_wait(&d->cond, &d->lock);
     pthread_mutex_unlock(&d->lock);
-    shard__space_send_back(d);
     shard__membership_stop_all(d);
     shard__ctl_unlock(d);
     /* Submitters sent back leave before the memory goes. */
@@ -166,15 +167,9 @@ int shard__submit_hashed(shard_dispatcher *d, uint64_t h, shard_job_fn fn, void 
     if (me && me->d == d && !atomic_load_explicit(&d->shutdown, memory_order_relaxed)) {
         /* A running job's submit waits in its worker's outbox for the batch's end (outbox.h); any
          * other submit of the worker's thread goes after what it holds. */
-        if (wait && me->outbox.gathering) {
-            int rc = shard__outbox_add(me, h, fn, arg);
-            /* A parked owner would sleep until the batch's end: latency, where nothing is saved. */
-            struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire);
-            struct shard_worker *to = snap_worker(s, shard__ring_owner_index(s->ring, h));
-            if (!rc && to != me && atomic_load_explicit(&to->park.sleeping, memory_order_relaxed))
-                shard__outbox_deliver(me);
-            return rc;
-        } else if (!shard__outbox_deliver(me)) {
+        if (wait && me->outbox.gathering)
+            return shard__outbox_gather(me, h, fn, arg);
+        if (!shard__outbox_deliver(me)) {
             return -ENOMEM;
         }
     }

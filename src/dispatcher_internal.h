@@ -10,6 +10,9 @@
  *              drain marks;
  *   w->inbox_lock  jobs rerouted to the worker by a crash;
  *   d->crash.lock  what crashes still owe (crash.h), a leaf.
+ * w->outbox.busy (a spin flag: one delivery of a worker's outbox, outbox.c) is taken under w->lock
+ * (the worker's loop) or ctl (a crash's rescue) or neither; its holder takes only side locks, d->lock
+ * (a destroy's wake-up) and an RCU read-side section.
  * w->timer_lock (a worker's timing wheel, timer.c) and d->timers.lock (timer records) are leaves:
  * taken under any of the above or none, one at a time.
  * d->space_lock (submitters waiting for queue space or for a throttled key) and then d->throttle.lock

@@ -25,6 +25,18 @@ int shard__outbox_add(struct shard_worker *w, uint64_t hash, shard_job_fn fn, vo
     return 0;
 }
 
+int shard__outbox_gather(struct shard_worker *w, uint64_t hash, shard_job_fn fn, void *arg)
+{
+    int rc = shard__outbox_add(w, hash, fn, arg);
+    /* A parked owner would sleep until the batch's end: latency, where batching saves nothing.
+     * acquire: pairs with the release store that published the snapshot (membership.c's publish). */
+    struct snap *s = atomic_load_explicit(&w->d->snap, memory_order_acquire);
+    struct shard_worker *to = snap_worker(s, shard__ring_owner_index(s->ring, hash));
+    if (!rc && to != w && atomic_load_explicit(&to->park.sleeping, memory_order_relaxed))
+        shard__outbox_deliver(w);
+    return rc;
+}
+
 /* Beyond the room in x's ring, or while threads wait for that room (a worker leaves the free slots
  * to them, as shard__submit_hashed says), a job goes after the ring's contents on the side list.
  * Return: false when no memory could be had. */

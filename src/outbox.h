@@ -49,8 +49,8 @@ struct outbox {
     _Atomic uint32_t sealed;    /* A, written by W: entries below it are jobs' that returned (release:
                                  * the rescue that acquires it sees them) */
     _Atomic bool     busy;      /* A: a delivery is under way (the worker's, or a crash's rescue) */
-    _Atomic bool     open;      /* A, written by W: entries are held; seq_cst: pairs with drain's and
-                                 * destroy's reads after destroy set shutdown (outbox.c) */
+    _Atomic bool     open;      /* A, written by W: entries are held; seq_cst: drain and destroy read it
+                                 * (destroy after setting shutdown: outbox.c's Dekker pair) */
     struct outbox_entry e[OUTBOX_MAX]; /* W; those below sealed read, and marked, by a rescue under busy */
 };
 
@@ -60,6 +60,9 @@ struct shard_worker;
  * section, shutdown not seen. Return: 0; -ENOMEM (the outbox was full and delivering it found no
  * memory for a queue beyond its capacity). */
 int  shard__outbox_add(struct shard_worker *w, uint64_t hash, shard_job_fn fn, void *arg);
+/* A running job's submit: shard__outbox_add, then the delivery at once when the key's owner is parked.
+ * Context and return: as shard__outbox_add. */
+int  shard__outbox_gather(struct shard_worker *w, uint64_t hash, shard_job_fn fn, void *arg);
 /* Delivers the entries to their keys' owners under the ring in force, one claim and one wake check
  * a destination. Context: w's own thread, with or without w->lock, inside a read-side section or
  * not. Return: true when the outbox is empty; false only when memory for a job beyond a full queue

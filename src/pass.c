@@ -76,6 +76,11 @@ void shard__pass_held(struct shard_worker *w)
             shard__run_control(w, j);
         if (shard__worker_is_crashed(w) || w->stopped)
             return;
+        if (w->outbox.n) {
+            /* Its submits found no memory: the loop delivers them before a drain mark here passes. */
+            w->held_dirty = true;
+            return;
+        }
     }
     /* What ran may have unblocked items earlier in the list: walk again. */
     if (progress)

@@ -113,8 +113,8 @@ static int submit_many(shard_dispatcher *d, const struct shard_job *jobs, size_t
             if (atomic_load_explicit(&d->shutdown, memory_order_relaxed))
                 rc = -ESHUTDOWN;
             else
-                rc = shard__outbox_add(me, shard__hash_key_cfg(&d->cfg.ring, jobs[done].key, jobs[done].len),
-                                       jobs[done].fn, jobs[done].arg);
+                rc = shard__outbox_gather(me, shard__hash_key_cfg(&d->cfg.ring, jobs[done].key, jobs[done].len),
+                                          jobs[done].fn, jobs[done].arg);
         }
         n = done;
     } else if (me && me->d == d && !atomic_load_explicit(&d->shutdown, memory_order_relaxed) &&

@@ -68,7 +68,8 @@ struct throttle_holder {
 
 struct throttle {
     _Alignas(SHARD_CACHELINE) _Atomic uint32_t keys; /* throttled keys; lock to change, read lock-free */
-    /* The gate's (head comment), on a line of their own: written only while a holder is full. */
+    /* The gate's (head comment), on a line of their own: bumped when a holder falls below limit and
+     * at every settle, full or not (rare next to submits). */
     _Alignas(SHARD_CACHELINE) _Atomic uint64_t eased; /* holders fallen below limit, and settles */
     _Atomic uint64_t     full_waits;             /* submits a full holder held back (stats) */
     _Alignas(SHARD_CACHELINE) pthread_mutex_t lock;

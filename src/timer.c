@@ -354,16 +354,17 @@ SHARD_API int shard_timer_rearm(shard_dispatcher *d, shard_timer timer, uint64_t
     struct shard_worker *me = shard__current_worker;
     if (atomic_load_explicit(&d->shutdown, memory_order_relaxed)) {
         rc = -ESHUTDOWN;
-    } else if (me && me->d == d && !shard__outbox_deliver(me)) {
-        rc = -ENOMEM; /* as arm: the new deadline comes after what the job submitted so far */
     } else if (found >= 0) {
         struct timer *t = shard__timer_at(&d->timers, (uint32_t)found);
         uint64_t word = atomic_load_explicit(&t->word, memory_order_acquire);
         if ((uint32_t)(word >> 32) == (uint32_t)(timer >> 32)) {
             enum timer_state st = shard__timer_state(word);
-            rc = st == TIMER_PENDING ? rearm_pending(d, (uint32_t)found, word, delay_ns)
-                 : st == TIMER_RUNNING ? -EBUSY
-                                       : -ENOENT;
+            if (st == TIMER_PENDING && me && me->d == d && !shard__outbox_deliver(me))
+                rc = -ENOMEM; /* as arm: the new deadline comes after what the job submitted so far */
+            else
+                rc = st == TIMER_PENDING ? rearm_pending(d, (uint32_t)found, word, delay_ns)
+                     : st == TIMER_RUNNING ? -EBUSY
+                                           : -ENOENT;
         }
     }
     shard__rcu_read_unlock();

@@ -113,7 +113,8 @@ struct shard_worker {
     _Atomic uint64_t timer_next;    /* A, written under timer_lock: when the wheel next needs W (ns);
                                      * UINT64_MAX: never */
 
-    struct outbox    outbox;        /* W, its `open` A: its jobs' submits until their batch ends (outbox.h) */
+    struct outbox    outbox;        /* its jobs' submits until their batch ends: W, but for the atomics and
+                                 * what a crash's rescue touches under its busy flag (outbox.h) */
 };
 
 extern _Thread_local struct shard_worker *shard__current_worker;

@@ -439,3 +439,56 @@ Test(faults, a_job_follows_its_key_without_memory_for_a_drain_mark)
     cr_assert_eq(atomic_load(&om.ran_on_l), 0, "the job ran on %s, which had handed its key to %s", om.l, om.z);
     shard_dispatcher_destroy(d);
 }
+
+/* Destroy while a job that has gathered a submit (its worker's outbox open) waits for a thread that
+ * waits for room in that worker's queue: the waiter is sent back (-ESHUTDOWN), the job returns, its
+ * gathered submit runs, and destroy ends (a review feared destroy's wait for the outbox, then before
+ * sending waiters back, could hang here; this run did not show it, but the order is now the safe
+ * one). */
+static sem_t dw_gathered, dw_waiter_back;
+static atomic_int dw_ran, dw_waiter_rc = 1;
+static shard_dispatcher *dw_d;
+
+static void dw_noop(shard_worker *w, void *arg)
+{
+    (void)w, (void)arg;
+    atomic_fetch_add(&dw_ran, 1);
+}
+
+static void dw_gather_then_wait(shard_worker *w, void *arg)
+{
+    (void)arg;
+    cr_assert_eq(shard_submit(shard_worker_dispatcher(w), "other", 5, dw_noop, NULL), 0); /* gathered */
+    sem_post(&dw_gathered);
+    sem_wait(&dw_waiter_back); /* until the waiting producer was sent back */
+}
+
+static void *dw_producer(void *arg)
+{
+    (void)arg;
+    int rc;
+    /* The worker runs dw_gather_then_wait: its queue of 4 fills and the fifth submit waits. */
+    while ((rc = shard_submit(dw_d, "k", 1, dw_noop, NULL)) == 0)
+        ;
+    atomic_store(&dw_waiter_rc, rc);
+    sem_post(&dw_waiter_back);
+    return NULL;
+}
+
+Test(dispatcher, destroy_sends_waiters_back_before_it_waits_for_gathered_submits, .timeout = 60)
+{
+    struct shard_config cfg = { .workers = 1, .queue_capacity = 4 };
+    cr_assert_eq(shard_dispatcher_create(&dw_d, &cfg), 0);
+    sem_init(&dw_gathered, 0, 0);
+    sem_init(&dw_waiter_back, 0, 0);
+    cr_assert_eq(shard_submit(dw_d, "k", 1, dw_gather_then_wait, NULL), 0);
+    sem_wait(&dw_gathered);
+    pthread_t p;
+    cr_assert_eq(pthread_create(&p, NULL, dw_producer, NULL), 0);
+    while (atomic_load(&dw_d->space_waiters) == 0) /* the producer waits for room */
+        sched_yield();
+    shard_dispatcher_destroy(dw_d);
+    pthread_join(p, NULL);
+    cr_assert_eq(atomic_load(&dw_waiter_rc), -ESHUTDOWN);
+    cr_assert_eq(atomic_load(&dw_ran), 5, "the 4 queued jobs and the gathered one ran");
+}

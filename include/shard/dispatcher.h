@@ -215,8 +215,8 @@ SHARD_API void shard_dispatcher_destroy(shard_dispatcher *d);
  * change is not done (an old owner has not yet run every job of its moved keys, say it is in a long
  * job), a worker holding twice queue_capacity set-aside jobs holds back every further key whose job
  * would be set aside there too (a key that moved to it from an owner not yet done: fresh keys
- * included), until it holds fewer than queue_capacity, the change is done, another is made, or
- * destroy begins (since 0.3; shard_stats.held_full_waits counts them; docs/sizing.md: the memory
+ * included), until it holds fewer (a waiter looks again each time a worker falls below
+ * queue_capacity), the change is done, another is made, or destroy begins (since 0.3; shard_stats.held_full_waits counts them; docs/sizing.md: the memory
  * this bounds). Only keys with jobs set aside, or about to be, are held back: a stuck key holds up
  * its own submitters, a slow handoff those of the keys it moves, not those of keys that run. Nor
  * does it wait for either inside the caller's own RCU read-side section, nor from a hook run holding
