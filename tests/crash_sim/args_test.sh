@@ -72,13 +72,13 @@ expect 2 "cannot write the picture to '/nonexistent/dir/crash.svg': No such file
     --svg /nonexistent/dir/crash.svg
 expect 2 "cannot write the picture to '$tmp': Is a directory" -- --svg "$tmp"
 expect 2 "cannot write the picture to '': No such file or directory" -- --svg=
-start=$(date +%s%N)
-"$sim" --svg /nonexistent/crash.svg >/dev/null 2>&1
-ms=$((($(date +%s%N) - start) / 1000000))
-if ((ms < 300)); then
-    echo "ok      an unwritable --svg is refused in ${ms} ms, before the default run (about a second)"
+# Refused before the simulation: the default run prints its report on stdout (a timed check stood
+# here and failed under a loaded sanitizer build: speed is for benchmarks).
+out=$("$sim" --svg /nonexistent/crash.svg 2>/dev/null)
+if [[ -z $out ]]; then
+    echo "ok      an unwritable --svg is refused before the default run (nothing on stdout)"
 else
-    echo "FAILED  an unwritable --svg took ${ms} ms: the simulation ran first"
+    echo "FAILED  an unwritable --svg printed the simulation's report: it ran first"
     failures=$((failures + 1))
 fi
 
