@@ -86,6 +86,15 @@ static struct shard_worker *owner_in(const struct snap *s, const struct job *j)
     return snap_worker(s, shard__ring_owner_index(s->ring, j->hash));
 }
 
+/* The last answer of reroute_target, for the next job of the same key and epoch (a crashed queue
+ * holds runs of them): the walk is not repeated, only the check of the worker's progress. */
+struct reroute_memo {
+    uint64_t             hash, epoch;
+    struct shard_worker *w;    /* NULL: the owner now */
+    uint64_t             lost; /* the epoch at which w lost the key */
+    bool                 valid;
+};
+
 /* Where x's job j goes: where its key's state goes next. x owned the key at j's epoch, and its state
  * there is lost. The key's jobs of the next epochs whose owner was not x are held by that owner,
  * which hands the state on at the fence where it loses the key: j runs there, before them, unless
@@ -96,15 +105,6 @@ static struct shard_worker *owner_in(const struct snap *s, const struct job *j)
  * back to j's epoch. Walks back from the ring now to j's epoch, then forward along `next`: O(changes
  * since j's epoch). Context: ctl and d->lock held (`next` and a worker's `passed` move under d->lock,
  * so the worker cannot pass that fence before j is in its inbox). */
-/* The last answer of reroute_target, for the next job of the same key and epoch (a crashed queue
- * holds runs of them): the walk is not repeated, only the check of the worker's progress. */
-struct reroute_memo {
-    uint64_t             hash, epoch;
-    struct shard_worker *w;    /* NULL: the owner now */
-    uint64_t             lost; /* the epoch at which w lost the key */
-    bool                 valid;
-};
-
 static struct shard_worker *reroute_target(shard_dispatcher *d, struct shard_worker *x, const struct job *j,
                                            const struct snap *now, struct reroute_memo *m)
 {

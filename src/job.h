@@ -5,8 +5,10 @@
  * or a control item (fence, drain mark, stop). It is on at most one list at a time through next
  * (a queue's side list, a worker's inbox, its held order, a crash's leftovers) and, while held or
  * owed, in keymaps by key (links[]). Who allocates and frees records: record.c's pool (jobs a
- * worker sets aside), the crash hand-over (blocks), submit (a worker's overflow), membership.c
- * (fences, drain marks); every record is freed through shard__free_record (record.c). */
+ * worker sets aside), the crash hand-over (blocks), submit and a worker's outbox (a worker's
+ * overflow), membership.c (fences, drain marks); every record that was queued is freed through
+ * shard__free_record (record.c); fences and marks of a change or drain that failed before queuing
+ * them are freed where they were made. */
 #ifndef SHARD_SRC_JOB_H
 #define SHARD_SRC_JOB_H
 

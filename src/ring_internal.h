@@ -19,7 +19,7 @@ struct ring_member {
  * name, so member-index order is name order and ties between equal points resolve by name.
  *
  * The front table splits [min, max] into buckets of 2^front_shift hashes, a power of two of them: 8 to
- * 16 a point up to 2^19 entries, 4 to 8 a point beyond (ring.c, front_count). A bucket then holds a
+ * 16 a point up to 2^19 entries, 4 to 8 a point beyond (ring_front.c, shard__ring_front_count). A bucket then holds a
  * point with probability at most 1/8 or 1/4, so 78 to 94% of buckets hold none and have a single owner.
  * An entry e is
  *   < front_plain             the member owning every hash of the bucket: a lookup is one load;
@@ -41,7 +41,7 @@ struct ring_member {
  * Memory (shard_ring_memory): 12 bytes a point (point and owner), 2 an entry and 4 a block, so
  * 12n + 2.0625 * entries + 4 bytes: under 45 bytes a point up to 65,536 points (the table at most
  * 1 MiB), under 29 above. At the default vnodes 64 members get 2^19 entries (1 MiB), 1,000 members 2^22
- * (8 MiB, beyond L2: see ring.c, front_count).
+ * (8 MiB, beyond L2: see ring_front.c, shard__ring_front_count).
  * Every add and remove rebuilds all of it (ring.c), so it is published with the ring; a published ring
  * is read-only.
  *

@@ -98,7 +98,7 @@ long shard__hot_keys_of(shard_dispatcher *d, const char *name, struct shard_hot_
     if (window_seq)
         *window_seq = 0;
     long rc = -ENOENT;
-    /* The registry under d->lock: a worker is freed under it (and ctl), after it left the registry.
+    /* The registry under d->lock: a worker leaves it under that lock (and ctl) and is freed only after.
      * A name may be a ring member and a removed worker still finishing: the member first. */
     pthread_mutex_lock(&d->lock);
     struct shard_worker *found = NULL;
