@@ -172,8 +172,8 @@ static bool          drop_any;            /* mixed-drop: a crash may drop any jo
  * Those a job made before a change may so have been queued before it: early_droppable (a DROP crash
  * of the submitter's worker may drop them with its queue) and early_on (they may run there, under
  * the ring before, before its release hook), set while such a job submits. */
-static bool          early_droppable;
-static const char   *early_on;
+static _Thread_local bool early_droppable;
+static _Thread_local const char *early_on;
 
 static void oreset(void)
 {
@@ -403,10 +403,10 @@ static void scen_drain(int it)
 /* ---- drain-crash: a returned job's gathered submit, behind a stuck job of its batch ---- */
 
 static struct {
-    sem_t         g_in, g_go, x2_in, x2_go;
-    atomic_int    j_ran;
+    sem_t         g_in, g_go, x2_in, x2_go, b_in;
+    atomic_int    j_ran, b_go;
     shard_worker *a;
-    char          kg[32], kx1[32], kx2[32], kb[32];
+    char          kg[32], kx1[32], kx2[32], kb[32], kb2[32];
     int           gathered; /* iterations where J was still in w0's outbox at the crash */
 } s_dc;
 
@@ -432,6 +432,16 @@ static void dc_x1(shard_worker *w, void *a)
     CHECK(shard_submit(D, s_dc.kb, strlen(s_dc.kb), dc_j, NULL) == 0, "submit J");
 }
 
+/* Keeps w1 busy (not parked: a submit to a parked worker is delivered at once) until the crash. */
+static void dc_b(shard_worker *w, void *a)
+{
+    (void)w;
+    (void)a;
+    sem_post(&s_dc.b_in);
+    while (!atomic_load(&s_dc.b_go))
+        sched_yield();
+}
+
 static void dc_x2(shard_worker *w, void *a)
 {
     (void)w;
@@ -444,11 +454,15 @@ static void scen_drain_crash(int it)
 {
     enum shard_crash_policy pol = it & 1 ? SHARD_CRASH_DROP : SHARD_CRASH_REROUTE;
     atomic_store(&s_dc.j_ran, 0);
+    atomic_store(&s_dc.b_go, 0);
     D = make(3, NULL);
     key_on(D, "w0", "g", s_dc.kg);
     key_on(D, "w0", "x1", s_dc.kx1);
     key_on(D, "w0", "x2", s_dc.kx2);
     key_on(D, "w1", "b", s_dc.kb);
+    key_on(D, "w1", "b2", s_dc.kb2);
+    CHECK(shard_submit(D, s_dc.kb2, strlen(s_dc.kb2), dc_b, NULL) == 0, "submit B");
+    sem_wait(&s_dc.b_in);
     /* G holds w0 while X1 and X2 queue behind it: the three run in one batch. */
     CHECK(shard_submit(D, s_dc.kg, strlen(s_dc.kg), dc_g, NULL) == 0, "submit G");
     sem_wait(&s_dc.g_in);
@@ -459,6 +473,7 @@ static void scen_drain_crash(int it)
     if (atomic_load(&s_dc.a->outbox.open))
         s_dc.gathered++; /* J did not go at X1's return: it waits for the batch's end */
     CHECK(shard_worker_crash(D, "w0", pol) == 0, "crash");
+    atomic_store(&s_dc.b_go, 1);
     CHECK(shard_drain(D) == 0, "drain");
     int ran = atomic_load(&s_dc.j_ran);
     CHECK(ran == 1,
@@ -1066,7 +1081,7 @@ int main(int argc, char **argv)
     int iters = STRESS_SANITIZED ? 50 : 200, argi = 1; /* 200 under TSan: about 3 minutes */
     if (argc > 1 && atoi(argv[1]) > 0)
         iters = atoi(argv[argi++]);
-    sem_t *sems[] = { &s_dr.submitted, &s_dc.g_in, &s_dc.g_go, &s_dc.x2_in, &s_dc.x2_go, &st_in, &st_go,
+    sem_t *sems[] = { &s_dr.submitted, &s_dc.g_in, &s_dc.g_go, &s_dc.x2_in, &s_dc.x2_go, &s_dc.b_in, &st_in, &st_go,
                       &fl_started, &rm_in, &rm_go, &ot_started, &tm_armed, &tm_go, &tm_ran };
     for (size_t i = 0; i < sizeof sems / sizeof *sems; i++)
         sem_init(sems[i], 0, 0);
