@@ -10,5 +10,6 @@
 #include "shard/ring.h"
 #include "shard/dispatcher.h"
 #include "shard/timer.h"
+#include "shard/multi.h"
 
 #endif

@@ -36,6 +36,7 @@ void shard__crash_record_init(struct crash_record *c)
 static void insert(struct crash_table *t, struct crash_record *c, struct job *j)
 {
     j->owed_to = c;
+    j->in_table = true;
     j->owe_seq = ++t->owe_seq;
     shard__keymap_insert(&t->owed, j);
     c->owed++;
@@ -47,6 +48,7 @@ static bool remove_entry(struct crash_table *t, struct job *j)
 {
     bool first = shard__keymap_first(&t->owed, j->hash) == j;
     shard__keymap_remove(&t->owed, j);
+    j->in_table = false;
     j->owed_to->owed--;
     /* release: whatever the job did (a stuck job's writes to its key's state) happens before a worker
      * that reads the lowered count with acquire (shard__crash_blocks) and runs the key's next job
@@ -82,15 +84,49 @@ bool shard__crash_blocks(struct crash_table *t, const struct job *j)
     return blocked;
 }
 
+/* Whether the key's first entry is stuck: a crashed worker's job that has not returned; or a claim
+ * of a multi-key job one of whose parts is yet to claim a key that is stuck so (the job waits for
+ * it, so its claims hold their keys as long). A claim waiting on a claim is followed depth levels
+ * down at most: deeper chains are taken as not stuck, so drain waits for them. Context: t->lock. */
+static bool key_stuck(struct crash_table *t, uint64_t hash, int depth)
+{
+    const struct job *first = shard__keymap_first(&t->owed, hash);
+    if (!first || first->epoch != 0)
+        return false;
+    if (first->kind != JOB_CLAIM)
+        return true;
+    if (depth == 0)
+        return false;
+    for (const struct job *c = first->sibling; c != first; c = c->sibling)
+        if (!c->in_table && key_stuck(t, c->hash, depth - 1))
+            return true;
+    return false;
+}
+
 bool shard__crash_stuck_key(struct crash_table *t, uint64_t hash)
 {
     if (!atomic_load_explicit(bucket(t, hash), memory_order_acquire))
         return false;
     pthread_mutex_lock(&t->lock);
-    const struct job *first = shard__keymap_first(&t->owed, hash);
-    bool stuck = first && first->epoch == 0;
+    bool stuck = key_stuck(t, hash, 4);
     pthread_mutex_unlock(&t->lock);
     return stuck;
+}
+
+bool shard__crash_may_block(struct crash_table *t, uint64_t hash)
+{
+    /* acquire: as shard__crash_blocks. */
+    return atomic_load_explicit(&t->entries, memory_order_acquire) &&
+           atomic_load_explicit(bucket(t, hash), memory_order_acquire);
+}
+
+void shard__crash_claim(struct crash_table *t, struct crash_record *owner, struct job *claim)
+{
+    pthread_mutex_lock(&t->lock);
+    claim->kind = JOB_CLAIM;
+    claim->epoch = 0;
+    insert(t, owner, claim);
+    pthread_mutex_unlock(&t->lock);
 }
 
 void shard__crash_stick(struct crash_table *t, struct crash_record *x, uint64_t hash)

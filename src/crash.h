@@ -5,6 +5,8 @@
  *   - the key of the job x was running when it crashed, as x's `stuck` entry of epoch 0 (below every
  *     job's epoch: no job of that key may run until the stuck job returns);
  *   - each job of x's queue rerouted to a new owner, until it has run;
+ *   - a multi-key job's claim on each of its keys (multi.c), from when its part of that key runs until
+ *     the job has run or was dropped: an entry of epoch 0, as a stuck job's;
  *   - jobs that a live worker holds behind one of the above when it passes a fence (fences count
  *     epochs; these wait on a crash, so the table holds their key instead: shard__crash_defer_held).
  *     They are charged to their holder's own record, not to the crash they wait behind: a key that
@@ -55,17 +57,21 @@ void shard__crash_table_init(struct crash_table *t);
 void shard__crash_table_destroy(struct crash_table *t);
 void shard__crash_record_init(struct crash_record *c);
 
-/* Whether the table holds any entry: a crash owes jobs, or a live worker deferred one. acquire: as
- * shard__crash_blocks. Context: any thread, lock-free. */
-static inline bool shard__crash_owes_any(struct crash_table *t)
-{
-    return atomic_load_explicit(&t->entries, memory_order_acquire) != 0;
-}
 /* Whether an older entry of j's key stands before j. Context: any thread; lock-free when j's bucket
  * holds no entry. */
 bool shard__crash_blocks(struct crash_table *t, const struct job *j);
-/* Whether the key's first entry is a stuck job (drain does not wait for what follows one). */
+/* Whether the key's first entry is a stuck job, or a multi-key job's claim that waits for one (drain
+ * does not wait for what follows one). */
 bool shard__crash_stuck_key(struct crash_table *t, uint64_t hash);
+/* Whether an entry of hash's bucket may stand: false means no job of that key is held up by the
+ * table (the batch fast path's check, run.c). Context: any thread, lock-free. */
+bool shard__crash_may_block(struct crash_table *t, uint64_t hash);
+
+/* A multi-key job holds the key of claim (its hash set; claim->sibling its other claims, in a
+ * circle): an entry of epoch 0, ahead of every job of the key not yet run, as a stuck job's, until
+ * shard__crash_paid (through shard__owed_done). Charged to owner. Context: the worker that runs the
+ * job's part of that key, inside it (every job of the key before it has run). */
+void shard__crash_claim(struct crash_table *t, struct crash_record *owner, struct job *claim);
 
 /* x crashed while running a job of hash: no job of that key may run until the job returns and its
  * stuck entry is paid (shard__owed_done with x's stuck record, run.c). */

@@ -6,6 +6,7 @@
 #include "crash_handover.h"
 #include "dispatcher_internal.h"
 #include "handoff.h"
+#include "multi.h"
 #include "run.h"
 #include "timer.h"
 #include "worker.h"
@@ -170,9 +171,13 @@ static void hand_over(shard_dispatcher *d, struct shard_worker *x, struct job *l
         }
         shard_job_fn fn = j->fn;
         void *arg = j->arg;
-        /* A timer's arm or fire job stands for the timer's own job: dropped unless it was cancelled. */
-        bool timer = fn == shard__timer_arm || fn == shard__timer_fire;
-        bool report = !timer || shard__timer_dropped(d, j->arg, &fn, &arg);
+        /* A timer's arm or fire job stands for the timer's own job: dropped unless it was cancelled.
+         * A multi-key job's part stands for the whole job: reported with its first part dropped. */
+        bool report = true;
+        if (fn == shard__timer_arm || fn == shard__timer_fire)
+            report = shard__timer_dropped(d, j->arg, &fn, &arg);
+        else if (fn == shard__multi_part)
+            report = shard__multi_dropped(j->arg, &fn, &arg);
         if (report && d->cfg.on_dropped)
             d->cfg.on_dropped(fn, arg, d->cfg.user);
         if (report)

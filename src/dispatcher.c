@@ -47,6 +47,7 @@ SHARD_API int shard_dispatcher_create(shard_dispatcher **out, const struct shard
     pthread_mutex_init(&d->lock, NULL);
     pthread_cond_init(&d->cond, NULL);
     pthread_mutex_init(&d->space_lock, NULL);
+    pthread_mutex_init(&d->multi_lock, NULL);
     pthread_cond_init(&d->space_cond, NULL);
     pthread_cond_init(&d->key_cond, NULL);
     /* A worker's allowance of set-aside jobs: its queue's capacity again (throttle.h). */
@@ -118,6 +119,7 @@ void shard__dispatcher_free(shard_dispatcher *d)
     pthread_mutex_destroy(&d->lock);
     pthread_cond_destroy(&d->cond);
     pthread_mutex_destroy(&d->space_lock);
+    pthread_mutex_destroy(&d->multi_lock);
     pthread_cond_destroy(&d->space_cond);
     pthread_cond_destroy(&d->key_cond);
     shard__crash_table_destroy(&d->crash);
@@ -161,6 +163,60 @@ bool shard__submit_full_slow(shard_dispatcher *d, uint64_t epoch, struct shard_w
     return shard__key_waits_older(d, w, epoch, h);
 }
 
+/* Waits for room in w, found full by the caller's read-side section that loaded s. Return: as
+ * shard__space_wait (true: destroy began, and the caller is back in a section that touches nothing
+ * of d; false: look again). */
+static bool wait_for_room(shard_dispatcher *d, struct shard_worker *w, const struct snap *s)
+{
+    uint64_t epoch = shard__space_register(d, w), ring_epoch = s->epoch; /* s is not ours past unlock */
+    shard__rcu_read_unlock();
+    if (shard__space_wait(d, w, epoch, ring_epoch)) {
+        /* d may be freed: back in a section (which touches nothing of d) as the caller expects. */
+        shard__rcu_read_lock();
+        return true;
+    }
+    return false;
+}
+
+/* One look at the owner of h for a submit: 0 with *sp and *wp set when a job may go in now but for
+ * room in the ring; 1 when the caller waited (for a throttled key or a worker full of set-aside jobs)
+ * and must look again; -EAGAIN (not wait) or -ESHUTDOWN. Context: as shard__submit_hashed. */
+static int admit(shard_dispatcher *d, uint64_t h, bool wait, struct snap **sp, struct shard_worker **wp)
+{
+    if (atomic_load_explicit(&d->shutdown, memory_order_relaxed))
+        return -ESHUTDOWN;
+    if (shard__submit_throttled(d, h, wait)) {
+        if (!wait)
+            return -EAGAIN;
+        uint64_t epoch = shard__space_register(d, NULL);
+        uint64_t ring_epoch = atomic_load_explicit(&d->epoch, memory_order_relaxed);
+        shard__rcu_read_unlock();
+        if (shard__space_wait_key(d, h, epoch, ring_epoch)) {
+            shard__rcu_read_lock(); /* as in wait_for_room */
+            return -ESHUTDOWN;
+        }
+        return 1;
+    }
+    /* acquire: pairs with the release store that published the snapshot (membership.c's publish). */
+    struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire);
+    struct shard_worker *w = snap_worker(s, shard__ring_owner_index(s->ring, h));
+    if (shard__submit_full(d, s, w, h, wait)) {
+        /* w is full of set-aside jobs during a change: wait as for a full queue (throttle.h). */
+        if (!wait) {
+            atomic_fetch_add_explicit(&d->throttle.full_waits, 1, memory_order_relaxed);
+            return -EAGAIN;
+        }
+        if (shard__space_wait_full(d, w, s->epoch)) {
+            shard__rcu_read_lock(); /* as in wait_for_room */
+            return -ESHUTDOWN;
+        }
+        return 1;
+    }
+    *sp = s;
+    *wp = w;
+    return 0;
+}
+
 int shard__submit_hashed(shard_dispatcher *d, uint64_t h, shard_job_fn fn, void *arg, bool wait)
 {
     struct shard_worker *me = shard__current_worker;
@@ -174,35 +230,13 @@ int shard__submit_hashed(shard_dispatcher *d, uint64_t h, shard_job_fn fn, void 
         }
     }
     for (;;) {
-        if (atomic_load_explicit(&d->shutdown, memory_order_relaxed))
-            return -ESHUTDOWN;
-        if (shard__submit_throttled(d, h, wait)) {
-            if (!wait)
-                return -EAGAIN;
-            uint64_t epoch = shard__space_register(d, NULL);
-            uint64_t ring_epoch = atomic_load_explicit(&d->epoch, memory_order_relaxed);
-            shard__rcu_read_unlock();
-            if (shard__space_wait_key(d, h, epoch, ring_epoch)) {
-                shard__rcu_read_lock(); /* as below */
-                return -ESHUTDOWN;
-            }
+        struct snap *s;
+        struct shard_worker *w;
+        int rc = admit(d, h, wait, &s, &w);
+        if (rc < 0)
+            return rc;
+        if (rc > 0)
             continue;
-        }
-        /* acquire: pairs with the release store that published the snapshot (membership.c's publish). */
-        struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire);
-        struct shard_worker *w = snap_worker(s, shard__ring_owner_index(s->ring, h));
-        if (shard__submit_full(d, s, w, h, wait)) {
-            /* w is full of set-aside jobs during a change: wait as for a full queue (throttle.h). */
-            if (!wait) {
-                atomic_fetch_add_explicit(&d->throttle.full_waits, 1, memory_order_relaxed);
-                return -EAGAIN;
-            }
-            if (shard__space_wait_full(d, w, s->epoch)) {
-                shard__rcu_read_lock(); /* as below */
-                return -ESHUTDOWN;
-            }
-            continue;
-        }
         /* A worker's submit takes no slot that a waiting thread is owed: the worker's own jobs
          * (a job's fan-out, timers falling due) would otherwise refill every slot it frees, and the
          * waiters, woken once the queue is half free, would never get in. */
@@ -226,13 +260,27 @@ int shard__submit_hashed(shard_dispatcher *d, uint64_t h, shard_job_fn fn, void 
         }
         if (!wait)
             return -EAGAIN;
-        uint64_t epoch = shard__space_register(d, w), ring_epoch = s->epoch; /* s is not ours past unlock */
-        shard__rcu_read_unlock();
-        if (shard__space_wait(d, w, epoch, ring_epoch)) {
-            /* d may be freed: back in a section (which touches nothing of d) as the caller expects. */
-            shard__rcu_read_lock();
+        if (wait_for_room(d, w, s))
             return -ESHUTDOWN;
-        }
+    }
+}
+
+int shard__submit_room(shard_dispatcher *d, uint64_t h, bool wait)
+{
+    for (;;) {
+        struct snap *s;
+        struct shard_worker *w;
+        int rc = admit(d, h, wait, &s, &w);
+        if (rc < 0)
+            return rc;
+        if (rc > 0)
+            continue;
+        if (shard__queue_has_room(&w->q))
+            return 0;
+        if (!wait)
+            return -EAGAIN;
+        if (wait_for_room(d, w, s))
+            return -ESHUTDOWN;
     }
 }
 

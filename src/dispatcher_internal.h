@@ -78,6 +78,13 @@ struct shard_dispatcher {
     _Atomic uint64_t dropped;       /* A: jobs DROP crashes dropped (stats) */
     struct timer_table timers;      /* keyed timers' records (its own lock) */
     struct balancer  *balancer;     /* I: NULL when off (balance.c) */
+    /* Multi-key jobs (multi.c): their parts enter the queues under multi_lock, so that any two meet
+     * every key they share in one order. A leaf but for the side locks and allocation it takes. */
+    pthread_mutex_t  multi_lock;
+    _Atomic uint64_t multi_open;    /* A: multi-key jobs accepted and not yet ended (stats) */
+    _Atomic int64_t  multi_waiting; /* A: of those, ones holding some of their keys while a part
+                                     * waits (stats). Its first part's increment may come after its
+                                     * last part's decrement: a moment below 0, read as 0 */
 };
 
 /* dispatcher.c: frees everything create made (create's failure, destroy). */
@@ -87,6 +94,11 @@ void shard__dispatcher_free(shard_dispatcher *d);
  * registered as a waiter for room. After -ESHUTDOWN the caller must not touch d again (destroy may
  * have freed it). */
 int  shard__submit_hashed(shard_dispatcher *d, uint64_t h, shard_job_fn fn, void *arg, bool wait);
+/* dispatcher.c: waits (wait), as shard__submit_hashed would, until a job of h would go into its
+ * owner's ring at once, and pushes nothing (multi.c's submit, before it pushes its parts without
+ * waiting). Not for a worker's thread. Context: as shard__submit_hashed. Return: 0; -EAGAIN (not
+ * wait: it would have waited); -ESHUTDOWN. */
+int  shard__submit_room(shard_dispatcher *d, uint64_t h, bool wait);
 /* dispatcher.c: whether a job of h must wait (wait) or be refused for its key's set-aside jobs
  * (throttle.h); never for a job a worker submits with wait, which never waits. Context: any thread. */
 bool shard__submit_throttled(shard_dispatcher *d, uint64_t h, bool wait);

@@ -25,6 +25,7 @@ enum job_kind {
     JOB_FENCE, /* control: everything routed here under older epochs is done */
     JOB_MARK,  /* control: shard_drain's marker */
     JOB_STOP,  /* control: the worker exits once everything before it is done */
+    JOB_CLAIM, /* a multi-key job's hold on one of its keys: only ever a crash table entry (multi.c) */
 };
 
 struct snap;
@@ -43,6 +44,7 @@ struct job {
     bool         loses_keys;     /* JOB_FENCE: this worker loses keys, run the release hook */
     bool         in_prio;        /* held: in the rerouted (front) segment */
     bool         embedded;       /* part of a larger object (a worker's stop item): never freed */
+    bool         in_table;       /* an entry of the crash table now (under its lock, crash.c) */
     /* The one list the record is on, in its life's order: a queue's side list; then its worker's held
      * order (held.c, doubly linked) or a spare list (record.c); or a crash's leftovers, then the list
      * for one new owner, then that worker's inbox, then its held order. A record leaves one list
@@ -56,6 +58,7 @@ struct job {
                                    * worker, or deferred behind a crash; NULL otherwise */
     uint64_t     owe_seq;        /* while owed_to: when it became owed, the crash table's order among
                                   * owed jobs of one key and epoch (crash.c, keymap.c) */
+    struct job  *sibling;        /* JOB_CLAIM: the next claim of the same multi-key job, in a circle */
     uint64_t     moved_epoch;    /* moved to another worker (follow.c) while the ring of this epoch
                                   * was in force, 0 if not: it waits for that epoch's owners too */
     /* handoff.c: the older owner this held job was last found waiting for, so that a check while it

@@ -93,12 +93,12 @@ void shard__run_job(struct shard_worker *w, struct job *j)
 #define BATCH_MAX 32
 
 /* Whether the ring job at pos, of epoch, may run with no more checks: every owner its key had before
- * is done (the epoch is settled), no crash owes a job of any key, and nothing delivered to w or queued
+ * is done (the epoch is settled), no crash table entry may stand for its key, and nothing delivered to w or queued
  * on its side list comes before it. Otherwise shard__run_take decides. */
-static bool batch_may_run(shard_dispatcher *d, struct shard_worker *w, uint64_t pos, uint64_t epoch)
+static bool batch_may_run(shard_dispatcher *d, struct shard_worker *w, uint64_t pos, const struct slot *s)
 {
-    return epoch <= atomic_load_explicit(&d->settled, memory_order_acquire) &&
-           !shard__crash_owes_any(&d->crash) && !shard__inbox_pending(w) &&
+    return s->epoch <= atomic_load_explicit(&d->settled, memory_order_acquire) &&
+           !shard__crash_may_block(&d->crash, s->hash) && !shard__inbox_pending(w) &&
            pos < shard__queue_side_next(&w->q);
 }
 
@@ -117,7 +117,7 @@ bool shard__run_batch(struct shard_worker *w)
     w->outbox.gathering = true;
     for (int n = 0; n < BATCH_MAX; n++) {
         const struct slot *s = shard__queue_peek_sc(q, pos);
-        if (!s || !batch_may_run(d, w, pos, s->epoch))
+        if (!s || !batch_may_run(d, w, pos, s))
             break;
         shard_job_fn fn = s->fn;
         void *arg = s->arg;

@@ -17,7 +17,7 @@ SHARD_API const char *shard_strerror(int err)
     case -ENOMEM: return "out of memory (or of file descriptors, or of timer records)";
     case -EAGAIN: return "try again: queue full, key throttled, timer moving with its key or its job queued, or no thread could be started";
     case -EBUSY: return "busy: the last worker cannot be removed or crashed, or the timer's job is running";
-    case -E2BIG: return "too many: SHARD_RING_MAX_PINS hashes pinned or keys placed already";
+    case -E2BIG: return "too many: SHARD_RING_MAX_PINS hashes pinned or keys placed already, or over SHARD_MULTI_MAX_KEYS keys in one multi-key job";
     case -ESHUTDOWN: return "dispatcher is shutting down";
     case -EDEADLK: return "would deadlock: not allowed from a worker, a control-thread hook or an RCU read-side section";
     case -ERANGE: return "index out of range";

@@ -451,6 +451,11 @@ struct shard_stats {
                                 * refused) because, while a change was not done, the worker it was
                                 * routed to held twice its allowance of set-aside jobs and its job
                                 * would have been set aside too (added in 0.3) */
+    uint64_t multi_open;       /**< multi-key jobs (multi.h) accepted that have not yet run or been
+                                * dropped (added in 0.3) */
+    uint64_t multi_waiting;    /**< of those, the ones holding some of their keys while another of
+                                * their parts has not come up: a number that stays up names a multi-key
+                                * job waiting behind a slow or stuck key (added in 0.3) */
 };
 
 /** One of a worker's heaviest keys over a window (shard_worker_hot_keys). The key is named by its hash

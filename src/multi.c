@@ -1,0 +1,275 @@
+/* Multi-key jobs: one job over several keys, each key held from when its part comes up until the
+ * job has run. SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * A multi-key job of k distinct keys queues k parts, one a key, as k jobs of those keys (so each
+ * follows its key through changes, crashes and placements as any job does). A part that comes up
+ * claims its key: an entry of epoch 0 in the crash table (crash.h), which every later job of the
+ * key waits behind, wherever it is, as behind a stuck job; the worker goes on with other keys. The
+ * part that finds every other one arrived runs the job, in its own job, then pays every claim.
+ *
+ * Why nothing waits for ever. The parts of every multi-key job enter the queues under d->multi_lock,
+ * so two multi-key jobs meet each key they share in one order (the order they took the lock: a key's
+ * jobs run in queue order, epochs in rising order): call the earlier one older. A part waits only
+ * for the jobs ahead of it in its key's order; a single-key job among them waits only for claims
+ * ahead of it, which are claims of older multi-key jobs; a multi-key part among them is an older
+ * job's. So every wait points to an older multi-key job, or to the protocol's waits (handoff.c),
+ * which point to older work: the oldest multi-key job under way is waited on by others and waits
+ * for none. No lock is held while anything waits: the lock covers the queueing, which never waits
+ * (the caller waited for room before, space.c; a queue full again by then is gone beyond through
+ * its side list).
+ *
+ * Memory: one allocation a job: the multi, its parts, and a record per part for a queue found full
+ * (a job_block, so that the worker that runs a part from such a record frees it as any record: the
+ * block goes with the last reference, the multi's own or such a record's). */
+#include <errno.h>
+#include <stdalign.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl.h"
+#include "dispatcher_internal.h"
+#include "handoff.h"
+#include "hash.h"
+#include "multi.h"
+#include "outbox.h"
+#include "rcu.h"
+#include "space.h"
+#include "shard/multi.h"
+
+struct multi;
+
+struct multi_part {
+    struct job    claim;   /* its key's entry in the crash table while it holds the key */
+    struct multi *m;
+    bool          claimed; /* m->lock: claim is in the table */
+};
+
+struct multi {
+    shard_dispatcher   *d;
+    shard_job_fn        fn;
+    void               *arg;
+    struct job_block   *block;   /* the allocation this lives in */
+    struct crash_record owner;   /* owes its claims (the table counts entries by record) */
+    pthread_mutex_t     lock;    /* dropped and the parts' claimed; the crash table's lock nests inside */
+    bool                dropped; /* lock: a DROP crash dropped one of its parts */
+    _Atomic uint32_t    arrived; /* parts come up or dropped */
+    uint32_t            n;       /* I: parts, one a distinct key */
+    struct multi_part   parts[];
+};
+
+static size_t multi_offset(size_t n)
+{
+    size_t at = sizeof(struct job_block) + n * sizeof(struct job), a = alignof(struct multi);
+    return (at + a - 1) / a * a;
+}
+
+static struct multi *multi_new(shard_dispatcher *d, const uint64_t *h, size_t n, shard_job_fn fn, void *arg)
+{
+    size_t at = multi_offset(n);
+    struct job_block *b = calloc(1, at + sizeof(struct multi) + n * sizeof(struct multi_part));
+    if (!b)
+        return NULL;
+    b->size = n;
+    atomic_init(&b->refs, 1); /* the multi's own: dropped when the last part has come up */
+    struct multi *m = (struct multi *)((char *)b + at);
+    *m = (struct multi){ .d = d, .fn = fn, .arg = arg, .block = b, .n = (uint32_t)n };
+    shard__crash_record_init(&m->owner);
+    pthread_mutex_init(&m->lock, NULL);
+    for (size_t i = 0; i < n; i++) {
+        struct multi_part *p = &m->parts[i];
+        p->m = m;
+        p->claim.hash = h[i];
+        p->claim.embedded = true;
+        p->claim.sibling = &m->parts[(i + 1) % n].claim;
+    }
+    return m;
+}
+
+static void multi_put(struct multi *m)
+{
+    struct job_block *b = m->block;
+    /* acq_rel: as shard__free_record's, with which it shares the count. */
+    if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) == 1) {
+        pthread_mutex_destroy(&m->lock);
+        free(b);
+    }
+}
+
+/* Lets go of every key m holds. Context: no other part of m changes its claims meanwhile. */
+static void release_claims(struct multi *m)
+{
+    for (uint32_t i = 0; i < m->n; i++) {
+        struct multi_part *p = &m->parts[i];
+        if (p->claimed) {
+            p->claimed = false;
+            shard__owed_done(m->d, &p->claim); /* release: what the job did, to the keys' next jobs */
+        }
+    }
+}
+
+/* One more part came up or was dropped. Return: whether it was the last. A part that is not may
+ * touch m no more: the last may free it at once. */
+static bool arrive(struct multi *m)
+{
+    shard_dispatcher *d = m->d;
+    uint32_t n = m->n;
+    /* acq_rel: the last part sees every other part's claim and what each key's jobs before it did. */
+    uint32_t a = atomic_fetch_add_explicit(&m->arrived, 1, memory_order_acq_rel) + 1;
+    if (a == 1)
+        atomic_fetch_add_explicit(&d->multi_waiting, 1, memory_order_relaxed);
+    if (a < n)
+        return false;
+    atomic_fetch_sub_explicit(&d->multi_waiting, 1, memory_order_relaxed);
+    return true;
+}
+
+/* Every part has come up or was dropped: the job runs (unless dropped), its keys go free. */
+static void finish(struct multi *m, shard_worker *w)
+{
+    shard_dispatcher *d = m->d;
+    if (!m->dropped)
+        m->fn(w, m->arg);
+    release_claims(m);
+    atomic_fetch_sub_explicit(&d->multi_open, 1, memory_order_relaxed);
+    multi_put(m);
+}
+
+void shard__multi_part(shard_worker *w, void *arg)
+{
+    struct multi_part *p = arg;
+    struct multi *m = p->m;
+    pthread_mutex_lock(&m->lock);
+    if (!m->dropped) {
+        shard__crash_claim(&m->d->crash, &m->owner, &p->claim);
+        p->claimed = true;
+    }
+    pthread_mutex_unlock(&m->lock);
+    if (arrive(m))
+        finish(m, w);
+}
+
+bool shard__multi_dropped(void *arg, shard_job_fn *fn, void **user_arg)
+{
+    struct multi_part *p = arg;
+    struct multi *m = p->m;
+    pthread_mutex_lock(&m->lock);
+    bool first = !m->dropped;
+    m->dropped = true;
+    pthread_mutex_unlock(&m->lock);
+    *fn = m->fn;
+    *user_arg = m->arg;
+    if (first)
+        release_claims(m); /* no part claims any more: dropped is set */
+    if (arrive(m))
+        finish(m, NULL);
+    return first;
+}
+
+/* Queues part p (key hash h) where a job of h goes now, never waiting: beyond a full ring (or one
+ * whose slots a waiting thread is owed, for a worker) through the side list, in a record of m's
+ * block. Context: d->multi_lock, inside a read-side section. */
+static void push_part(shard_dispatcher *d, struct multi *m, struct multi_part *p, bool worker)
+{
+    uint64_t h = p->claim.hash;
+    /* acquire: pairs with the release store that published the snapshot (membership.c's publish). */
+    struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire);
+    struct shard_worker *w = snap_worker(s, shard__ring_owner_index(s->ring, h));
+    if ((worker && shard__space_waited(w)) || !shard__queue_push_mp(&w->q, shard__multi_part, p, h, s->epoch)) {
+        struct job_block *b = m->block;
+        struct job *j = &b->recs[b->used++];
+        *j = (struct job){ .fn = shard__multi_part, .arg = p, .hash = h, .epoch = s->epoch, .routed = w,
+                           .kind = JOB_RUN, .block = b };
+        atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed); /* before anyone can run it */
+        shard__queue_push_side(&w->q, j);
+    }
+    shard__worker_wake(w);
+}
+
+/* The distinct hashes of keys[0..n) into h, in first-seen order. Return: how many, or -EINVAL. */
+static int distinct_hashes(shard_dispatcher *d, const struct shard_key *keys, size_t n, uint64_t *h)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!keys[i].key && keys[i].len > 0)
+            return -EINVAL;
+        uint64_t x = shard__hash_key_cfg(&d->cfg.ring, keys[i].key, keys[i].len);
+        size_t j = 0;
+        while (j < k && h[j] != x)
+            j++;
+        if (j == k)
+            h[k++] = x;
+    }
+    return (int)k;
+}
+
+/* Waits (wait) until each key's queue would take a job at once; for a thread that may not wait, or
+ * a worker, only whether the try variant must refuse. Context: inside a read-side section.
+ * Return: 0, -EAGAIN or -ESHUTDOWN. */
+static int make_room(shard_dispatcher *d, const uint64_t *h, size_t k, bool wait)
+{
+    bool worker = shard__current_worker && shard__current_worker->d == d;
+    if (wait && (worker || shard__rcu_in_outer_section() || shard__ctl_held(d)))
+        return 0; /* as their submits: they go in without waiting (dispatcher.c) */
+    for (size_t i = 0; i < k; i++) {
+        int rc = shard__submit_room(d, h[i], wait);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static int submit_multi(shard_dispatcher *d, const struct shard_key *keys, size_t n, shard_job_fn fn, void *arg,
+                        bool wait)
+{
+    if (!d || !keys || !fn || n == 0)
+        return -EINVAL;
+    if (n > SHARD_MULTI_MAX_KEYS)
+        return -E2BIG;
+    uint64_t h[SHARD_MULTI_MAX_KEYS];
+    int k = distinct_hashes(d, keys, n, h);
+    if (k < 0)
+        return k;
+    if (k == 1)
+        return wait ? shard_submit(d, keys[0].key, keys[0].len, fn, arg)
+                    : shard_try_submit(d, keys[0].key, keys[0].len, fn, arg);
+    /* d is read only inside a read-side section from here on, as in submit (dispatcher.c). */
+    shard__rcu_read_lock();
+    struct shard_worker *me = shard__current_worker;
+    bool worker = me && me->d == d;
+    int rc = 0;
+    if (worker && !shard__outbox_deliver(me))
+        rc = -ENOMEM; /* the job's earlier submits go first */
+    if (!rc) {
+        rc = make_room(d, h, (size_t)k, wait);
+        if (rc == -ESHUTDOWN) {
+            shard__rcu_read_unlock(); /* d may be freed: touch it no more */
+            return rc;
+        }
+    }
+    if (!rc && atomic_load_explicit(&d->shutdown, memory_order_relaxed))
+        rc = -ESHUTDOWN;
+    struct multi *m = rc ? NULL : multi_new(d, h, (size_t)k, fn, arg);
+    if (!rc && !m)
+        rc = -ENOMEM;
+    if (!rc) {
+        atomic_fetch_add_explicit(&d->multi_open, 1, memory_order_relaxed);
+        pthread_mutex_lock(&d->multi_lock);
+        for (int i = 0; i < k; i++)
+            push_part(d, m, &m->parts[i], worker);
+        pthread_mutex_unlock(&d->multi_lock);
+    }
+    shard__rcu_read_unlock();
+    return rc;
+}
+
+SHARD_API int shard_submit_multi(shard_dispatcher *d, const struct shard_key *keys, size_t n, shard_job_fn fn,
+                                 void *arg)
+{
+    return submit_multi(d, keys, n, fn, arg, true);
+}
+
+SHARD_API int shard_try_submit_multi(shard_dispatcher *d, const struct shard_key *keys, size_t n, shard_job_fn fn,
+                                     void *arg)
+{
+    return submit_multi(d, keys, n, fn, arg, false);
+}

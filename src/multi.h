@@ -1,0 +1,17 @@
+/* Internal: multi-key jobs' parts, as the crash hand-over sees them (multi.c).
+ * SPDX-License-Identifier: LGPL-2.1-or-later */
+#ifndef SHARD_SRC_MULTI_H
+#define SHARD_SRC_MULTI_H
+
+#include <stdbool.h>
+
+#include "shard/dispatcher.h"
+
+/* The job a multi-key job queues for each of its keys (arg: its part). */
+void shard__multi_part(shard_worker *w, void *arg);
+/* A DROP crash dropped the part arg: the whole job is dropped. Return: whether on_dropped is to
+ * hear of it (the first of its parts dropped), with *fn and *user_arg set to the job's own.
+ * Context: the crashing thread, holding d's ctl. */
+bool shard__multi_dropped(void *arg, shard_job_fn *fn, void **user_arg);
+
+#endif
