@@ -84,7 +84,8 @@ bool shard__crash_blocks(struct crash_table *t, const struct job *j)
     return blocked;
 }
 
-/* Whether the key's first entry is stuck: a crashed worker's job that has not returned; or a claim
+/* Whether the key's first entry is stuck: a crashed worker's job that has not returned (its record's
+ * stuck entry); or a claim
  * of a multi-key job one of whose parts is yet to claim a key that is stuck so (the job waits for
  * it, so its claims hold their keys as long). A claim waiting on a claim is followed depth levels
  * down at most: deeper chains are taken as not stuck, so drain waits for them. Context: t->lock. */
@@ -93,8 +94,10 @@ static bool key_stuck(struct crash_table *t, uint64_t hash, int depth)
     const struct job *first = shard__keymap_first(&t->owed, hash);
     if (!first || first->epoch != 0)
         return false;
-    if (first->kind != JOB_CLAIM)
+    if (first == &first->owed_to->stuck)
         return true;
+    if (first->kind != JOB_CLAIM)
+        return false; /* a multi-key job's step: it waits only as a job that followed its key */
     if (depth == 0)
         return false;
     for (const struct job *c = first->sibling; c != first; c = c->sibling)
@@ -118,6 +121,17 @@ bool shard__crash_may_block(struct crash_table *t, uint64_t hash)
     /* acquire: as shard__crash_blocks. */
     return atomic_load_explicit(&t->entries, memory_order_acquire) &&
            atomic_load_explicit(bucket(t, hash), memory_order_acquire);
+}
+
+void shard__crash_swap(struct crash_table *t, struct crash_record *owner, struct job *claim, struct job *step)
+{
+    pthread_mutex_lock(&t->lock);
+    /* The step in first: the bucket's count, read without the lock, never drops to 0 between. */
+    step->epoch = 0;
+    insert(t, owner, step);
+    remove_entry(t, claim);
+    claim->owed_to = NULL;
+    pthread_mutex_unlock(&t->lock);
 }
 
 void shard__crash_claim(struct crash_table *t, struct crash_record *owner, struct job *claim)

@@ -72,6 +72,9 @@ bool shard__crash_may_block(struct crash_table *t, uint64_t hash);
  * shard__crash_paid (through shard__owed_done). Charged to owner. Context: the worker that runs the
  * job's part of that key, inside it (every job of the key before it has run). */
 void shard__crash_claim(struct crash_table *t, struct crash_record *owner, struct job *claim);
+/* The claim becomes step, a job of its key that the table owes (owner's), as first as the claim was:
+ * the key stays held, and step runs as the key's first entry (a multi-key job's step, multi.c). */
+void shard__crash_swap(struct crash_table *t, struct crash_record *owner, struct job *claim, struct job *step);
 
 /* x crashed while running a job of hash: no job of that key may run until the job returns and its
  * stuck entry is paid (shard__owed_done with x's stuck record, run.c). */

@@ -156,7 +156,9 @@ static void hand_over(shard_dispatcher *d, struct shard_worker *x, struct job *l
             shard__free_record(NULL, j); /* x's fences: it will never pass them */
             continue;
         }
-        if (policy == SHARD_CRASH_REROUTE) {
+        /* A multi-key job's step is never dropped: the job has begun, and some of its steps may
+         * have run (multi.c). */
+        if (policy == SHARD_CRASH_REROUTE || j->fn == shard__multi_step) {
             pthread_mutex_lock(&d->lock);
             struct shard_worker *w = reroute_target(d, x, j, now, &memo);
             if (w)

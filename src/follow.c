@@ -71,6 +71,43 @@ static void move_to_owner(struct shard_worker *w, struct job *j)
     }
 }
 
+bool shard__follow_deliver(struct shard_worker *me, struct job *j)
+{
+    shard_dispatcher *d = me->d;
+    struct job *mark = mark_for_move(me);
+    bool moved = false;
+    for (int tries = 0; !moved && tries < 2; tries++) {
+        shard__rcu_read_lock(); /* the owner found below lives through it */
+        const struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire);
+        struct shard_worker *dest = snap_worker(s, shard__ring_owner_index(s->ring, j->hash));
+        pthread_mutex_lock(&dest->inbox_lock);
+        /* Closed: dest crashed after the ring above was loaded (the crash published a ring without
+         * it first: look again), or destroy stops every worker. */
+        if (!dest->inbox_closed) {
+            j->moved_epoch = s->epoch;
+            j->wait_snap = NULL;
+            shard__job_list_append(&dest->inbox, j);
+            if (mark)
+                shard__job_list_append(&dest->inbox, mark);
+            /* release: pairs with shard__inbox_pending's acquire. */
+            atomic_store_explicit(&dest->inbox_flag, true, memory_order_release);
+            moved = true;
+        }
+        pthread_mutex_unlock(&dest->inbox_lock);
+        if (moved)
+            shard__worker_wake(dest);
+        shard__rcu_read_unlock();
+    }
+    if (!moved && mark) {
+        pthread_mutex_lock(&d->lock);
+        if (--d->marks_pending == 0)
+            pthread_cond_broadcast(&d->cond);
+        pthread_mutex_unlock(&d->lock);
+        shard__free_record(me, mark);
+    }
+    return moved;
+}
+
 /* At a fence of epoch where w loses keys, after its release hook handed their state over: held jobs
  * of those keys given to it before the change that a crash owes (rerouted here, or deferred behind a
  * stuck job) must not run here any more, where the state has gone. They follow their key, still

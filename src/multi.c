@@ -6,6 +6,11 @@
  * claims its key: an entry of epoch 0 in the crash table (crash.h), which every later job of the
  * key waits behind, wherever it is, as behind a stuck job; the worker goes on with other keys. The
  * part that finds every other one arrived runs the job, in its own job, then pays every claim.
+ * A job with steps (shard_submit_multi_each) runs instead one step a key where the key's own jobs
+ * run: the last part turns each claim into a step, an entry of epoch 0 too (so the key stays held)
+ * that is also a job, delivered to the key's owner as a job that follows its key (follow.c), which
+ * there waits for the key's state as such a job does; a step claims its key again before it returns,
+ * and the last step runs the job's done and pays every claim.
  *
  * Why nothing waits for ever. The parts of every multi-key job enter the queues under d->multi_lock,
  * so two multi-key jobs meet each key they share in one order (the order they took the lock: a key's
@@ -18,9 +23,9 @@
  * (the caller waited for room before, space.c; a queue full again by then is gone beyond through
  * its side list).
  *
- * Memory: one allocation a job: the multi, its parts, and a record per part for a queue found full
- * (a job_block, so that the worker that runs a part from such a record frees it as any record: the
- * block goes with the last reference, the multi's own or such a record's). */
+ * Memory: one allocation a job: the multi, its parts, and two records per part, for a queue found
+ * full and for its step (a job_block, so that the worker that runs a part or a step from such a record
+ * frees it as any record: the block goes with the last reference, the multi's own or a record's). */
 #include <errno.h>
 #include <stdalign.h>
 #include <stdlib.h>
@@ -28,6 +33,7 @@
 
 #include "ctl.h"
 #include "dispatcher_internal.h"
+#include "follow.h"
 #include "handoff.h"
 #include "hash.h"
 #include "multi.h"
@@ -38,21 +44,31 @@
 
 struct multi;
 
+/* A key of the caller's: its hash and where it first occurs in keys[]. */
+struct key_ref {
+    uint64_t hash;
+    uint32_t index;
+};
+
 struct multi_part {
     struct job    claim;   /* its key's entry in the crash table while it holds the key */
     struct multi *m;
-    bool          claimed; /* m->lock: claim is in the table */
+    uint32_t      key;     /* I: the index in the caller's keys of its key's first occurrence */
+    struct job   *step;    /* its step's record, once every key is held (with steps) */
+    bool          claimed; /* m->lock (or the one part or step running): claim is in the table */
 };
 
 struct multi {
     shard_dispatcher   *d;
-    shard_job_fn        fn;
+    shard_job_fn        fn;      /* the job; with steps, what runs after them (may be NULL) */
+    shard_multi_step_fn step;    /* NULL: no steps */
     void               *arg;
     struct job_block   *block;   /* the allocation this lives in */
     struct crash_record owner;   /* owes its claims (the table counts entries by record) */
     pthread_mutex_t     lock;    /* dropped and the parts' claimed; the crash table's lock nests inside */
     bool                dropped; /* lock: a DROP crash dropped one of its parts */
     _Atomic uint32_t    arrived; /* parts come up or dropped */
+    _Atomic uint32_t    stepped; /* steps run */
     uint32_t            n;       /* I: parts, one a distinct key */
     struct multi_part   parts[];
 };
@@ -63,22 +79,24 @@ static size_t multi_offset(size_t n)
     return (at + a - 1) / a * a;
 }
 
-static struct multi *multi_new(shard_dispatcher *d, const uint64_t *h, size_t n, shard_job_fn fn, void *arg)
+static struct multi *multi_new(shard_dispatcher *d, const struct key_ref *h, size_t n, shard_job_fn fn,
+                               shard_multi_step_fn step, void *arg)
 {
-    size_t at = multi_offset(n);
+    size_t at = multi_offset(2 * n);
     struct job_block *b = calloc(1, at + sizeof(struct multi) + n * sizeof(struct multi_part));
     if (!b)
         return NULL;
-    b->size = n;
-    atomic_init(&b->refs, 1); /* the multi's own: dropped when the last part has come up */
+    b->size = 2 * n;
+    atomic_init(&b->refs, 1); /* the multi's own: dropped when it has run */
     struct multi *m = (struct multi *)((char *)b + at);
-    *m = (struct multi){ .d = d, .fn = fn, .arg = arg, .block = b, .n = (uint32_t)n };
+    *m = (struct multi){ .d = d, .fn = fn, .step = step, .arg = arg, .block = b, .n = (uint32_t)n };
     shard__crash_record_init(&m->owner);
     pthread_mutex_init(&m->lock, NULL);
     for (size_t i = 0; i < n; i++) {
         struct multi_part *p = &m->parts[i];
         p->m = m;
-        p->claim.hash = h[i];
+        p->key = h[i].index;
+        p->claim.hash = h[i].hash;
         p->claim.embedded = true;
         p->claim.sibling = &m->parts[(i + 1) % n].claim;
     }
@@ -123,15 +141,72 @@ static bool arrive(struct multi *m)
     return true;
 }
 
-/* Every part has come up or was dropped: the job runs (unless dropped), its keys go free. */
-static void finish(struct multi *m, shard_worker *w)
+/* The job has run, or was dropped: its keys go free. */
+static void end(struct multi *m)
 {
     shard_dispatcher *d = m->d;
-    if (!m->dropped)
-        m->fn(w, m->arg);
     release_claims(m);
     atomic_fetch_sub_explicit(&d->multi_open, 1, memory_order_relaxed);
     multi_put(m);
+}
+
+/* Every key is held: each claim becomes a step, delivered where the key's jobs run. Context: the
+ * last part, on its worker me. */
+static void start_steps(struct multi *m, struct shard_worker *me)
+{
+    shard_dispatcher *d = m->d;
+    struct job_block *b = m->block;
+    uint32_t n = m->n;
+    for (uint32_t i = 0; i < n; i++) {
+        struct multi_part *p = &m->parts[i];
+        struct job *j = &b->recs[b->used++]; /* the parts are all queued: no other user of used */
+        *j = (struct job){ .fn = shard__multi_step, .arg = p, .hash = p->claim.hash, .kind = JOB_RUN, .block = b };
+        atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
+        shard__crash_swap(&d->crash, &m->owner, &p->claim, j);
+        p->claimed = false;
+        p->step = j;
+    }
+    /* Once the last step is delivered, m may be gone (its steps run meanwhile): nothing of it is
+     * read after that but through locals. */
+    for (uint32_t i = 0; i < n; i++) {
+        struct multi_part *p = &m->parts[i];
+        struct job *j = p->step;
+        if (!shard__follow_deliver(me, j)) {
+            /* Destroy is stopping every worker: the step runs here, as the last thing it does. */
+            shard__multi_step(me, p);
+            shard__owed_done(d, j);
+            shard__free_record(me, j);
+        }
+    }
+}
+
+/* Every part has come up or was dropped: the job runs (unless dropped), or its steps begin. */
+static void finish(struct multi *m, shard_worker *w)
+{
+    if (!m->dropped && m->step) {
+        start_steps(m, w);
+        return;
+    }
+    if (!m->dropped)
+        m->fn(w, m->arg);
+    end(m);
+}
+
+void shard__multi_step(shard_worker *w, void *arg)
+{
+    struct multi_part *p = arg;
+    struct multi *m = p->m;
+    m->step(w, m->arg, p->key);
+    /* Held again before this step's entry is paid (when it returns, run.c): the key stays held. */
+    shard__crash_claim(&m->d->crash, &m->owner, &p->claim);
+    p->claimed = true;
+    uint32_t n = m->n;
+    /* acq_rel: the last step sees every step's work and claim. */
+    if (atomic_fetch_add_explicit(&m->stepped, 1, memory_order_acq_rel) + 1 < n)
+        return;
+    if (m->fn)
+        m->fn(w, m->arg);
+    end(m);
 }
 
 void shard__multi_part(shard_worker *w, void *arg)
@@ -185,53 +260,82 @@ static void push_part(shard_dispatcher *d, struct multi *m, struct multi_part *p
     shard__worker_wake(w);
 }
 
-/* The distinct hashes of keys[0..n) into h, in first-seen order. Return: how many, or -EINVAL. */
-static int distinct_hashes(shard_dispatcher *d, const struct shard_key *keys, size_t n, uint64_t *h)
+static int by_hash(const void *a, const void *b)
 {
-    size_t k = 0;
+    const struct key_ref *x = a, *y = b;
+    if (x->hash != y->hash)
+        return x->hash < y->hash ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+static int by_index(const void *a, const void *b)
+{
+    const struct key_ref *x = a, *y = b;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* The distinct hashes of keys[0..n) into h, each with the index of its first occurrence, in that
+ * order. Return: how many, or -EINVAL. */
+static int distinct_hashes(shard_dispatcher *d, const struct shard_key *keys, size_t n, struct key_ref *h)
+{
     for (size_t i = 0; i < n; i++) {
         if (!keys[i].key && keys[i].len > 0)
             return -EINVAL;
-        uint64_t x = shard__hash_key_cfg(&d->cfg.ring, keys[i].key, keys[i].len);
-        size_t j = 0;
-        while (j < k && h[j] != x)
-            j++;
-        if (j == k)
-            h[k++] = x;
+        h[i] = (struct key_ref){ shard__hash_key_cfg(&d->cfg.ring, keys[i].key, keys[i].len), (uint32_t)i };
     }
+    size_t k = 0;
+    if (n <= 16) { /* a few keys: pairwise */
+        for (size_t i = 0; i < n; i++) {
+            size_t j = 0;
+            while (j < k && h[j].hash != h[i].hash)
+                j++;
+            if (j == k)
+                h[k++] = h[i];
+        }
+        return (int)k;
+    }
+    qsort(h, n, sizeof *h, by_hash);
+    for (size_t i = 0; i < n; i++)
+        if (i == 0 || h[i].hash != h[i - 1].hash)
+            h[k++] = h[i];
+    qsort(h, k, sizeof *h, by_index);
     return (int)k;
 }
 
 /* Waits (wait) until each key's queue would take a job at once; for a thread that may not wait, or
  * a worker, only whether the try variant must refuse. Context: inside a read-side section.
  * Return: 0, -EAGAIN or -ESHUTDOWN. */
-static int make_room(shard_dispatcher *d, const uint64_t *h, size_t k, bool wait)
+static int make_room(shard_dispatcher *d, const struct key_ref *h, size_t k, bool wait)
 {
     bool worker = shard__current_worker && shard__current_worker->d == d;
     if (wait && (worker || shard__rcu_in_outer_section() || shard__ctl_held(d)))
         return 0; /* as their submits: they go in without waiting (dispatcher.c) */
     for (size_t i = 0; i < k; i++) {
-        int rc = shard__submit_room(d, h[i], wait);
+        int rc = shard__submit_room(d, h[i].hash, wait);
         if (rc)
             return rc;
     }
     return 0;
 }
 
-static int submit_multi(shard_dispatcher *d, const struct shard_key *keys, size_t n, shard_job_fn fn, void *arg,
-                        bool wait)
+static int submit_multi(shard_dispatcher *d, const struct shard_key *keys, size_t n, shard_job_fn fn,
+                        shard_multi_step_fn step, void *arg, bool wait)
 {
-    if (!d || !keys || !fn || n == 0)
+    if (!d || !keys || (!fn && !step) || n == 0)
         return -EINVAL;
     if (n > SHARD_MULTI_MAX_KEYS)
         return -E2BIG;
-    uint64_t h[SHARD_MULTI_MAX_KEYS];
+    struct key_ref *h = malloc(n * sizeof *h);
+    if (!h)
+        return -ENOMEM;
     int k = distinct_hashes(d, keys, n, h);
-    if (k < 0)
-        return k;
-    if (k == 1)
+    if (k < 0 || (k == 1 && !step)) {
+        free(h);
+        if (k < 0)
+            return k;
         return wait ? shard_submit(d, keys[0].key, keys[0].len, fn, arg)
                     : shard_try_submit(d, keys[0].key, keys[0].len, fn, arg);
+    }
     /* d is read only inside a read-side section from here on, as in submit (dispatcher.c). */
     shard__rcu_read_lock();
     struct shard_worker *me = shard__current_worker;
@@ -243,12 +347,13 @@ static int submit_multi(shard_dispatcher *d, const struct shard_key *keys, size_
         rc = make_room(d, h, (size_t)k, wait);
         if (rc == -ESHUTDOWN) {
             shard__rcu_read_unlock(); /* d may be freed: touch it no more */
+            free(h);
             return rc;
         }
     }
     if (!rc && atomic_load_explicit(&d->shutdown, memory_order_relaxed))
         rc = -ESHUTDOWN;
-    struct multi *m = rc ? NULL : multi_new(d, h, (size_t)k, fn, arg);
+    struct multi *m = rc ? NULL : multi_new(d, h, (size_t)k, fn, step, arg);
     if (!rc && !m)
         rc = -ENOMEM;
     if (!rc) {
@@ -259,17 +364,30 @@ static int submit_multi(shard_dispatcher *d, const struct shard_key *keys, size_
         pthread_mutex_unlock(&d->multi_lock);
     }
     shard__rcu_read_unlock();
+    free(h);
     return rc;
 }
 
 SHARD_API int shard_submit_multi(shard_dispatcher *d, const struct shard_key *keys, size_t n, shard_job_fn fn,
                                  void *arg)
 {
-    return submit_multi(d, keys, n, fn, arg, true);
+    return fn ? submit_multi(d, keys, n, fn, NULL, arg, true) : -EINVAL;
 }
 
 SHARD_API int shard_try_submit_multi(shard_dispatcher *d, const struct shard_key *keys, size_t n, shard_job_fn fn,
                                      void *arg)
 {
-    return submit_multi(d, keys, n, fn, arg, false);
+    return fn ? submit_multi(d, keys, n, fn, NULL, arg, false) : -EINVAL;
+}
+
+SHARD_API int shard_submit_multi_each(shard_dispatcher *d, const struct shard_key *keys, size_t n,
+                                      shard_multi_step_fn step, shard_job_fn done, void *arg)
+{
+    return step ? submit_multi(d, keys, n, done, step, arg, true) : -EINVAL;
+}
+
+SHARD_API int shard_try_submit_multi_each(shard_dispatcher *d, const struct shard_key *keys, size_t n,
+                                          shard_multi_step_fn step, shard_job_fn done, void *arg)
+{
+    return step ? submit_multi(d, keys, n, done, step, arg, false) : -EINVAL;
 }

@@ -9,6 +9,9 @@
 
 /* The job a multi-key job queues for each of its keys (arg: its part). */
 void shard__multi_part(shard_worker *w, void *arg);
+/* The job a multi-key job with steps (shard_submit_multi_each) runs for one of its keys once it
+ * holds all of them: never dropped by a crash, rerouted instead (arg: its part). */
+void shard__multi_step(shard_worker *w, void *arg);
 /* A DROP crash dropped the part arg: the whole job is dropped. Return: whether on_dropped is to
  * hear of it (the first of its parts dropped), with *fn and *user_arg set to the job's own.
  * Context: the crashing thread, holding d's ctl. */

@@ -8,7 +8,12 @@
  * submission order (gaps only where a job was dropped), and nothing waited for ever (drain returns;
  * ctest's timeout fails a hang). Runs under TSan too, where the accounts' plain balances are the
  * happens-before check.
- *   stress_bank [SECONDS [ACCOUNTS]]   (default 3 s, 2000 accounts; under sanitizers 2 s, 500) */
+ * With `each`, transfers are shard_submit_multi_each jobs (one step an account, where its jobs run;
+ * unconditional, so balances may go below 0) and, in place of deposits, audits read every account
+ * in one multi-key job (half of them as steps): each must find the total the bank started with, which
+ * a transfer seen half done would break.
+ *   stress_bank [SECONDS [ACCOUNTS [each]]]   (default 3 s, 2000 accounts (each: 512); under
+ *                                               sanitizers 2 s, 500 (each: 256)) */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -20,7 +25,7 @@
 #define MAX_JOBS 400000 /* a producer's, at most */
 #define WORKERS 3
 
-enum kind { DEPOSIT, TRANSFER };
+enum kind { DEPOSIT, TRANSFER, AUDIT };
 
 struct bank_job {
     uint8_t    kind, n, producer;
@@ -28,6 +33,7 @@ struct bank_job {
     uint32_t   seq[3];     /* the producer's sequence number of this job among its jobs of acct[i] */
     int64_t    amount;
     atomic_int runs, drops;
+    atomic_llong seen;     /* an audit by steps: the balances its steps read */
 };
 
 static shard_dispatcher *disp;
@@ -41,6 +47,10 @@ static long njobs[PRODUCERS];
 static atomic_long deposited, transfers_done, transfers_short;
 static atomic_int stop, control_stop;
 static atomic_int changes;
+static bool each;                /* transfers by steps, audits in place of deposits */
+static struct shard_key *all_keys; /* every account, for audits */
+static atomic_long audits;
+static const int64_t start = 1000;
 
 static void enter(const struct bank_job *j, shard_worker *w)
 {
@@ -77,11 +87,11 @@ static void transfer(shard_worker *w, void *arg)
     struct bank_job *j = arg;
     CHECK(atomic_fetch_add(&j->runs, 1) == 0, "a transfer ran twice");
     enter(j, w);
-    int64_t each = j->amount / (j->n - 1);
-    if (balance[j->acct[0]] >= each * (j->n - 1)) {
-        balance[j->acct[0]] -= each * (j->n - 1);
+    int64_t share = j->amount / (j->n - 1);
+    if (balance[j->acct[0]] >= share * (j->n - 1)) {
+        balance[j->acct[0]] -= share * (j->n - 1);
         for (int i = 1; i < j->n; i++)
-            balance[j->acct[i]] += each;
+            balance[j->acct[i]] += share;
         atomic_fetch_add_explicit(&transfers_done, 1, memory_order_relaxed);
     } else {
         atomic_fetch_add_explicit(&transfers_short, 1, memory_order_relaxed);
@@ -89,10 +99,67 @@ static void transfer(shard_worker *w, void *arg)
     leave(j);
 }
 
+/* A transfer's step for its account i: the source gives, the others take. */
+static void transfer_step(shard_worker *w, void *arg, size_t i)
+{
+    struct bank_job *j = arg;
+    uint32_t a = j->acct[i];
+    CHECK(shard_job_key_hash(w) == shard_dispatcher_key_hash(disp, names[a], strlen(names[a])),
+          "a step of account %u ran as another key's job", a);
+    CHECK(atomic_fetch_add(&busy[a], 1) == 0, "account %u: two jobs at once (%s)", a, shard_worker_name(w));
+    uint32_t *last = &last_seq[a * PRODUCERS + j->producer];
+    CHECK(j->seq[i] >= *last, "account %u producer %d: step of #%u after #%u", a, j->producer, j->seq[i], *last - 1);
+    *last = j->seq[i] + 1;
+    int64_t each_amount = j->amount / (j->n - 1);
+    balance[a] += i == 0 ? -each_amount * (j->n - 1) : each_amount;
+    atomic_fetch_sub(&busy[a], 1);
+}
+
+static void transfer_done(shard_worker *w, void *arg)
+{
+    (void)w;
+    struct bank_job *j = arg;
+    CHECK(atomic_fetch_add(&j->runs, 1) == 0, "a transfer's done ran twice");
+    atomic_fetch_add_explicit(&transfers_done, 1, memory_order_relaxed);
+}
+
+/* An audit in one job: every account, the total the bank started with. */
+static void audit(shard_worker *w, void *arg)
+{
+    (void)w;
+    struct bank_job *j = arg;
+    CHECK(atomic_fetch_add(&j->runs, 1) == 0, "an audit ran twice");
+    int64_t total = 0;
+    for (int a = 0; a < accounts; a++)
+        total += balance[a];
+    CHECK(total == start * accounts, "an audit saw %lld, not %lld: a transfer half done", (long long)total,
+          (long long)start * accounts);
+    atomic_fetch_add(&audits, 1);
+}
+
+static void audit_step(shard_worker *w, void *arg, size_t i)
+{
+    (void)w;
+    struct bank_job *j = arg;
+    atomic_fetch_add_explicit(&j->seen, balance[i], memory_order_relaxed);
+}
+
+static void audit_done(shard_worker *w, void *arg)
+{
+    (void)w;
+    struct bank_job *j = arg;
+    CHECK(atomic_fetch_add(&j->runs, 1) == 0, "an audit ran twice");
+    long long seen = atomic_load_explicit(&j->seen, memory_order_relaxed);
+    CHECK(seen == start * accounts, "an audit by steps saw %lld, not %lld: a transfer half done", seen,
+          (long long)start * accounts);
+    atomic_fetch_add(&audits, 1);
+}
+
 static void on_dropped(shard_job_fn fn, void *arg, void *user)
 {
     (void)user;
-    CHECK(fn == deposit || fn == transfer, "on_dropped got a job that is not the user's");
+    CHECK(fn == deposit || fn == transfer || fn == transfer_done || fn == audit || fn == audit_done,
+          "on_dropped got a job that is not the user's");
     struct bank_job *j = arg;
     CHECK(atomic_fetch_add(&j->drops, 1) == 0, "a job dropped twice");
 }
@@ -108,6 +175,19 @@ static void *producer(void *arg)
         x = x * 1103515245u + 12345u;
         j->producer = (uint8_t)p;
         j->kind = (x >> 16) % 4 == 0 ? DEPOSIT : TRANSFER;
+        if (each && j->kind == DEPOSIT) {
+            /* An audit now and then, in place of deposits. */
+            if (n % 64 != 0)
+                j->kind = TRANSFER;
+            else {
+                j->kind = AUDIT;
+                int err = n % 128 ? shard_submit_multi(disp, all_keys, (size_t)accounts, audit, j)
+                                  : shard_submit_multi_each(disp, all_keys, (size_t)accounts, audit_step, audit_done, j);
+                CHECK(err == 0, "audit submit: %s", shard_strerror(err));
+                n++;
+                continue;
+            }
+        }
         j->n = j->kind == DEPOSIT ? 1 : 2 + (uint8_t)((x >> 20) % 2);
         j->amount = 1 + (int64_t)((x >> 8) % 300);
         struct shard_key keys[3];
@@ -126,6 +206,7 @@ static void *producer(void *arg)
             keys[i] = (struct shard_key){ names[a], strlen(names[a]) };
         }
         int err = j->kind == DEPOSIT ? shard_submit(disp, keys[0].key, keys[0].len, deposit, j)
+                  : each             ? shard_submit_multi_each(disp, keys, j->n, transfer_step, transfer_done, j)
                                      : shard_submit_multi(disp, keys, j->n, transfer, j);
         CHECK(err == 0, "submit: %s", shard_strerror(err));
         n++;
@@ -147,7 +228,10 @@ static void *control(void *arg)
         atomic_fetch_add(&changes, 1);
         if (next - oldest > 2) {
             snprintf(name, sizeof name, "c%u", oldest);
-            int how = oldest++ % 3;
+            int how = oldest % 3;
+            if (each && how == 2 && oldest % 12 != 2)
+                how = 1; /* an audit has a part on every worker: DROP crashes drop most of them */
+            oldest++;
             err = how == 0   ? shard_worker_remove(disp, name)
                   : how == 1 ? shard_worker_crash(disp, name, SHARD_CRASH_REROUTE)
                              : shard_worker_crash(disp, name, SHARD_CRASH_DROP);
@@ -173,9 +257,11 @@ int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     int seconds = argc > 1 ? atoi(argv[1]) : STRESS_SANITIZED ? 2 : 3;
-    accounts = argc > 2 ? atoi(argv[2]) : STRESS_SANITIZED ? 500 : 2000;
-    if (seconds < 1 || accounts < 4) {
-        fprintf(stderr, "usage: stress_bank [SECONDS >= 1 [ACCOUNTS >= 4]]\n");
+    each = argc > 3 && strcmp(argv[3], "each") == 0;
+    accounts = argc > 2 && atoi(argv[2]) > 0 ? atoi(argv[2]) : each ? (STRESS_SANITIZED ? 256 : 512)
+                                                                     : (STRESS_SANITIZED ? 500 : 2000);
+    if (seconds < 1 || accounts < 4 || (each && accounts > SHARD_MULTI_MAX_KEYS) || (argc > 3 && !each)) {
+        fprintf(stderr, "usage: stress_bank [SECONDS >= 1 [ACCOUNTS >= 4 (0: the default) [each]]]\n");
         return 2;
     }
     balance = calloc((size_t)accounts, sizeof *balance);
@@ -184,10 +270,11 @@ int main(int argc, char **argv)
     names = calloc((size_t)accounts, sizeof *names);
     for (int p = 0; p < PRODUCERS; p++)
         jobs[p] = calloc(MAX_JOBS, sizeof *jobs[p]);
-    const int64_t start = 1000;
+    all_keys = calloc((size_t)accounts, sizeof *all_keys);
     for (int a = 0; a < accounts; a++) {
         balance[a] = start;
         snprintf(names[a], sizeof names[a], "acct-%d", a);
+        all_keys[a] = (struct shard_key){ names[a], strlen(names[a]) };
     }
     struct shard_config cfg = { .workers = WORKERS, .queue_capacity = 256, .on_dropped = on_dropped,
                                 .balance = { .interval_ms = 20 } };
@@ -211,18 +298,18 @@ int main(int argc, char **argv)
             struct bank_job *j = &jobs[p][i];
             int r = atomic_load(&j->runs), dr = atomic_load(&j->drops);
             submitted++;
-            multi += j->n > 1;
+            multi += j->n > 1 || j->kind == AUDIT;
             ran += r;
             dropped += dr;
             if (dr && j->kind == DEPOSIT)
                 dropped_deposits += j->amount;
             CHECK(r + dr == 1, "producer %d job %ld (%s of %d accounts): ran %d times, dropped %d times", p, i,
-                  j->kind == DEPOSIT ? "deposit" : "transfer", j->n, r, dr);
+                  j->kind == DEPOSIT ? "deposit" : j->kind == AUDIT ? "audit" : "transfer", j->n, r, dr);
         }
     int64_t total = 0;
     for (int a = 0; a < accounts; a++) {
         total += balance[a];
-        CHECK(balance[a] >= 0, "account %d is overdrawn: %lld", a, (long long)balance[a]);
+        CHECK(each || balance[a] >= 0, "account %d is overdrawn: %lld", a, (long long)balance[a]);
     }
     int64_t expect = start * accounts + atomic_load(&deposited);
     CHECK(total == expect, "total %lld, expected %lld (the start %lld plus deposits %ld)", (long long)total,
@@ -235,11 +322,12 @@ int main(int argc, char **argv)
           (unsigned long long)st.dropped, dropped);
     CHECK(atomic_load(&changes) >= 10, "only %d membership changes", atomic_load(&changes));
     CHECK(multi > 0 && atomic_load(&transfers_done) > 0, "no transfer ran");
-    printf("bank: %ld jobs (%ld multi-key), %ld ran, %ld dropped (%lld in deposits), %ld transfers made, %ld short "
-           "of money; %d membership changes, %llu balancer moves; total %lld conserved\n",
-           submitted, multi, ran, dropped, (long long)dropped_deposits, atomic_load(&transfers_done),
-           atomic_load(&transfers_short), atomic_load(&changes), (unsigned long long)st.balance_moves,
-           (long long)total);
+    CHECK(!each || atomic_load(&audits) > 0, "no audit ran");
+    printf("bank%s: %ld jobs (%ld multi-key), %ld ran, %ld dropped (%lld in deposits), %ld transfers made, %ld short "
+           "of money, %ld audits; %d membership changes, %llu balancer moves; total %lld conserved\n",
+           each ? " (steps)" : "", submitted, multi, ran, dropped, (long long)dropped_deposits,
+           atomic_load(&transfers_done), atomic_load(&transfers_short), atomic_load(&audits), atomic_load(&changes),
+           (unsigned long long)st.balance_moves, (long long)total);
     shard_dispatcher_destroy(disp);
     for (int p = 0; p < PRODUCERS; p++)
         free(jobs[p]);
@@ -247,6 +335,7 @@ int main(int argc, char **argv)
     free(busy);
     free(last_seq);
     free(names);
+    free(all_keys);
     int failures = atomic_load(&stress_failures);
     printf("%d passed, %d failed\n", failures ? 0 : 1, failures ? 1 : 0);
     return failures ? 1 : 0;

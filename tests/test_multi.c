@@ -366,3 +366,69 @@ Test(multi, a_jobs_multi_key_submit_keeps_its_order)
     }
     shard_dispatcher_destroy(jd);
 }
+
+/* Steps (shard_submit_multi_each): one a distinct key, each on its key's own worker, then done; the
+ * keys stay held from the first step to done's end. */
+static shard_dispatcher *sd;
+static struct shard_key skeys[6];
+static atomic_int steps_seen[6], step_wrong_worker, done_runs, steps_at_done;
+static void step_fn(shard_worker *w, void *arg, size_t i)
+{
+    (void)arg;
+    shard_ring *r;
+    cr_assert_eq(shard_dispatcher_ring(sd, &r), 0);
+    if (strcmp(shard_ring_owner(r, skeys[i].key, skeys[i].len), shard_worker_name(w)) != 0)
+        atomic_fetch_add(&step_wrong_worker, 1);
+    shard_ring_destroy(r);
+    atomic_fetch_add(&steps_seen[i], 1);
+}
+static void done_fn(shard_worker *w, void *arg)
+{
+    (void)w, (void)arg;
+    int n = 0;
+    for (int i = 0; i < 6; i++)
+        n += atomic_load(&steps_seen[i]);
+    atomic_store(&steps_at_done, n);
+    atomic_fetch_add(&done_runs, 1);
+    mark(w, (void *)1);
+}
+
+Test(multi, steps_run_once_a_key_on_its_worker_then_done)
+{
+    sd = make(3, 64, NULL);
+    atomic_store(&order_at, 0);
+    static char k[4][24];
+    size_t l0 = key_of(sd, "w0", 0, k[0]), l1 = key_of(sd, "w1", 0, k[1]), l2 = key_of(sd, "w2", 0, k[2]),
+           l3 = key_of(sd, "w0", 1, k[3]);
+    /* keys 0 1 2 3, and 0 and 2 again: four distinct, each stepped once, at its first index */
+    skeys[0] = (struct shard_key){ k[0], l0 };
+    skeys[1] = (struct shard_key){ k[1], l1 };
+    skeys[2] = (struct shard_key){ k[2], l2 };
+    skeys[3] = (struct shard_key){ k[3], l3 };
+    skeys[4] = skeys[0];
+    skeys[5] = skeys[2];
+    cr_assert_eq(shard_submit_multi_each(sd, skeys, 6, NULL, done_fn, NULL), -EINVAL);
+    for (int round = 0; round < 20; round++) {
+        atomic_store(&order_at, 0);
+        cr_assert_eq(shard_submit_multi_each(sd, skeys, 6, step_fn, done_fn, NULL), 0);
+        cr_assert_eq(shard_submit(sd, k[1], l1, mark, (void *)2), 0); /* after done */
+        cr_assert_eq(shard_drain(sd), 0);
+        cr_assert_eq(atomic_load(&order_at), 2);
+        cr_assert_eq(order[0], 1);
+        cr_assert_eq(order[1], 2);
+    }
+    cr_assert_eq(atomic_load(&done_runs), 20);
+    cr_assert_eq(atomic_load(&steps_at_done), 4 * 20);
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(atomic_load(&steps_seen[i]), 20, "key %d stepped %d times", i, atomic_load(&steps_seen[i]));
+    cr_assert_eq(atomic_load(&steps_seen[4]) + atomic_load(&steps_seen[5]), 0);
+    cr_assert_eq(atomic_load(&step_wrong_worker), 0);
+    /* One distinct key: one step, then done. */
+    cr_assert_eq(shard_submit_multi_each(sd, skeys, 1, step_fn, NULL, NULL), 0);
+    cr_assert_eq(shard_drain(sd), 0);
+    cr_assert_eq(atomic_load(&steps_seen[0]), 21);
+    struct shard_stats st;
+    cr_assert_eq(shard_dispatcher_stats(sd, &st), 0);
+    cr_assert_eq(st.multi_open, 0);
+    shard_dispatcher_destroy(sd);
+}

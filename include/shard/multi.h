@@ -6,6 +6,11 @@
  * of them runs anywhere while it runs, and for each key it runs in that key's order. A trade between
  * two players whose sessions live on different workers, an atomic MSET, a transfer between accounts.
  *
+ * The job runs on one worker and may touch every key's state that any thread can reach (objects of
+ * its own, a shared table with its own locking); for state each worker keeps for the keys it owns
+ * (a worker-local table that the worker's other jobs change meanwhile), shard_submit_multi_each()
+ * runs one step a key on the key's own worker instead, all of them as one atomic step.
+ *
  * How it goes: the job enters the order of each of its keys (one "part" a key, queued where a job of
  * that key would be). When a key's part comes up, the key is held: its later jobs wait, set aside as
  * jobs behind a stuck key are (docs/handoff.md), and the worker goes on with its other keys. When the
@@ -25,7 +30,7 @@ extern "C" {
 #endif
 
 /** The most keys one multi-key job may name (repeats included). */
-#define SHARD_MULTI_MAX_KEYS 64
+#define SHARD_MULTI_MAX_KEYS 1024
 
 /** A key, as shard_submit() takes it. */
 struct shard_key {
@@ -75,6 +80,31 @@ SHARD_API int shard_submit_multi(shard_dispatcher *d, const struct shard_key *ke
  * -EAGAIN. */
 SHARD_API int shard_try_submit_multi(shard_dispatcher *d, const struct shard_key *keys, size_t n, shard_job_fn fn,
                                      void *arg);
+
+/** One step of a multi-key job with steps (shard_submit_multi_each): the work on its key keys[key]
+ * (the index of the key's first occurrence in the keys the job was given). */
+typedef void (*shard_multi_step_fn)(shard_worker *w, void *arg, size_t key);
+
+/** As shard_submit_multi(), but for state that lives on each key's own worker (a worker-local
+ * table, shard_worker_user()): once the job holds every one of its keys, step(w, arg, i) runs once
+ * for each distinct key, on the worker where that key's jobs run (w; after a membership change, once
+ * the key's state has been handed over there, as for any job of it), the steps of different keys in
+ * any order and possibly at once on different workers; then done(w, arg) (may be NULL) runs on the
+ * worker of the last step. Every key stays held from before the first step until done has returned:
+ * no other job of any of them runs in between, so the steps together are one atomic step, in each
+ * key's order, with the promises and errors of shard_submit_multi(). A crash does not drop a job whose
+ * steps have begun (DROP drops it only before then, as shard_submit_multi()'s): a step queued on a
+ * crashed worker is rerouted, and a step stuck on one holds its job's keys until it returns. While
+ * destroy stops the workers, a step whose worker has stopped runs on the worker of the last part. One
+ * distinct key makes one step. Context: as shard_submit_multi(). Return: as shard_submit_multi(); -EINVAL
+ * also for step NULL. */
+SHARD_API int shard_submit_multi_each(shard_dispatcher *d, const struct shard_key *keys, size_t n,
+                                      shard_multi_step_fn step, shard_job_fn done, void *arg);
+
+/** As shard_submit_multi_each(), but never waits, as shard_try_submit_multi(). Return: as
+ * shard_submit_multi_each(), and -EAGAIN. */
+SHARD_API int shard_try_submit_multi_each(shard_dispatcher *d, const struct shard_key *keys, size_t n,
+                                          shard_multi_step_fn step, shard_job_fn done, void *arg);
 
 #ifdef __cplusplus
 }
