@@ -7,6 +7,8 @@
  *                  the first behind a stuck key: drain waits for none of them, however long the chain.
  *   drop-stats     a DROP crash drops a multi-key job whose other part has not come up: on_dropped once,
  *                  and the stats no longer count it as open (nor as waiting).
+ *   drop-order     a DROP crash drops a multi-key job holding a key: the key's later job runs after
+ *                  on_dropped, as for any dropped job's key.
  *   bounded        a producer hammering shard_try_submit_multi at a key stuck behind a crashed worker's
  *                  job, and at a worker held in a long job: it is refused (-EAGAIN) after a bounded
  *                  number of jobs, it does not queue without bound.
@@ -264,6 +266,61 @@ static void drop_stats(void)
            (unsigned long long)open_after_drop, (unsigned long long)waiting_after_drop);
 }
 
+/* ---- drop-order ---- */
+
+/* A DROP crash drops a multi-key job that holds a key; that key's later job must not run before
+ * on_dropped has returned (dispatcher.h: "the key's later jobs run after it"). on_dropped gives the
+ * later job a second to show up (none is the expected case). */
+static sem_t later_posted;
+static atomic_int hook_running, later_in_hook, hook_calls;
+static void on_dropped_waits(shard_job_fn fn, void *arg, void *user)
+{
+    (void)fn, (void)arg, (void)user;
+    atomic_fetch_add(&hook_calls, 1);
+    atomic_store(&hook_running, 1);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += 1;
+    while (sem_timedwait(&later_posted, &ts) != 0 && errno == EINTR)
+        ;
+    atomic_store(&hook_running, 0);
+}
+static void later_of_held(shard_worker *w, void *arg)
+{
+    (void)w, (void)arg;
+    if (atomic_load(&hook_running))
+        atomic_fetch_add(&later_in_hook, 1);
+    sem_post(&later_posted);
+}
+
+static void drop_order(void)
+{
+    sem_init(&later_posted, 0, 0);
+    atomic_store(&hook_running, 0);
+    atomic_store(&later_in_hook, 0);
+    atomic_store(&hook_calls, 0);
+    shard_dispatcher *d = make(3, 64, on_dropped_waits);
+    struct gate g;
+    gate_init(&g);
+    char a[32], b[32], b2[32];
+    struct shard_key ka = key_of(d, "w0", 0, a), kb = key_of(d, "w1", 0, b), kb2 = key_of(d, "w1", 1, b2);
+    CHECK(shard_submit(d, kb2.key, kb2.len, blocker, &g) == 0, "blocker w1");
+    sem_wait(&g.started);
+    atomic_int runs = 0;
+    struct shard_key two[2] = { ka, kb };
+    CHECK(shard_submit_multi(d, two, 2, count, &runs) == 0, "submit_multi");
+    wait_multi_waiting(d, 1); /* a is held */
+    CHECK(shard_submit(d, ka.key, ka.len, later_of_held, NULL) == 0, "a's later job");
+    CHECK(shard_worker_crash(d, "w1", SHARD_CRASH_DROP) == 0, "crash w1");
+    sem_post(&g.open);
+    CHECK(shard_drain(d) == 0, "drain");
+    CHECK(atomic_load(&hook_calls) == 1, "on_dropped called %d times", atomic_load(&hook_calls));
+    CHECK(atomic_load(&later_in_hook) == 0, "a's later job ran while on_dropped for the job holding a ran");
+    CHECK(atomic_load(&runs) == 0, "the dropped job ran");
+    shard_dispatcher_destroy(d);
+    printf("drop-order: a's later job ran %s on_dropped\n", atomic_load(&later_in_hook) ? "DURING" : "after");
+}
+
 /* ---- bounded ---- */
 
 #define CAP 32
@@ -334,6 +391,8 @@ int main(int argc, char **argv)
         chain();
     if (!only || !strcmp(only, "drop-stats"))
         drop_stats();
+    if (!only || !strcmp(only, "drop-order"))
+        drop_order();
     if (!only || !strcmp(only, "bounded"))
         bounded();
     return stress_result("stress_multi_edges");
