@@ -169,6 +169,12 @@ bool shard__multi_dropped(void *arg, shard_job_fn *fn, void **user_arg)
     pthread_mutex_unlock(&m->lock);
     *fn = m->fn;
     *user_arg = m->arg;
+    return first;
+}
+
+void shard__multi_dropped_end(void *arg, bool first)
+{
+    struct multi *m = ((struct multi_part *)arg)->m;
     if (first)
         release_claims(m); /* no part claims any more: dropped is set; none is last before this arrives */
     pthread_mutex_lock(&m->lock);
@@ -176,7 +182,6 @@ bool shard__multi_dropped(void *arg, shard_job_fn *fn, void **user_arg)
     pthread_mutex_unlock(&m->lock);
     if (last)
         finish(m, NULL);
-    return first;
 }
 
 /* Queues part p (key hash h) where a job of h goes now, never waiting: beyond a full ring (or one
