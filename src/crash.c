@@ -17,6 +17,7 @@ void shard__crash_table_init(struct crash_table *t)
         atomic_init(&t->filter[i], 0);
     atomic_init(&t->entries, 0);
     t->owe_seq = 0;
+    t->visit = 0;
 }
 
 void shard__crash_table_destroy(struct crash_table *t)
@@ -84,25 +85,85 @@ bool shard__crash_blocks(struct crash_table *t, const struct job *j)
     return blocked;
 }
 
-/* Whether the key's first entry is stuck: a crashed worker's job that has not returned (its record's
- * stuck entry); or a claim
- * of a multi-key job one of whose parts is yet to claim a key that is stuck so (the job waits for
- * it, so its claims hold their keys as long). A claim waiting on a claim is followed depth levels
- * down at most: deeper chains are taken as not stuck, so drain waits for them. Context: t->lock. */
-static bool key_stuck(struct crash_table *t, uint64_t hash, int depth)
+/* Whether entry e is a crashed worker's job that has not returned (its record's stuck entry), not a
+ * multi-key job's claim or step, which are of epoch 0 too. */
+static bool is_stuck_entry(const struct job *e)
 {
-    const struct job *first = shard__keymap_first(&t->owed, hash);
+    return e->epoch == 0 && e == &e->owed_to->stuck;
+}
+
+/* Whether the multi-key job of claim c (first in its key, so every claim of the job that is in the
+ * table is first in its key: crash.h) is running on a crashed worker: the crash made a stuck entry
+ * of the key of the part it ran in, behind that part's claim (no other job of a claimed key can run
+ * meanwhile). Context: t->lock. */
+static bool claim_job_stuck_in_run(struct crash_table *t, const struct job *c)
+{
+    const struct job *s = c;
+    do {
+        if (s->in_table) {
+            const struct job *behind = shard__keymap_next(&t->owed, s);
+            if (behind && is_stuck_entry(behind))
+                return true;
+        }
+        s = s->sibling;
+    } while (s != c);
+    return false;
+}
+
+/* Marks every claim of c's job as seen by walk `visit`, and pushes c on the walk's stack (through
+ * next: a claim is on no list). Return: false if the job was seen already. Context: t->lock. */
+static bool claim_visit(struct job *c, uint64_t visit, struct job **stack)
+{
+    if (c->pos == visit)
+        return false;
+    struct job *s = c;
+    do {
+        s->pos = visit;
+        s = s->sibling;
+    } while (s != c);
+    c->next = *stack;
+    *stack = c;
+    return true;
+}
+
+/* Whether the key's first entry is stuck: a crashed worker's job that has not returned; or a claim
+ * of a multi-key job that waits for one: one of its parts is yet to claim a key that is stuck so,
+ * through any number of multi-key jobs each waiting for the next, or the job itself is running on a
+ * crashed worker (its keys are held until it returns). A walk over the jobs the key waits for, each
+ * visited once (the claims' pos marks them, a claim being on no queue): linear in the claims it
+ * reaches, however they chain. Context: t->lock. */
+static bool key_stuck(struct crash_table *t, uint64_t hash)
+{
+    struct job *first = shard__keymap_first(&t->owed, hash);
     if (!first || first->epoch != 0)
         return false;
-    if (first == &first->owed_to->stuck)
+    if (is_stuck_entry(first))
         return true;
     if (first->kind != JOB_CLAIM)
         return false; /* a multi-key job's step: it waits only as a job that followed its key */
-    if (depth == 0)
-        return false;
-    for (const struct job *c = first->sibling; c != first; c = c->sibling)
-        if (!c->in_table && key_stuck(t, c->hash, depth - 1))
+    uint64_t visit = ++t->visit;
+    struct job *stack = NULL;
+    claim_visit(first, visit, &stack);
+    while (stack) {
+        struct job *c = stack;
+        stack = c->next;
+        c->next = NULL;
+        if (claim_job_stuck_in_run(t, c))
             return true;
+        struct job *s = c;
+        do {
+            if (!s->in_table) {
+                struct job *f = shard__keymap_first(&t->owed, s->hash);
+                if (f && f->epoch == 0) {
+                    if (is_stuck_entry(f))
+                        return true;
+                    if (f->kind == JOB_CLAIM)
+                        claim_visit(f, visit, &stack);
+                }
+            }
+            s = s->sibling;
+        } while (s != c);
+    }
     return false;
 }
 
@@ -111,7 +172,7 @@ bool shard__crash_stuck_key(struct crash_table *t, uint64_t hash)
     if (!atomic_load_explicit(bucket(t, hash), memory_order_acquire))
         return false;
     pthread_mutex_lock(&t->lock);
-    bool stuck = key_stuck(t, hash, 4);
+    bool stuck = key_stuck(t, hash);
     pthread_mutex_unlock(&t->lock);
     return stuck;
 }

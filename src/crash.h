@@ -42,6 +42,7 @@ struct crash_table {
     struct keymap    owed;                           /* L: KEYMAP_CRASH */
     _Atomic uint32_t entries;                        /* L to change; read lock-free */
     uint64_t         owe_seq;                        /* L: stamps entries in the order they are made */
+    uint64_t         visit;                          /* L: the last walk of shard__crash_stuck_key (its marks) */
     _Atomic uint32_t filter[CRASH_FILTER_BUCKETS];   /* L to change; read lock-free */
 };
 
@@ -60,8 +61,9 @@ void shard__crash_record_init(struct crash_record *c);
 /* Whether an older entry of j's key stands before j. Context: any thread; lock-free when j's bucket
  * holds no entry. */
 bool shard__crash_blocks(struct crash_table *t, const struct job *j);
-/* Whether the key's first entry is a stuck job, or a multi-key job's claim that waits for one (drain
- * does not wait for what follows one). */
+/* Whether the key's first entry is a stuck job, or a multi-key job's claim that waits for one, through
+ * any chain of multi-key jobs, or whose job runs on a crashed worker (drain does not wait for what
+ * follows one). O(claims reached). */
 bool shard__crash_stuck_key(struct crash_table *t, uint64_t hash);
 /* Whether an entry of hash's bucket may stand: false means no job of that key is held up by the
  * table (the batch fast path's check, run.c). Context: any thread, lock-free. */

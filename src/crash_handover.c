@@ -175,15 +175,17 @@ static void hand_over(shard_dispatcher *d, struct shard_worker *x, struct job *l
         void *arg = j->arg;
         /* A timer's arm or fire job stands for the timer's own job: dropped unless it was cancelled.
          * A multi-key job's part stands for the whole job: reported with its first part dropped. */
-        bool report = true;
+        bool report = true, multi = fn == shard__multi_part;
         if (fn == shard__timer_arm || fn == shard__timer_fire)
             report = shard__timer_dropped(d, j->arg, &fn, &arg);
-        else if (fn == shard__multi_part)
+        else if (multi)
             report = shard__multi_dropped(j->arg, &fn, &arg);
         if (report && d->cfg.on_dropped)
             d->cfg.on_dropped(fn, arg, d->cfg.user);
         if (report)
             atomic_fetch_add_explicit(&d->dropped, 1, memory_order_relaxed);
+        if (multi) /* its keys, held through on_dropped, go free now */
+            shard__multi_dropped_end(j->arg, report);
         if (j->owed_to)
             shard__owed_done(d, j);
         shard__free_record(NULL, j);

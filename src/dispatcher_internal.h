@@ -83,8 +83,8 @@ struct shard_dispatcher {
     pthread_mutex_t  multi_lock;
     _Atomic uint64_t multi_open;    /* A: multi-key jobs accepted and not yet ended (stats) */
     _Atomic int64_t  multi_waiting; /* A: of those, ones holding some of their keys while a part
-                                     * waits (stats). Its first part's increment may come after its
-                                     * last part's decrement: a moment below 0, read as 0 */
+                                     * waits (stats). Each job's increment and decrement are made
+                                     * under its own lock, in that order (multi.c) */
 };
 
 /* dispatcher.c: frees everything create made (create's failure, destroy). */

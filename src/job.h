@@ -39,7 +39,8 @@ struct job {
     uint64_t     hash;
     uint64_t     epoch;          /* epoch of the ring snapshot the job was routed with */
     struct shard_worker *routed; /* the worker it was routed to: whose place in line it holds */
-    uint64_t     pos;            /* side list: the ring position it goes before */
+    uint64_t     pos;            /* side list: the ring position it goes before; JOB_CLAIM (never
+                                  * queued): the last walk of crash.c's key_stuck that saw it */
     uint8_t      kind;
     bool         loses_keys;     /* JOB_FENCE: this worker loses keys, run the release hook */
     bool         in_prio;        /* held: in the rerouted (front) segment */

@@ -29,6 +29,11 @@ struct job *shard__keymap_first(const struct keymap *m, uint64_t hash)
     return k;
 }
 
+struct job *shard__keymap_next(const struct keymap *m, const struct job *j)
+{
+    return L(m, j)->next;
+}
+
 /* Whether a goes before b in their key's FIFO: by epoch, then jobs a crash owes in the order they
  * became owed (crash.h), then the others. The second key matters only between jobs of one key and
  * one epoch, which were all routed to one worker: pieces of such a run can reach a worker in any

@@ -65,9 +65,9 @@ struct multi {
     void               *arg;
     struct job_block   *block;   /* the allocation this lives in */
     struct crash_record owner;   /* owes its claims (the table counts entries by record) */
-    pthread_mutex_t     lock;    /* dropped and the parts' claimed; the crash table's lock nests inside */
+    pthread_mutex_t     lock;    /* dropped, arrived and the parts' claimed; the crash table's lock nests inside */
     bool                dropped; /* lock: a DROP crash dropped one of its parts */
-    _Atomic uint32_t    arrived; /* parts come up or dropped */
+    uint32_t            arrived; /* lock: parts come up or dropped */
     _Atomic uint32_t    stepped; /* steps run */
     uint32_t            n;       /* I: parts, one a distinct key */
     struct multi_part   parts[];
@@ -126,27 +126,30 @@ static void release_claims(struct multi *m)
 }
 
 /* One more part came up or was dropped. Return: whether it was the last. A part that is not may
- * touch m no more: the last may free it at once. */
+ * touch m no more once it lets go of m->lock: the last may free it at once. The lock also orders
+ * everything each part did (its claim, what its key's jobs before it did) before the last part.
+ * A job not dropped counts as waiting from its first part to its last (multi_waiting); a dropped
+ * one stopped counting when it was dropped (shard__multi_dropped). Context: m->lock. */
 static bool arrive(struct multi *m)
 {
-    shard_dispatcher *d = m->d;
-    uint32_t n = m->n;
-    /* acq_rel: the last part sees every other part's claim and what each key's jobs before it did. */
-    uint32_t a = atomic_fetch_add_explicit(&m->arrived, 1, memory_order_acq_rel) + 1;
-    if (a == 1)
-        atomic_fetch_add_explicit(&d->multi_waiting, 1, memory_order_relaxed);
-    if (a < n)
+    uint32_t a = ++m->arrived;
+    if (!m->dropped && a == 1)
+        atomic_fetch_add_explicit(&m->d->multi_waiting, 1, memory_order_relaxed);
+    if (a < m->n)
         return false;
-    atomic_fetch_sub_explicit(&d->multi_waiting, 1, memory_order_relaxed);
+    if (!m->dropped)
+        atomic_fetch_sub_explicit(&m->d->multi_waiting, 1, memory_order_relaxed);
     return true;
 }
 
-/* The job has run, or was dropped: its keys go free. */
+/* The job has run, or was dropped: its keys go free. A dropped job stopped counting as open when
+ * it was dropped. */
 static void end(struct multi *m)
 {
     shard_dispatcher *d = m->d;
     release_claims(m);
-    atomic_fetch_sub_explicit(&d->multi_open, 1, memory_order_relaxed);
+    if (!m->dropped)
+        atomic_fetch_sub_explicit(&d->multi_open, 1, memory_order_relaxed);
     multi_put(m);
 }
 
@@ -218,8 +221,9 @@ void shard__multi_part(shard_worker *w, void *arg)
         shard__crash_claim(&m->d->crash, &m->owner, &p->claim);
         p->claimed = true;
     }
+    bool last = arrive(m);
     pthread_mutex_unlock(&m->lock);
-    if (arrive(m))
+    if (last)
         finish(m, w);
 }
 
@@ -227,17 +231,32 @@ bool shard__multi_dropped(void *arg, shard_job_fn *fn, void **user_arg)
 {
     struct multi_part *p = arg;
     struct multi *m = p->m;
+    shard_dispatcher *d = m->d;
     pthread_mutex_lock(&m->lock);
     bool first = !m->dropped;
     m->dropped = true;
+    if (first) {
+        /* Dropped now, as on_dropped hears: no longer open, nor waiting (stats). */
+        if (m->arrived)
+            atomic_fetch_sub_explicit(&d->multi_waiting, 1, memory_order_relaxed);
+        atomic_fetch_sub_explicit(&d->multi_open, 1, memory_order_relaxed);
+    }
     pthread_mutex_unlock(&m->lock);
     *fn = m->fn;
     *user_arg = m->arg;
-    if (first)
-        release_claims(m); /* no part claims any more: dropped is set */
-    if (arrive(m))
-        finish(m, NULL);
     return first;
+}
+
+void shard__multi_dropped_end(void *arg, bool first)
+{
+    struct multi *m = ((struct multi_part *)arg)->m;
+    if (first)
+        release_claims(m); /* no part claims any more: dropped is set; none is last before this arrives */
+    pthread_mutex_lock(&m->lock);
+    bool last = arrive(m);
+    pthread_mutex_unlock(&m->lock);
+    if (last)
+        finish(m, NULL);
 }
 
 /* Queues part p (key hash h) where a job of h goes now, never waiting: beyond a full ring (or one

@@ -60,7 +60,8 @@ void shard__pass_held(struct shard_worker *w)
             go = !blocked_before;
         if (!go) {
             blocked_before = true;
-            unstuck_before |= j->kind != JOB_RUN || !shard__crash_stuck_key(&d->crash, j->hash);
+            /* Once one is not stuck, the rest need not be looked at (a look takes the table's lock). */
+            unstuck_before = unstuck_before || j->kind != JOB_RUN || !shard__crash_stuck_key(&d->crash, j->hash);
             fence_before |= j->kind == JOB_FENCE;
             continue;
         }

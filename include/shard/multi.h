@@ -56,8 +56,9 @@ struct shard_key {
  * Crashes: REROUTE keeps it whole and in order (a part queued on the crashed worker is rerouted as
  * any job); a crash during the job holds all its keys until it returns, as a stuck job holds its own.
  * DROP: if the crashed worker held one of its parts, the whole job is dropped: on_dropped(fn, arg)
- * is called once, with the fn and arg given here, keys it held are let go at once, and its parts
- * elsewhere do nothing when they come up. A multi-key job one of whose keys is stuck behind a crashed
+ * is called once, with the fn and arg given here, keys it held are let go as soon as on_dropped has
+ * returned (their later jobs run after it, as a dropped job's key's do), and its parts elsewhere do
+ * nothing when they come up. A multi-key job one of whose keys is stuck behind a crashed
  * worker's job waits for it as that key's jobs do, and holds its other keys meanwhile; shard_drain()
  * does not wait for it, nor for what waits behind it, as for a stuck key.
  *
