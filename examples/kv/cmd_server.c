@@ -322,15 +322,6 @@ static void time_cmd(struct server *srv, struct request *r)
     resp_bulk(&r->reply, usec, (size_t)b);
 }
 
-/* MULTI, EXEC, DISCARD, WATCH: refused, rather than run the commands one by one as if they were a
- * transaction (docs/kv_server.md says why kv_server has none). */
-static void no_transactions(struct server *srv, struct request *r)
-{
-    (void)srv;
-    resp_error(&r->reply, "ERR kv_server has no transactions (MULTI, EXEC, WATCH): keys live on "
-                          "different workers; see docs/kv_server.md");
-}
-
 static void select_db(struct server *srv, struct request *r)
 {
     (void)srv;
@@ -356,29 +347,29 @@ static void shutdown_server(struct server *srv, struct request *r)
 }
 
 static const struct command table[] = {
-    { "PING", -1, CMD_PURE, 0, NULL, NULL, ping, 0, NULL },
-    { "ECHO", 2, CMD_PURE, 0, NULL, NULL, echo, 0, NULL },
-    { "DBSIZE", 1, CMD_LOCAL, 0, NULL, NULL, dbsize, 0, NULL },
-    { "CONFIG", -2, CMD_LOCAL, 0, NULL, NULL, config, 0, NULL },
-    { "COMMAND", -1, CMD_LOCAL, 0, NULL, NULL, command_cmd, 0, NULL },
-    { "INFO", -1, CMD_LOCAL, 0, NULL, NULL, info_run, 0, NULL },
-    { "TIME", 1, CMD_LOCAL, 0, NULL, NULL, time_cmd, 0, NULL },
-    { "CLIENT", -2, CMD_LOCAL, 0, NULL, NULL, client_cmd, 0, NULL },
-    { "HELLO", -1, CMD_LOCAL, 0, NULL, NULL, client_hello, 0, NULL },
-    { "AUTH", -2, CMD_LOCAL, 0, NULL, NULL, client_auth, 0, NULL },
-    { "SELECT", 2, CMD_LOCAL, 0, NULL, NULL, select_db, 0, NULL },
-    { "MULTI", 1, CMD_LOCAL, 0, NULL, NULL, no_transactions, 0, NULL },
-    { "EXEC", 1, CMD_LOCAL, 0, NULL, NULL, no_transactions, 0, NULL },
-    { "DISCARD", 1, CMD_LOCAL, 0, NULL, NULL, no_transactions, 0, NULL },
-    { "WATCH", -2, CMD_LOCAL, 0, NULL, NULL, no_transactions, 0, NULL },
-    { "QUIT", 1, CMD_LOCAL, 0, NULL, NULL, quit, 0, NULL },
-    { "SHUTDOWN", -1, CMD_LOCAL, 0, NULL, NULL, shutdown_server, 0, NULL },
-    { "SHARD.STATS", 1, CMD_LOCAL, 0, NULL, NULL, admin_stats, 0, NULL },
-    { "SHARD.ADD", -2, CMD_ADMIN, 0, NULL, NULL, admin_add, 0, NULL },
-    { "SHARD.REMOVE", 2, CMD_ADMIN, 0, NULL, NULL, admin_remove, 0, NULL },
-    { "SHARD.CRASH", 2, CMD_ADMIN, 0, NULL, NULL, admin_crash, 0, NULL },
-    { "SHARD.PLACE", 3, CMD_ADMIN, 0, NULL, NULL, admin_place, 0, NULL },
-    { "SHARD.UNPLACE", 2, CMD_ADMIN, 0, NULL, NULL, admin_unplace, 0, NULL },
+    { "PING", -1, CMD_PURE, 0, NULL, NULL, ping, 0, NULL, false },
+    { "ECHO", 2, CMD_PURE, 0, NULL, NULL, echo, 0, NULL, false },
+    { "DBSIZE", 1, CMD_LOCAL, 0, NULL, NULL, dbsize, 0, NULL, false },
+    { "CONFIG", -2, CMD_LOCAL, 0, NULL, NULL, config, 0, NULL, false },
+    { "COMMAND", -1, CMD_LOCAL, 0, NULL, NULL, command_cmd, 0, NULL, false },
+    { "INFO", -1, CMD_LOCAL, 0, NULL, NULL, info_run, 0, NULL, false },
+    { "TIME", 1, CMD_LOCAL, 0, NULL, NULL, time_cmd, 0, NULL, false },
+    { "CLIENT", -2, CMD_LOCAL, 0, NULL, NULL, client_cmd, 0, NULL, false },
+    { "HELLO", -1, CMD_LOCAL, 0, NULL, NULL, client_hello, 0, NULL, false },
+    { "AUTH", -2, CMD_LOCAL, 0, NULL, NULL, client_auth, 0, NULL, false },
+    { "SELECT", 2, CMD_LOCAL, 0, NULL, NULL, select_db, 0, NULL, false },
+    { "MULTI", 1, CMD_TXN, 0, NULL, NULL, NULL, 0, NULL, false },
+    { "EXEC", 1, CMD_TXN, 0, NULL, NULL, NULL, 0, NULL, false },
+    { "DISCARD", 1, CMD_TXN, 0, NULL, NULL, NULL, 0, NULL, false },
+    { "WATCH", -2, CMD_TXN, 0, NULL, NULL, NULL, 0, NULL, false },
+    { "QUIT", 1, CMD_LOCAL, 0, NULL, NULL, quit, 0, NULL, false },
+    { "SHUTDOWN", -1, CMD_LOCAL, 0, NULL, NULL, shutdown_server, 0, NULL, false },
+    { "SHARD.STATS", 1, CMD_LOCAL, 0, NULL, NULL, admin_stats, 0, NULL, false },
+    { "SHARD.ADD", -2, CMD_ADMIN, 0, NULL, NULL, admin_add, 0, NULL, false },
+    { "SHARD.REMOVE", 2, CMD_ADMIN, 0, NULL, NULL, admin_remove, 0, NULL, false },
+    { "SHARD.CRASH", 2, CMD_ADMIN, 0, NULL, NULL, admin_crash, 0, NULL, false },
+    { "SHARD.PLACE", 3, CMD_ADMIN, 0, NULL, NULL, admin_place, 0, NULL, false },
+    { "SHARD.UNPLACE", 2, CMD_ADMIN, 0, NULL, NULL, admin_unplace, 0, NULL, false },
 };
 
 const struct command_set cmds_server = { table, sizeof table / sizeof table[0] };

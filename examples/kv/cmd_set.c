@@ -114,12 +114,12 @@ static void sismember(struct kv_store *s, struct request *r, const struct part *
 }
 
 static const struct command table[] = {
-    { "SADD", -3, CMD_KEYED, 0, sadd, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL },
-    { "SREM", -3, CMD_KEYED, 0, srem, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL },
-    { "SPOP", -2, CMD_KEYED, 0, spop, NULL, NULL, OBJ_MANY_REPLY_MAX, obj_pop_reply_bound },
-    { "SMEMBERS", 2, CMD_KEYED, 0, smembers, NULL, NULL, OBJ_MANY_REPLY_MAX, NULL },
-    { "SCARD", 2, CMD_KEYED, 0, scard, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL },
-    { "SISMEMBER", 3, CMD_KEYED, 0, sismember, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL },
+    { "SADD", -3, CMD_KEYED, 0, sadd, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false },
+    { "SREM", -3, CMD_KEYED, 0, srem, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false },
+    { "SPOP", -2, CMD_KEYED, 0, spop, NULL, NULL, OBJ_MANY_REPLY_MAX, obj_pop_reply_bound, false },
+    { "SMEMBERS", 2, CMD_KEYED, 0, smembers, NULL, NULL, OBJ_MANY_REPLY_MAX, NULL, false },
+    { "SCARD", 2, CMD_KEYED, 0, scard, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false },
+    { "SISMEMBER", 3, CMD_KEYED, 0, sismember, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false },
 };
 
 const struct command_set cmds_set = { table, sizeof table / sizeof table[0] };

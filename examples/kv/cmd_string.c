@@ -1,9 +1,11 @@
 /* kv_server: string commands (with SET's expiry options) and the commands that work on any key (DEL,
  * UNLINK, EXISTS, TYPE): what each does with a key's data on its worker. SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * A keyed command's part runs on the worker owning its key, with that worker's store: no lock. A
- * command of several keys is not atomic across them (Redis's MSET is): each key is applied on its
- * own worker, in order with that key's other commands. */
+ * A keyed command's part runs on the worker owning its key, with that worker's store: no lock. MSET,
+ * DEL and UNLINK of several keys are atomic, as Redis's: one multi-key job holds every key while
+ * each is applied on its own worker (txn.c). MGET and EXISTS are not: each key is read on its own
+ * worker, in order with that key's other commands, and another client's MSET may land between two
+ * of them. */
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -401,27 +403,27 @@ static void owner_part(struct kv_store *s, struct request *r, const struct part 
 }
 
 static const struct command table[] = {
-    { "GET", 2, CMD_KEYED, 0, get_part, NULL, NULL, GET_REPLY_MAX, NULL },
-    { "SET", -3, CMD_KEYED, 0, set_part, NULL, NULL, GET_REPLY_MAX, NULL },
-    { "SETNX", 3, CMD_KEYED, 0, setnx_part, NULL, NULL, SMALL_REPLY_MAX, NULL },
-    { "SETEX", 4, CMD_KEYED, 0, setex_part, NULL, NULL, SMALL_REPLY_MAX, NULL },
-    { "PSETEX", 4, CMD_KEYED, 0, psetex_part, NULL, NULL, SMALL_REPLY_MAX, NULL },
-    { "GETSET", 3, CMD_KEYED, 0, getset_part, NULL, NULL, GET_REPLY_MAX, NULL },
-    { "GETDEL", 2, CMD_KEYED, 0, getdel_part, NULL, NULL, GET_REPLY_MAX, NULL },
-    { "GETEX", -2, CMD_KEYED, 0, getex_part, NULL, NULL, GET_REPLY_MAX, NULL },
-    { "APPEND", 3, CMD_KEYED, 0, append_part, NULL, NULL, SMALL_REPLY_MAX, NULL },
-    { "STRLEN", 2, CMD_KEYED, 0, strlen_part, NULL, NULL, SMALL_REPLY_MAX, NULL },
-    { "TYPE", 2, CMD_KEYED, 0, type_part, NULL, NULL, SMALL_REPLY_MAX, NULL },
-    { "UNLINK", -2, CMD_KEYED, 1, del_part, sum_finish, NULL, 0, NULL },
-    { "DEL", -2, CMD_KEYED, 1, del_part, sum_finish, NULL, 0, NULL },
-    { "EXISTS", -2, CMD_KEYED, 1, exists_part, sum_finish, NULL, 0, NULL },
-    { "INCR", 2, CMD_KEYED, 0, incr_part, NULL, NULL, SMALL_REPLY_MAX, NULL },
-    { "DECR", 2, CMD_KEYED, 0, decr_part, NULL, NULL, SMALL_REPLY_MAX, NULL },
-    { "INCRBY", 3, CMD_KEYED, 0, incrby, NULL, NULL, SMALL_REPLY_MAX, NULL },
-    { "DECRBY", 3, CMD_KEYED, 0, decrby, NULL, NULL, SMALL_REPLY_MAX, NULL },
-    { "MGET", -2, CMD_KEYED, 1, get_part, mget_finish, NULL, GET_REPLY_MAX, NULL },
-    { "MSET", -3, CMD_KEYED, 2, mset_part, mset_finish, NULL, 0, NULL },
-    { "SHARD.OWNER", 2, CMD_KEYED, 0, owner_part, NULL, NULL, OWNER_REPLY_MAX, NULL },
+    { "GET", 2, CMD_KEYED, 0, get_part, NULL, NULL, GET_REPLY_MAX, NULL, false },
+    { "SET", -3, CMD_KEYED, 0, set_part, NULL, NULL, GET_REPLY_MAX, NULL, false },
+    { "SETNX", 3, CMD_KEYED, 0, setnx_part, NULL, NULL, SMALL_REPLY_MAX, NULL, false },
+    { "SETEX", 4, CMD_KEYED, 0, setex_part, NULL, NULL, SMALL_REPLY_MAX, NULL, false },
+    { "PSETEX", 4, CMD_KEYED, 0, psetex_part, NULL, NULL, SMALL_REPLY_MAX, NULL, false },
+    { "GETSET", 3, CMD_KEYED, 0, getset_part, NULL, NULL, GET_REPLY_MAX, NULL, false },
+    { "GETDEL", 2, CMD_KEYED, 0, getdel_part, NULL, NULL, GET_REPLY_MAX, NULL, false },
+    { "GETEX", -2, CMD_KEYED, 0, getex_part, NULL, NULL, GET_REPLY_MAX, NULL, false },
+    { "APPEND", 3, CMD_KEYED, 0, append_part, NULL, NULL, SMALL_REPLY_MAX, NULL, false },
+    { "STRLEN", 2, CMD_KEYED, 0, strlen_part, NULL, NULL, SMALL_REPLY_MAX, NULL, false },
+    { "TYPE", 2, CMD_KEYED, 0, type_part, NULL, NULL, SMALL_REPLY_MAX, NULL, false },
+    { "UNLINK", -2, CMD_KEYED, 1, del_part, sum_finish, NULL, 0, NULL, true },
+    { "DEL", -2, CMD_KEYED, 1, del_part, sum_finish, NULL, 0, NULL, true },
+    { "EXISTS", -2, CMD_KEYED, 1, exists_part, sum_finish, NULL, 0, NULL, false },
+    { "INCR", 2, CMD_KEYED, 0, incr_part, NULL, NULL, SMALL_REPLY_MAX, NULL, false },
+    { "DECR", 2, CMD_KEYED, 0, decr_part, NULL, NULL, SMALL_REPLY_MAX, NULL, false },
+    { "INCRBY", 3, CMD_KEYED, 0, incrby, NULL, NULL, SMALL_REPLY_MAX, NULL, false },
+    { "DECRBY", 3, CMD_KEYED, 0, decrby, NULL, NULL, SMALL_REPLY_MAX, NULL, false },
+    { "MGET", -2, CMD_KEYED, 1, get_part, mget_finish, NULL, GET_REPLY_MAX, NULL, false },
+    { "MSET", -3, CMD_KEYED, 2, mset_part, mset_finish, NULL, 0, NULL, true },
+    { "SHARD.OWNER", 2, CMD_KEYED, 0, owner_part, NULL, NULL, OWNER_REPLY_MAX, NULL, false },
 };
 
 const struct command_set cmds_string = { table, sizeof table / sizeof table[0] };

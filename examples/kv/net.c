@@ -136,6 +136,7 @@ static void conn_free(struct conn *c)
         request_free(r);
     }
     c->head = c->tail = NULL;
+    txn_free(c);
     c->next = nt->graveyard;
     nt->graveyard = c;
 }
@@ -149,7 +150,7 @@ static void bury(struct net_thread *nt)
     nt->graveyard = NULL;
 }
 
-static void conn_append(struct conn *c, struct request *r)
+void conn_append(struct conn *c, struct request *r)
 {
     if (c->tail)
         c->tail->next = r;
@@ -174,16 +175,24 @@ void conn_close_after_replies(struct conn *c)
     c->closing = true;
 }
 
-/* An error reply that is answered in its place in the FIFO, by the network thread. */
-static bool conn_reply_error(struct conn *c, const char *msg)
+bool conn_reply_text(struct conn *c, bool error, const char *text)
 {
     struct request *r = request_new(c, c->nt, c->nt->srv, NULL, NULL, 0);
     if (!r)
         return false;
-    resp_error(&r->reply, msg);
+    if (error)
+        resp_error(&r->reply, text);
+    else
+        resp_simple(&r->reply, text);
     r->done = true;
     conn_append(c, r);
     return true;
+}
+
+/* An error reply that is answered in its place in the FIFO, by the network thread. */
+static bool conn_reply_error(struct conn *c, const char *msg)
+{
+    return conn_reply_text(c, true, msg);
 }
 
 /* A pure command with nothing ahead of it on its connection: its reply goes straight to the output,
@@ -209,15 +218,20 @@ static bool dispatch(struct conn *c, struct resp_arg *argv, uint32_t argc)
     if (!cmd) {
         snprintf(why, sizeof why, "ERR unknown command '%.*s'", (int)(argv[0].len > 64 ? 64 : argv[0].len),
                  argv[0].p);
+        txn_refused(c);
         return conn_reply_error(c, why);
     }
     atomic_store_explicit(&c->last_cmd, cmd, memory_order_relaxed);
     atomic_store_explicit(&c->active_ms, c->nt->now_ms, memory_order_relaxed);
-    if (!command_args_ok(cmd, argc, why, sizeof why))
+    if (!command_args_ok(cmd, argc, why, sizeof why)) {
+        txn_refused(c);
         return conn_reply_error(c, why);
+    }
     /* As Redis: an unknown command or a wrong count is answered first, then the password. */
     if (!c->authenticated && auth_required() && !auth_exempt(cmd)) /* the password may be gone since */
         return conn_reply_error(c, "NOAUTH Authentication required.");
+    if (cmd->kind == CMD_TXN || c->txn)
+        return txn_dispatch(c, cmd, argv, argc);
     if (cmd->kind == CMD_PURE && !c->head) {
         reply_now(c, cmd, argv, argc);
         return true;

@@ -29,6 +29,7 @@ struct conn {
     bool               touched;     /* in the list of connections with completed requests */
     struct conn       *touched_next;
     struct conn       *prev, *next; /* every connection of the thread; next links the graveyard */
+    struct txn        *txn;         /* between MULTI and EXEC or DISCARD (txn.c), else NULL */
     /* What CLIENT, HELLO and AUTH keep (client.c). Only its thread touches these, but for the fields
      * marked L: written by it under clients_lock (net.c), read by CLIENT LIST on any network thread
      * under that lock; and A: relaxed atomics, for a line that is a snapshot anyway. */
@@ -78,5 +79,19 @@ bool net_round(struct net_thread *nt, int timeout_ms);
 void     clients_add(struct conn *c);    /* at accept, once c's address and id are set */
 void     clients_remove(struct conn *c); /* at the close of its socket; frees its names */
 uint64_t clients_count(void);
+
+/* net.c: appends r to c's FIFO (replies leave in its order), charging it to the connection. */
+void conn_append(struct conn *c, struct request *r);
+/* net.c: a reply of text alone (an error, or a simple string), answered in its place in the FIFO.
+ * Return: false without memory. */
+bool conn_reply_text(struct conn *c, bool error, const char *text);
+
+/* txn.c: a command while c is in MULTI, or one of MULTI, EXEC, DISCARD, WATCH. Return: false
+ * without memory. */
+bool txn_dispatch(struct conn *c, const struct command *cmd, struct resp_arg *argv, uint32_t argc);
+/* txn.c: a command refused while in MULTI (unknown, wrong arity): EXEC will abort. */
+void txn_refused(struct conn *c);
+/* txn.c: drops c's transaction, if any, and what it queued. */
+void txn_free(struct conn *c);
 
 #endif

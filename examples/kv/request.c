@@ -147,9 +147,8 @@ static void part_error(struct request *r, int err)
                                             memory_order_relaxed);
 }
 
-static void run_part(shard_worker *w, void *arg)
+void request_run_part(shard_worker *w, struct part *p)
 {
-    struct part *p = arg;
     struct request *r = p->r;
     struct kv_store *s = store_of(w);
     if (s)
@@ -161,10 +160,20 @@ static void run_part(shard_worker *w, void *arg)
     part_done(r);
 }
 
+static void run_part(shard_worker *w, void *arg)
+{
+    request_run_part(w, arg);
+}
+
 static void part_refused(struct request *r, int err)
 {
     part_error(r, err);
     part_done(r);
+}
+
+void request_refuse_part(struct part *p, int err)
+{
+    part_refused(p->r, err);
 }
 
 void request_flush(struct submit_batch *b, shard_dispatcher *d)
@@ -192,6 +201,19 @@ void request_flush(struct submit_batch *b, shard_dispatcher *d)
 
 void request_submit(struct request *r, struct submit_batch *b)
 {
+    if (r->cmd->atomic && r->nparts > 1) {
+        request_flush(b, r->srv->d); /* the commands before it reach shard first */
+        if (r->nparts > TXN_MAX_PARTS) {
+            for (uint32_t i = 0; i < r->nparts; i++)
+                request_refuse_part(&r->parts[i], -E2BIG); /* more keys than one job may hold: none */
+            return;
+        }
+        struct part *parts[TXN_MAX_PARTS];
+        for (uint32_t i = 0; i < r->nparts; i++)
+            parts[i] = &r->parts[i];
+        txn_submit(r->srv, parts, r->nparts);
+        return;
+    }
     for (uint32_t i = 0; i < r->nparts; i++) {
         if (b->n == SUBMIT_BATCH)
             request_flush(b, r->srv->d);

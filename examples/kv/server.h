@@ -80,6 +80,7 @@ enum cmd_kind {
     CMD_PURE,  /* answered by the network thread from its arguments alone, read by pointer and length:
                 * with nothing ahead of it on its connection, they point into the input (net.c) */
     CMD_ADMIN, /* run by the admin thread */
+    CMD_TXN,   /* MULTI, EXEC, DISCARD, WATCH: the connection's transaction (txn.c) */
 };
 
 /* One key of a request: a shard job. */
@@ -109,6 +110,8 @@ struct command {
     /* keyed, optional: the bound for this request's parts, when its arguments make it smaller than
      * part_reply_max (a pop without a count: one element); NULL: nparts * part_reply_max */
     size_t (*reply_bound)(const struct request *r);
+    /* keyed, several parts: run as one multi-key job (txn.c), all keys at once, as Redis does */
+    bool   atomic;
 };
 
 /* One family's table of commands (a cmd_*.c file); commands.c lists every set. */
@@ -215,6 +218,10 @@ struct submit_batch {
 void request_submit(struct request *r, struct submit_batch *b);
 /* Submits what b holds; a part that cannot be submitted answers with an error. */
 void request_flush(struct submit_batch *b, shard_dispatcher *d);
+/* Runs part p of its request as its job does (txn.c's steps). Context: the worker of p's key. */
+void request_run_part(shard_worker *w, struct part *p);
+/* Part p could not be submitted (err): it answers with the error. */
+void request_refuse_part(struct part *p, int err);
 /* Hands a finished request back to its network thread. The caller must not touch r afterwards.
  * Context: any thread (a worker, the admin thread). */
 void request_complete(struct request *r);
@@ -230,6 +237,15 @@ size_t request_reply_left(const struct request *r);
 size_t request_put_piece(struct request *r, struct buf *out);
 /* Whether every piece of r's reply is out. Context: as request_put_piece. */
 bool request_all_put(const struct request *r);
+
+/* txn.c: MULTI, EXEC, DISCARD, and the commands of several keys run atomically. */
+/* The most keys (parts) one transaction or atomic command may have: shard's limit for one job. */
+#define TXN_MAX_PARTS SHARD_MULTI_MAX_KEYS
+/* Submits parts[0..n) (of one request or of a transaction's, in order) as one multi-key job: each
+ * key's parts run on its worker, in order, while every key is held (shard_submit_multi_each). A part
+ * that cannot be submitted answers with the error. Context: the network thread, after its batch was
+ * flushed (the order of its earlier commands). */
+void txn_submit(struct server *srv, struct part **parts, uint32_t n);
 
 /* commands.c */
 /* Indexes every set's commands by name. Return: 0; -ENOMEM. Context: once, before the network threads

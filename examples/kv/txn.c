@@ -1,0 +1,185 @@
+/* kv_server: transactions (MULTI, EXEC, DISCARD) and the commands of several keys that run as one
+ * (MSET, DEL, UNLINK). SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Both become one shard multi-key job with steps (shard_submit_multi_each): once it holds every key
+ * involved, each key's parts run on the worker that owns it, with that worker's store, in the order
+ * the commands gave them, and no other client's command of any of those keys runs in between. Each
+ * request then completes as any does (request.c), and the connection writes the replies in order.
+ *
+ * MULTI queues the commands that follow, answering +QUEUED, until EXEC or DISCARD; a command refused
+ * while queued (unknown, wrong arity, an admin command, too many keys) makes EXEC answer EXECABORT,
+ * as Redis does. EXEC answers an array of the queued commands' replies. WATCH is refused (kv_server
+ * has none); redis-py's default pipeline and redis-cli's MULTI need only the rest. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "net_internal.h"
+#include "server.h"
+
+/* One multi-key job: its parts in order, and the shard hash of each one's key (which part a step
+ * runs: shard hands a step the index of its key's first part, and keys of one hash share a step). */
+struct txn_job {
+    uint32_t     n;
+    struct part *parts[];
+    /* followed by uint64_t hash[n] */
+};
+
+static uint64_t *job_hashes(struct txn_job *x)
+{
+    return (uint64_t *)&x->parts[x->n];
+}
+
+static void step(shard_worker *w, void *arg, size_t first)
+{
+    struct txn_job *x = arg;
+    uint64_t *h = job_hashes(x), key = h[first];
+    for (uint32_t i = (uint32_t)first; i < x->n; i++)
+        if (h[i] == key)
+            request_run_part(w, x->parts[i]);
+}
+
+static void done(shard_worker *w, void *arg)
+{
+    (void)w;
+    free(arg);
+}
+
+void txn_submit(struct server *srv, struct part **parts, uint32_t n)
+{
+    struct txn_job *x = malloc(sizeof *x + n * (sizeof *x->parts + sizeof(uint64_t)));
+    struct shard_key *keys = calloc(n, sizeof *keys);
+    int err = -ENOMEM;
+    if (x && keys) {
+        x->n = n;
+        uint64_t *h = job_hashes(x);
+        for (uint32_t i = 0; i < n; i++) {
+            const struct resp_arg *k = key_of(parts[i]->r, parts[i]);
+            x->parts[i] = parts[i];
+            keys[i] = (struct shard_key){ k->p, k->len };
+            h[i] = shard_dispatcher_key_hash(srv->d, k->p, k->len);
+        }
+        err = shard_submit_multi_each(srv->d, keys, n, step, done, x);
+    }
+    free(keys);
+    if (err) {
+        free(x);
+        for (uint32_t i = 0; i < n; i++)
+            request_refuse_part(parts[i], err);
+    }
+}
+
+/* A connection's transaction, from MULTI to EXEC or DISCARD. */
+struct txn {
+    struct request *head, *tail; /* queued, not yet submitted */
+    uint32_t        n, parts;
+    bool            dirty;       /* a command was refused while queued: EXEC aborts */
+};
+
+void txn_free(struct conn *c)
+{
+    struct txn *t = c->txn;
+    if (!t)
+        return;
+    for (struct request *r = t->head, *next; r; r = next) {
+        next = r->next;
+        request_free(r);
+    }
+    free(t);
+    c->txn = NULL;
+}
+
+void txn_refused(struct conn *c)
+{
+    if (c->txn)
+        c->txn->dirty = true;
+}
+
+/* Queues a command of the transaction. Return: false without memory. */
+static bool queue(struct conn *c, const struct command *cmd, struct resp_arg *argv, uint32_t argc)
+{
+    struct txn *t = c->txn;
+    if (cmd->kind == CMD_ADMIN) {
+        t->dirty = true;
+        return conn_reply_text(c, true, "ERR kv_server runs no admin or keyspace command inside MULTI");
+    }
+    struct request *r = request_new(c, c->nt, c->nt->srv, cmd, argv, argc);
+    if (!r)
+        return false;
+    if (t->parts + r->nparts > TXN_MAX_PARTS) {
+        request_free(r);
+        t->dirty = true;
+        return conn_reply_text(c, true, "ERR a transaction holds at most 1024 keys on kv_server");
+    }
+    if (t->tail)
+        t->tail->next = r;
+    else
+        t->head = r;
+    t->tail = r;
+    t->n++;
+    t->parts += r->nparts;
+    return conn_reply_text(c, false, "QUEUED");
+}
+
+/* EXEC: the array header, then every queued command in its place; the keyed ones' parts as one job. */
+static bool exec(struct conn *c)
+{
+    struct server *srv = c->nt->srv;
+    struct txn *t = c->txn;
+    struct request *h = request_new(c, c->nt, srv, NULL, NULL, 0);
+    if (!h)
+        return false;
+    resp_array(&h->reply, t->n);
+    h->done = true;
+    conn_append(c, h);
+    request_flush(&c->nt->batch, srv->d); /* the commands before MULTI reach shard first */
+    struct part *parts[TXN_MAX_PARTS];
+    uint32_t n = 0;
+    for (struct request *r = t->head, *next; r; r = next) {
+        next = r->next;
+        r->next = NULL;
+        if (r->cmd->kind != CMD_KEYED) {
+            r->cmd->run(srv, r);
+            r->done = true;
+        }
+        conn_append(c, r);
+        for (uint32_t i = 0; r->cmd->kind == CMD_KEYED && i < r->nparts; i++)
+            parts[n++] = &r->parts[i];
+    }
+    t->head = t->tail = NULL;
+    txn_free(c);
+    if (n)
+        txn_submit(srv, parts, n);
+    return true;
+}
+
+bool txn_dispatch(struct conn *c, const struct command *cmd, struct resp_arg *argv, uint32_t argc)
+{
+    const char *name = cmd->name;
+    if (strcmp(name, "MULTI") == 0) {
+        if (c->txn)
+            return conn_reply_text(c, true, "ERR MULTI calls can not be nested");
+        if (!(c->txn = calloc(1, sizeof *c->txn)))
+            return false;
+        return conn_reply_text(c, false, "OK");
+    }
+    if (strcmp(name, "EXEC") == 0) {
+        if (!c->txn)
+            return conn_reply_text(c, true, "ERR EXEC without MULTI");
+        if (c->txn->dirty) {
+            txn_free(c);
+            return conn_reply_text(c, true, "EXECABORT Transaction discarded because of previous errors.");
+        }
+        return exec(c);
+    }
+    if (strcmp(name, "DISCARD") == 0) {
+        if (!c->txn)
+            return conn_reply_text(c, true, "ERR DISCARD without MULTI");
+        txn_free(c);
+        return conn_reply_text(c, false, "OK");
+    }
+    if (strcmp(name, "WATCH") == 0)
+        return conn_reply_text(c, true, c->txn ? "ERR WATCH inside MULTI is not allowed"
+                                               : "ERR kv_server has no WATCH (MULTI and EXEC it has)");
+    return queue(c, cmd, argv, argc);
+}

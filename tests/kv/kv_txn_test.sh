@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# kv_server: transactions and atomic commands of several keys. MULTI/EXEC/DISCARD as redis-cli sends
+# them, with Redis's errors (EXEC or DISCARD without MULTI, nested MULTI, EXECABORT after a command
+# refused while queued, WATCH); MSET and DEL of keys on different workers; redis-py's default
+# pipeline (MULTI/EXEC); and atomicity under churn: no MULTI reads a pair of keys half written by an
+# MSET, a MULTI of SETs or a DEL while workers are added, removed and crashed (txn_client.py).
+#
+#   kv_txn_test.sh PATH/TO/kv_server
+set -euo pipefail
+here=$(dirname "$0")
+source "$here/../../scripts/kv_common.sh"
+
+server_bin=${1:?usage: kv_txn_test.sh PATH/TO/kv_server}
+command -v redis-cli >/dev/null || { echo "FAIL: redis-cli not found (Debian package redis-tools)"; exit 1; }
+/usr/bin/python3 -c 'import redis' 2>/dev/null || { echo "FAIL: redis-py not found (Debian package python3-redis)"; exit 1; }
+kv_test_init
+KV_LOG=$tmp/server.err kv_start "$server_bin" --workers 3
+cli() { redis-cli -p "$KV_PORT" "$@"; }
+clis() { redis-cli -p "$KV_PORT" | sed "/^$/d"; } # commands from stdin; no blank line after an error
+
+# --- MULTI ... EXEC on one connection: QUEUED each, then the replies in order as one array.
+got=$(printf 'MULTI\nSET a 10\nINCR a\nMSET b 2 c 3\nGET a\nMGET a b c\nDEL b c nosuch\nPING\nEXEC\n' | clis)
+expect "MULTI/EXEC" "$(printf 'OK\nQUEUED\nQUEUED\nQUEUED\nQUEUED\nQUEUED\nQUEUED\nQUEUED\nOK\n11\nOK\n11\n11\n2\n3\n2\nPONG')" "$got"
+# --- The errors, as Redis words them.
+expect "EXEC without MULTI" "ERR EXEC without MULTI" "$(cli EXEC)"
+expect "DISCARD without MULTI" "ERR DISCARD without MULTI" "$(cli DISCARD)"
+expect "nested MULTI" "$(printf 'OK\nERR MULTI calls can not be nested\nQUEUED\nOK')" \
+    "$(printf 'MULTI\nMULTI\nSET n 1\nDISCARD\n' | clis)"
+expect "DISCARD drops what was queued" "" "$(cli GET n)"
+expect "a refused command aborts EXEC" \
+    "$(printf "OK\nERR wrong number of arguments for 'set' command\nQUEUED\nEXECABORT Transaction discarded because of previous errors.")" \
+    "$(printf 'MULTI\nSET x\nSET y 1\nEXEC\n' | clis)"
+expect "nothing of an aborted EXEC ran" "" "$(cli GET y)"
+expect "an unknown command aborts EXEC" "EXECABORT Transaction discarded because of previous errors." \
+    "$(printf 'MULTI\nNOSUCH 1\nSET y 1\nEXEC\n' | clis | tail -1)"
+expect "an admin command is refused inside MULTI" "ERR kv_server runs no admin or keyspace command inside MULTI" \
+    "$(printf 'MULTI\nFLUSHDB\nDISCARD\n' | clis | sed -n 2p)"
+expect "WATCH" "ERR kv_server has no WATCH (MULTI and EXEC it has)" "$(cli WATCH a)"
+expect "WATCH inside MULTI" "ERR WATCH inside MULTI is not allowed" "$(printf 'MULTI\nWATCH a\nDISCARD\n' | clis | sed -n 2p)"
+expect "an empty EXEC" "$(printf 'OK')" "$(printf 'MULTI\nEXEC\n' | clis | head -1)"
+# --- MSET and DEL of many keys: applied together; over 1024 keys refused whole.
+args=(); for ((i = 0; i < 300; i++)); do args+=("m$i" "v$i"); done
+expect "MSET of 300 keys" OK "$(cli MSET "${args[@]}")"
+expect "MSET's keys" "v0 v150 v299" "$(cli MGET m0 m150 m299 | tr '\n' ' ' | sed 's/ $//')"
+keys=(); for ((i = 0; i < 300; i++)); do keys+=("m$i"); done
+expect "DEL of 300 keys" 300 "$(cli DEL "${keys[@]}")"
+# A transaction of more than 1024 keys (three MSETs of 400): the third is refused, EXEC aborts.
+mset400() { local i; printf 'MSET'; for ((i = 0; i < 400; i++)); do printf ' big%d%d v' "$1" "$i"; done; echo; }
+got=$({ echo MULTI; mset400 1; mset400 2; mset400 3; echo EXEC; } | clis)
+expect "a transaction over 1024 keys" "$(printf "OK\nQUEUED\nQUEUED\nERR a transaction holds at most 1024 keys on kv_server\nEXECABORT Transaction discarded because of previous errors.")" "$got"
+expect "an aborted transaction set nothing" "" "$(cli GET big10)"
+# A key many times: one key, the last value wins.
+expect "MSET of one key thrice" OK "$(cli MSET r 1 r 2 r 3)"
+expect "its value" 3 "$(cli GET r)"
+
+# --- redis-py, default settings, then atomicity under churn.
+/usr/bin/python3 "$here/txn_client.py" "$KV_PORT" 4 || fail "redis-py transactions (above)"
+expect "still serving" PONG "$(cli PING)"
+echo "kv_txn_test: passed"
