@@ -216,6 +216,12 @@ void shard__owed_done(shard_dispatcher *d, struct job *j)
 {
     if (!shard__crash_paid(&d->crash, j))
         return;
+    /* No holder, no one to kick, and no d->lock to take (a multi-key job pays its claims through
+     * here, one a key): seq_cst, after the table's lock was let go, as kick_holders' own read. A
+     * holder that begins to hold after this read then finds the entry gone when it looks (its count
+     * first, then the table's lock: crash.h), as kick_holders says. */
+    if (!atomic_load_explicit(&d->nholding, memory_order_seq_cst))
+        return;
     pthread_mutex_lock(&d->lock);
     kick_holders(d, WAIT_CRASH);
     pthread_mutex_unlock(&d->lock);

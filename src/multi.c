@@ -83,12 +83,17 @@ static struct multi *multi_new(shard_dispatcher *d, const struct key_ref *h, siz
                                shard_multi_step_fn step, void *arg)
 {
     size_t at = multi_offset(2 * n);
-    struct job_block *b = calloc(1, at + sizeof(struct multi) + n * sizeof(struct multi_part));
+    /* The records are written whole when used: only the block's head, the multi and its parts are
+     * cleared (a record is over 200 bytes, and a job uses its two a part only when a queue is full,
+     * and for steps). */
+    struct job_block *b = malloc(at + sizeof(struct multi) + n * sizeof(struct multi_part));
     if (!b)
         return NULL;
+    memset(b, 0, sizeof *b);
     b->size = 2 * n;
     atomic_init(&b->refs, 1); /* the multi's own: dropped when it has run */
     struct multi *m = (struct multi *)((char *)b + at);
+    memset(m->parts, 0, n * sizeof *m->parts);
     *m = (struct multi){ .d = d, .fn = fn, .step = step, .arg = arg, .block = b, .n = (uint32_t)n };
     shard__crash_record_init(&m->owner);
     pthread_mutex_init(&m->lock, NULL);
@@ -344,12 +349,13 @@ static int submit_multi(shard_dispatcher *d, const struct shard_key *keys, size_
         return -EINVAL;
     if (n > SHARD_MULTI_MAX_KEYS)
         return -E2BIG;
-    struct key_ref *h = malloc(n * sizeof *h);
+    struct key_ref few[16], *h = n <= 16 ? few : malloc(n * sizeof *h);
     if (!h)
         return -ENOMEM;
     int k = distinct_hashes(d, keys, n, h);
     if (k < 0 || (k == 1 && !step)) {
-        free(h);
+        if (h != few)
+            free(h);
         if (k < 0)
             return k;
         return wait ? shard_submit(d, keys[0].key, keys[0].len, fn, arg)
@@ -366,7 +372,8 @@ static int submit_multi(shard_dispatcher *d, const struct shard_key *keys, size_
         rc = make_room(d, h, (size_t)k, wait);
         if (rc == -ESHUTDOWN) {
             shard__rcu_read_unlock(); /* d may be freed: touch it no more */
-            free(h);
+            if (h != few)
+                free(h);
             return rc;
         }
     }
@@ -383,7 +390,8 @@ static int submit_multi(shard_dispatcher *d, const struct shard_key *keys, size_
         pthread_mutex_unlock(&d->multi_lock);
     }
     shard__rcu_read_unlock();
-    free(h);
+    if (h != few)
+        free(h);
     return rc;
 }
 
