@@ -179,9 +179,10 @@ bool shard__crash_stuck_key(struct crash_table *t, uint64_t hash)
 
 bool shard__crash_may_block(struct crash_table *t, uint64_t hash)
 {
-    /* acquire: as shard__crash_blocks. */
-    return atomic_load_explicit(&t->entries, memory_order_acquire) &&
-           atomic_load_explicit(bucket(t, hash), memory_order_acquire);
+    /* acquire: as shard__crash_blocks. The bucket alone, not `entries` first: multi-key jobs' claims
+     * change the table all the time, and every job of every worker reads this; a bucket's line is
+     * written only by entries of its keys. */
+    return atomic_load_explicit(bucket(t, hash), memory_order_acquire);
 }
 
 void shard__crash_swap(struct crash_table *t, struct crash_record *owner, struct job *claim, struct job *step)

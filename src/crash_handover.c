@@ -22,11 +22,6 @@ static struct job_block *block_new(size_t n)
     return b;
 }
 
-static void block_release(struct job_block *b)
-{
-    if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) == 1)
-        free(b);
-}
 
 /* Everything x still holds, in order: held items, then its inbox, then its queue (ring slots copied into
  * records of block). Context: x->lock held, after the grace period that ended pushes to x. */
@@ -242,7 +237,7 @@ void shard__crash_handover(shard_dispatcher *d, struct shard_worker *x, enum sha
     pthread_mutex_lock(&x->lock);
     struct job *left = take_leftovers(x, ho->block);
     pthread_mutex_unlock(&x->lock);
-    block_release(ho->block);
+    shard__job_block_put(ho->block);
     hand_over(d, x, left, policy, ho->lists);
     free(ho->lists);
     ho->block = NULL;

@@ -48,6 +48,7 @@ SHARD_API int shard_dispatcher_create(shard_dispatcher **out, const struct shard
     pthread_cond_init(&d->cond, NULL);
     pthread_mutex_init(&d->space_lock, NULL);
     pthread_mutex_init(&d->multi_lock, NULL);
+    pthread_mutex_init(&d->pool_lock, NULL);
     pthread_cond_init(&d->space_cond, NULL);
     pthread_cond_init(&d->key_cond, NULL);
     /* A worker's allowance of set-aside jobs: its queue's capacity again (throttle.h). */
@@ -119,7 +120,9 @@ void shard__dispatcher_free(shard_dispatcher *d)
     pthread_mutex_destroy(&d->lock);
     pthread_cond_destroy(&d->cond);
     pthread_mutex_destroy(&d->space_lock);
+    shard__multi_pool_free(d);
     pthread_mutex_destroy(&d->multi_lock);
+    pthread_mutex_destroy(&d->pool_lock);
     pthread_cond_destroy(&d->space_cond);
     pthread_cond_destroy(&d->key_cond);
     shard__crash_table_destroy(&d->crash);

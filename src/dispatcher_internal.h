@@ -81,12 +81,20 @@ struct shard_dispatcher {
     /* Multi-key jobs (multi.c): their parts enter the queues under multi_lock, so that any two meet
      * every key they share in one order. A leaf but for the side locks and allocation it takes. */
     pthread_mutex_t  multi_lock;
+    /* Blocks of multi-key jobs of few keys, kept for the next (multi.c): a job's memory then comes
+     * without malloc, whose arenas a submitter allocating and a worker freeing take turns to grow
+     * and trim (a page fault a job, measured). pool_lock is a leaf. */
+    pthread_mutex_t  pool_lock;
+    struct job_block *pool[8];      /* pool_lock: by keys - 1, linked through the block's first record */
+    uint32_t         pooled;        /* pool_lock */
     _Atomic uint64_t multi_open;    /* A: multi-key jobs accepted and not yet ended (stats) */
     _Atomic int64_t  multi_waiting; /* A: of those, ones holding some of their keys while a part
                                      * waits (stats). Each job's increment and decrement are made
                                      * under its own lock, in that order (multi.c) */
 };
 
+/* multi.c: frees the blocks kept for multi-key jobs. Context: destroy, no job left. */
+void shard__multi_pool_free(shard_dispatcher *d);
 /* dispatcher.c: frees everything create made (create's failure, destroy). */
 void shard__dispatcher_free(shard_dispatcher *d);
 /* dispatcher.c: one job of a key hashed already, as shard_submit (wait) or shard_try_submit.

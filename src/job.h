@@ -96,12 +96,18 @@ static inline void shard__job_list_splice(struct job_list *l, const struct job_l
     l->tail = from->tail;
 }
 
-/* Records for a crashed worker's ring, allocated before the crash's point of no return as one block:
- * its pages are touched only for the records used, and it is freed when the last one is. */
+/* Records allocated as one block, freed when the last one is: a crashed worker's ring's, allocated
+ * before the crash's point of no return (its pages are touched only for the records used); a
+ * multi-key job's (multi.c, whose blocks are kept for reuse). */
 struct job_block {
     _Atomic long refs;
     size_t       used, size;
+    void       (*release)(struct job_block *b); /* frees it at the last reference; NULL: free() */
     struct job   recs[];
 };
+
+/* Drops a reference to b; the last frees it (its release, or free()). acq_rel: every user's writes
+ * to its records happen before the block is freed. */
+void shard__job_block_put(struct job_block *b);
 
 #endif

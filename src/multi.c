@@ -25,7 +25,8 @@
  *
  * Memory: one allocation a job: the multi, its parts, and two records per part, for a queue found
  * full and for its step (a job_block, so that the worker that runs a part or a step from such a record
- * frees it as any record: the block goes with the last reference, the multi's own or a record's). */
+ * frees it as any record: the block goes with the last reference, the multi's own or a record's).
+ * Blocks of jobs of few keys are kept in the dispatcher for the next job (d->pool). */
 #include <errno.h>
 #include <stdalign.h>
 #include <stdlib.h>
@@ -79,20 +80,73 @@ static size_t multi_offset(size_t n)
     return (at + a - 1) / a * a;
 }
 
+#define POOL_KEYS 8     /* blocks of jobs of up to this many keys are kept */
+#define POOL_MAX  4096  /* blocks kept at most, in all */
+
+static struct multi *multi_of(struct job_block *b)
+{
+    return (struct multi *)((char *)b + multi_offset(b->size));
+}
+
+/* The block's last reference went (the multi's own, or a record's: record.c): kept for the next job
+ * of as many keys, or freed. */
+static void block_release(struct job_block *b)
+{
+    struct multi *m = multi_of(b);
+    shard_dispatcher *d = m->d;
+    size_t n = b->size / 2;
+    pthread_mutex_destroy(&m->lock);
+    if (n <= POOL_KEYS) {
+        pthread_mutex_lock(&d->pool_lock);
+        if (d->pooled < POOL_MAX) {
+            *(struct job_block **)b->recs = d->pool[n - 1];
+            d->pool[n - 1] = b;
+            d->pooled++;
+            b = NULL;
+        }
+        pthread_mutex_unlock(&d->pool_lock);
+    }
+    free(b);
+}
+
+void shard__multi_pool_free(shard_dispatcher *d)
+{
+    for (size_t i = 0; i < POOL_KEYS; i++)
+        while (d->pool[i]) {
+            struct job_block *b = d->pool[i];
+            d->pool[i] = *(struct job_block **)b->recs;
+            free(b);
+        }
+}
+
+static struct job_block *block_get(shard_dispatcher *d, size_t n)
+{
+    struct job_block *b = NULL;
+    if (n <= POOL_KEYS) {
+        pthread_mutex_lock(&d->pool_lock);
+        if ((b = d->pool[n - 1]) != NULL) {
+            d->pool[n - 1] = *(struct job_block **)b->recs;
+            d->pooled--;
+        }
+        pthread_mutex_unlock(&d->pool_lock);
+    }
+    return b ? b : malloc(multi_offset(2 * n) + sizeof(struct multi) + n * sizeof(struct multi_part));
+}
+
 static struct multi *multi_new(shard_dispatcher *d, const struct key_ref *h, size_t n, shard_job_fn fn,
                                shard_multi_step_fn step, void *arg)
 {
-    size_t at = multi_offset(2 * n);
     /* The records are written whole when used: only the block's head, the multi and its parts are
      * cleared (a record is over 200 bytes, and a job uses its two a part only when a queue is full,
      * and for steps). */
-    struct job_block *b = malloc(at + sizeof(struct multi) + n * sizeof(struct multi_part));
+    struct job_block *b = block_get(d, n);
     if (!b)
         return NULL;
     memset(b, 0, sizeof *b);
     b->size = 2 * n;
+    b->release = block_release;
     atomic_init(&b->refs, 1); /* the multi's own: dropped when it has run */
-    struct multi *m = (struct multi *)((char *)b + at);
+    struct multi *m = multi_of(b);
     memset(m->parts, 0, n * sizeof *m->parts);
     *m = (struct multi){ .d = d, .fn = fn, .step = step, .arg = arg, .block = b, .n = (uint32_t)n };
     shard__crash_record_init(&m->owner);
@@ -110,12 +164,7 @@ static struct multi *multi_new(shard_dispatcher *d, const struct key_ref *h, siz
 
 static void multi_put(struct multi *m)
 {
-    struct job_block *b = m->block;
-    /* acq_rel: as shard__free_record's, with which it shares the count. */
-    if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) == 1) {
-        pthread_mutex_destroy(&m->lock);
-        free(b);
-    }
+    shard__job_block_put(m->block);
 }
 
 /* Lets go of every key m holds. Context: no other part of m changes its claims meanwhile. */

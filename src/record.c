@@ -25,9 +25,7 @@ void shard__free_record(struct shard_worker *w, struct job *j)
     if (j->embedded)
         return;
     if (j->block) {
-        /* acq_rel: every user's writes to its records happen before the block is freed. */
-        if (atomic_fetch_sub_explicit(&j->block->refs, 1, memory_order_acq_rel) == 1)
-            free(j->block);
+        shard__job_block_put(j->block);
         return;
     }
     if (w && w->nspare < SPARE_RECORDS) {
@@ -37,6 +35,16 @@ void shard__free_record(struct shard_worker *w, struct job *j)
         return;
     }
     free(j);
+}
+
+void shard__job_block_put(struct job_block *b)
+{
+    if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    if (b->release)
+        b->release(b);
+    else
+        free(b);
 }
 
 void shard__worker_drop_spares(struct shard_worker *w)
