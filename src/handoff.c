@@ -27,9 +27,14 @@
  * they arrive, for every owner the key had since their epoch (moved_epoch), so they run where the
  * key's state is.
  *
+ * A multi-key job (multi.c) holds each of its keys with a claim, a crash table entry of epoch 0 made
+ * when its part of that key runs: the key's later jobs wait behind it as behind a stuck job, and
+ * become entries at a fence rather than hold it; its steps are owed entries that follow their key.
+ *
  * Why nothing waits forever: every wait points to strictly older work. A job waits for fences of
  * epochs up to its own, and for older-epoch jobs of its key (also through crash entries, which are in
- * epoch order, a stuck job first); an owed job also for the owed jobs of its key and epoch made
+ * epoch order, a stuck job or a claim first; a claim is made by a multi-key job whose parts entered
+ * the queues before the job's, multi.c); an owed job also for the owed jobs of its key and epoch made
  * entries before it (they were submitted before it: crash.h), wherever each now waits; a fence waits for older fences and for held jobs of older epochs
  * that no crash owes. Only drain marks and stops wait for everything ahead of them, and nothing waits
  * for those. */
