@@ -7,10 +7,11 @@
  * key waits behind, wherever it is, as behind a stuck job; the worker goes on with other keys. The
  * part that finds every other one arrived runs the job, in its own job, then pays every claim.
  * A job with steps (shard_submit_multi_each) runs instead one step a key where the key's own jobs
- * run: the last part turns each claim into a step, an entry of epoch 0 too (so the key stays held)
- * that is also a job, delivered to the key's owner as a job that follows its key (follow.c), which
- * there waits for the key's state as such a job does; a step claims its key again before it returns,
- * and the last step runs the job's done and pays every claim.
+ * run, one after another in its keys' order: the last part turns each claim into a step, an entry of
+ * epoch 0 too (so the key stays held) that is also a job, and delivers the first to its key's owner as
+ * a job that follows its key (follow.c), which there waits for the key's state as such a job does; a
+ * step claims its key again before it returns and delivers the next; the last runs the job's done
+ * and pays every claim.
  *
  * Why nothing waits for ever. The parts of every multi-key job enter the queues under d->multi_lock,
  * so two multi-key jobs meet each key they share in one order (the order they took the lock: a key's
@@ -69,7 +70,6 @@ struct multi {
     pthread_mutex_t     lock;    /* dropped, arrived and the parts' claimed; the crash table's lock nests inside */
     bool                dropped; /* lock: a DROP crash dropped one of its parts */
     uint32_t            arrived; /* lock: parts come up or dropped */
-    _Atomic uint32_t    stepped; /* steps run */
     uint32_t            n;       /* I: parts, one a distinct key */
     struct multi_part   parts[];
 };
@@ -207,14 +207,24 @@ static void end(struct multi *m)
     multi_put(m);
 }
 
-/* Every key is held: each claim becomes a step, delivered where the key's jobs run. Context: the
- * last part, on its worker me. */
+static void next_step(struct multi *m, struct shard_worker *w, uint32_t i);
+
+/* The user's step of p's key, which is then held again before the step's entry is paid (when the
+ * step's job returns, run.c): the key stays held till the job ends. */
+static void step_body(struct multi *m, struct shard_worker *w, struct multi_part *p)
+{
+    m->step(w, m->arg, p->key);
+    shard__crash_claim(&m->d->crash, &m->owner, &p->claim);
+    p->claimed = true;
+}
+
+/* Every key is held: each claim becomes a step (the key stays held), and the first step is delivered
+ * where its key's jobs run. Context: the last part, on its worker me. */
 static void start_steps(struct multi *m, struct shard_worker *me)
 {
     shard_dispatcher *d = m->d;
     struct job_block *b = m->block;
-    uint32_t n = m->n;
-    for (uint32_t i = 0; i < n; i++) {
+    for (uint32_t i = 0; i < m->n; i++) {
         struct multi_part *p = &m->parts[i];
         struct job *j = &b->recs[b->used++]; /* the parts are all queued: no other user of used */
         *j = (struct job){ .fn = shard__multi_step, .arg = p, .hash = p->claim.hash, .kind = JOB_RUN, .block = b };
@@ -223,18 +233,26 @@ static void start_steps(struct multi *m, struct shard_worker *me)
         p->claimed = false;
         p->step = j;
     }
-    /* Once the last step is delivered, m may be gone (its steps run meanwhile): nothing of it is
-     * read after that but through locals. */
-    for (uint32_t i = 0; i < n; i++) {
+    next_step(m, me, 0);
+}
+
+/* Steps before i have run (each key held again): step i is delivered, or, after the last, done runs
+ * and every key goes free. Context: the worker w of the step before (or of the last part). */
+static void next_step(struct multi *m, struct shard_worker *w, uint32_t i)
+{
+    for (; i < m->n; i++) {
         struct multi_part *p = &m->parts[i];
         struct job *j = p->step;
-        if (!shard__follow_deliver(me, j)) {
-            /* Destroy is stopping every worker: the step runs here, as the last thing it does. */
-            shard__multi_step(me, p);
-            shard__owed_done(d, j);
-            shard__free_record(me, j);
-        }
+        if (shard__follow_deliver(w, j))
+            return; /* m may be gone from here on: the step may have run and ended it */
+        /* Destroy is stopping every worker: the step runs here, as the last thing this one does. */
+        step_body(m, w, p);
+        shard__owed_done(m->d, j);
+        shard__free_record(w, j); /* the block lives on: the multi's own reference */
     }
+    if (m->fn)
+        m->fn(w, m->arg);
+    end(m);
 }
 
 /* Every part has come up or was dropped: the job runs (unless dropped), or its steps begin. */
@@ -253,17 +271,8 @@ void shard__multi_step(shard_worker *w, void *arg)
 {
     struct multi_part *p = arg;
     struct multi *m = p->m;
-    m->step(w, m->arg, p->key);
-    /* Held again before this step's entry is paid (when it returns, run.c): the key stays held. */
-    shard__crash_claim(&m->d->crash, &m->owner, &p->claim);
-    p->claimed = true;
-    uint32_t n = m->n;
-    /* acq_rel: the last step sees every step's work and claim. */
-    if (atomic_fetch_add_explicit(&m->stepped, 1, memory_order_acq_rel) + 1 < n)
-        return;
-    if (m->fn)
-        m->fn(w, m->arg);
-    end(m);
+    step_body(m, w, p);
+    next_step(m, w, (uint32_t)(p - m->parts) + 1);
 }
 
 void shard__multi_part(shard_worker *w, void *arg)

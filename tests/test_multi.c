@@ -367,14 +367,19 @@ Test(multi, a_jobs_multi_key_submit_keeps_its_order)
     shard_dispatcher_destroy(jd);
 }
 
-/* Steps (shard_submit_multi_each): one a distinct key, each on its key's own worker, then done; the
- * keys stay held from the first step to done's end. */
+/* Steps (shard_submit_multi_each): one a distinct key, each on its key's own worker, in the keys'
+ * order, then done; the keys stay held from the first step to done's end. */
 static shard_dispatcher *sd;
 static struct shard_key skeys[6];
-static atomic_int steps_seen[6], step_wrong_worker, done_runs, steps_at_done;
+static atomic_int steps_seen[6], step_wrong_worker, done_runs, steps_at_done, step_out_of_order;
+static atomic_int step_next; /* the index of the key whose step comes next, in a round */
+static const int step_order[5] = { 0, 1, 2, 3, -1 };
 static void step_fn(shard_worker *w, void *arg, size_t i)
 {
     (void)arg;
+    int at = atomic_fetch_add(&step_next, 1);
+    if (at > 3 || step_order[at] != (int)i)
+        atomic_fetch_add(&step_out_of_order, 1);
     shard_ring *r;
     cr_assert_eq(shard_dispatcher_ring(sd, &r), 0);
     if (strcmp(shard_ring_owner(r, skeys[i].key, skeys[i].len), shard_worker_name(w)) != 0)
@@ -410,6 +415,7 @@ Test(multi, steps_run_once_a_key_on_its_worker_then_done)
     cr_assert_eq(shard_submit_multi_each(sd, skeys, 6, NULL, done_fn, NULL), -EINVAL);
     for (int round = 0; round < 20; round++) {
         atomic_store(&order_at, 0);
+        atomic_store(&step_next, 0);
         cr_assert_eq(shard_submit_multi_each(sd, skeys, 6, step_fn, done_fn, NULL), 0);
         cr_assert_eq(shard_submit(sd, k[1], l1, mark, (void *)2), 0); /* after done */
         cr_assert_eq(shard_drain(sd), 0);
@@ -423,7 +429,9 @@ Test(multi, steps_run_once_a_key_on_its_worker_then_done)
         cr_assert_eq(atomic_load(&steps_seen[i]), 20, "key %d stepped %d times", i, atomic_load(&steps_seen[i]));
     cr_assert_eq(atomic_load(&steps_seen[4]) + atomic_load(&steps_seen[5]), 0);
     cr_assert_eq(atomic_load(&step_wrong_worker), 0);
+    cr_assert_eq(atomic_load(&step_out_of_order), 0, "steps ran out of their keys' order");
     /* One distinct key: one step, then done. */
+    atomic_store(&step_next, 0);
     cr_assert_eq(shard_submit_multi_each(sd, skeys, 1, step_fn, NULL, NULL), 0);
     cr_assert_eq(shard_drain(sd), 0);
     cr_assert_eq(atomic_load(&steps_seen[0]), 21);
