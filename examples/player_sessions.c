@@ -22,6 +22,10 @@
  * by the worker holding its session, and never by a timer its packets had cancelled; and that every
  * membership change succeeded. Exit status 0 when that held.
  *
+ * One packet in 32 also makes its player give a few coins to another player, whose session may be on
+ * another worker: a trade, one atomic step over both players (shard_submit_multi_each: a step on each
+ * player's worker, in order), which a coin ledger checks: none lost, none doubled.
+ *
  * Usage: player_sessions [--players N] [--workers W] [--seconds S] [--churn-ms M] [--idle-ms I];
  * --help says how far each goes. */
 #include <errno.h>
@@ -44,7 +48,15 @@ struct session {
     shard_timer idle;     /* logs the player out unless a packet comes first */
     uint64_t    idle_gen; /* which arm that was (verification) */
     bool        rebuilt;  /* made anew after a crash lost the session: its old timer may still fire */
+    int64_t     coins;    /* COINS when made; trades move them between players */
 };
+
+/* Coins each new session starts with, and the ledger that shows none is lost or doubled: every coin
+ * made is, at the end, in a session still held (or lost with the crashed worker, or in transit), cashed
+ * out at a logout, or undelivered (a trade whose taker had no session at that moment). */
+#define COINS 100
+static atomic_llong coins_made, coins_held, coins_out, coins_undelivered;
+static atomic_long trades_made, trades_short;
 
 /* Worker-local state: only its own worker touches it (the release hook runs on that worker too), until
  * it stops; main reads it after shard_dispatcher_destroy has joined every worker. */
@@ -104,6 +116,8 @@ static void on_stop(shard_worker *w, void *user)
     struct local *l = shard_worker_user(w);
     for (int p = 0; p < players; p++) {
         l->held += l->sessions[p] != NULL;
+        if (l->sessions[p])
+            atomic_fetch_add(&coins_held, l->sessions[p]->coins);
         free(l->sessions[p]);
     }
     free(l->sessions);
@@ -203,6 +217,7 @@ static void on_idle(shard_worker *w, void *arg)
         if (atomic_load(&last_seq[player]) != s->next_seq)
             atomic_fetch_add(&errors, 1); /* a packet was processed that this session did not see */
         l->sessions[player] = NULL;
+        atomic_fetch_add(&coins_out, s->coins);
         free(s);
         l->logouts++;
     }
@@ -230,6 +245,8 @@ static void on_packet(shard_worker *w, void *arg)
         s->hash = shard_job_key_hash(w);
         s->next_seq = seq;
         s->rebuilt = seq > 0 && !was_out;
+        s->coins = COINS;
+        atomic_fetch_add(&coins_made, COINS);
         l->sessions[player] = s;
     }
     /* The session must expect this packet, and so must the log: anything else is a lost, repeated or
@@ -244,6 +261,64 @@ static void on_packet(shard_worker *w, void *arg)
     atomic_store(&logged_out[player], 0);
     rearm_idle(s);
     atomic_fetch_add_explicit(&packets_done, 1, memory_order_relaxed);
+}
+
+/* A trade: amount coins from giver to taker, players whose sessions are on any workers, as one atomic
+ * step of a multi-key job with steps: the giver's step, on the worker holding its session, pays if
+ * the session has the coins; then the taker's, on its worker, takes what was paid. No packet or logout
+ * of either player runs in between, wherever their sessions move meanwhile. */
+struct trade {
+    uint32_t giver, taker;
+    int64_t  amount;
+    bool     paid;
+};
+
+static void trade_step(shard_worker *w, void *arg, size_t i)
+{
+    struct trade *t = arg;
+    struct local *l = shard_worker_user(w);
+    int after_crash = 0;
+    struct session *s = take_session(l, i == 0 ? t->giver : t->taker, &after_crash);
+    if (i == 0) {
+        t->paid = s && s->coins >= t->amount;
+        if (t->paid)
+            s->coins -= t->amount;
+    } else if (t->paid) {
+        if (s)
+            s->coins += t->amount;
+        else
+            atomic_fetch_add(&coins_undelivered, t->amount);
+    }
+}
+
+static void trade_done(shard_worker *w, void *arg)
+{
+    (void)w;
+    struct trade *t = arg;
+    atomic_fetch_add_explicit(t->paid ? &trades_made : &trades_short, 1, memory_order_relaxed);
+    free(t);
+}
+
+/* Player p, at its packet seq, gives a few coins to another player (one packet in 32). */
+static void maybe_trade(int p, uint64_t seq)
+{
+    if (seq % 32 != 31)
+        return;
+    struct trade *t = malloc(sizeof *t);
+    if (!t) {
+        atomic_fetch_add(&errors, 1);
+        return;
+    }
+    uint32_t q = (uint32_t)(((uint64_t)p * 7919u + seq * 104729u) % (uint64_t)players);
+    if ((int)q == p)
+        q = (q + 1) % (uint32_t)players;
+    *t = (struct trade){ (uint32_t)p, q, 1 + (int64_t)(seq % 10), false };
+    char kg[24], kt[24];
+    struct shard_key keys[2] = { { kg, player_key(kg, t->giver) }, { kt, player_key(kt, t->taker) } };
+    if (shard_submit_multi_each(disp, keys, 2, trade_step, trade_done, t) != 0) {
+        atomic_fetch_add(&errors, 1);
+        free(t);
+    }
 }
 
 static double now(void);
@@ -268,6 +343,7 @@ static void *network(void *arg)
             void *packet = (void *)(uintptr_t)(seq[p] << 20 | (uint64_t)p);
             if (shard_submit(disp, key, player_key(key, (uint32_t)p), on_packet, packet) != 0)
                 atomic_fetch_add(&errors, 1);
+            maybe_trade(p, seq[p]);
             seq[p]++;
             atomic_fetch_add_explicit(&packets_sent, 1, memory_order_relaxed);
         }
@@ -458,14 +534,26 @@ int main(int argc, char **argv)
     long not_out = 0;
     for (int p = 0; p < players; p++)
         not_out += atomic_load(&last_seq[p]) > 0 && atomic_load(&logged_out[p]) != 1;
-    long sent = atomic_load(&packets_sent), done = atomic_load(&packets_done), errs = atomic_load(&errors) + not_out;
+    /* Every coin made is somewhere: held at the end (a crashed worker's included), in transit, cashed out
+     * at a logout, or undelivered. */
+    long long in_transit = 0;
+    for (int p = 0; p < players; p++)
+        in_transit += transit[p] ? transit[p]->coins : 0;
+    long long made = atomic_load(&coins_made), found = atomic_load(&coins_held) + in_transit + atomic_load(&coins_out) +
+                                                    atomic_load(&coins_undelivered);
+    printf("\n%ld trades between players as multi-key jobs (%ld short of coins), %lld coins made, %lld accounted "
+           "for (%lld undelivered: no session)\n",
+           atomic_load(&trades_made), atomic_load(&trades_short), made, found, (long long)atomic_load(&coins_undelivered));
+    long sent = atomic_load(&packets_sent), done = atomic_load(&packets_done),
+         errs = atomic_load(&errors) + not_out + (made != found);
     printf("\n%ld packets sent, %ld processed (%.0f/s), %ld handoffs, %ld logouts (%ld of sessions a crash lost, %ld "
            "timers of those ignored), %ld violations\n",
            sent, done, done / elapsed, atomic_load(&handoffs), atomic_load(&logouts), atomic_load(&lost_logouts),
            atomic_load(&stale_timers), errs);
     int ok = sent == done && errs == 0 && failed_changes == 0;
     printf("%s\n", ok ? "OK: every packet processed exactly once, in order, by the worker holding its session; every "
-                        "player logged out once after its last packet, where its session was"
+                        "player logged out once after its last packet, where its session was; no coin lost or doubled "
+                        "by the trades"
                       : failed_changes ? "FAILED: a membership change failed"
                                        : "FAILED: packets lost, repeated, out of order, sessions handed over late, or "
                                          "logouts missing, repeated or misplaced");
