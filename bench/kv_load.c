@@ -12,6 +12,8 @@
  *   HSET h f v   0 or 1               (hashes "hsh:...", 16 fields)
  *   MGET k*10    10 values, each byte for byte
  *   MSET (k v)*10  +OK                (the same values: GET's checks hold whatever ran before)
+ *   MULTI          a transaction: MULTI, SET k v, SET k' v', EXEC: +OK, +QUEUED twice, then *2 of
+ *                  +OK (redis-py's default pipeline of two SETs); counted as one request of 2 keys
  * A reply of another type, count or value, an error reply, a closed connection or 10 s without a
  * reply while requests are in flight prints what and exits 1.
  *
@@ -48,8 +50,8 @@
 
 #include "bench_common.h"
 
-enum test { T_PING, T_SET, T_GET, T_INCR, T_LPUSH, T_HSET, T_MGET, T_MSET, NTESTS };
-static const char *const test_names[NTESTS] = { "PING", "SET", "GET", "INCR", "LPUSH", "HSET", "MGET", "MSET" };
+enum test { T_PING, T_SET, T_GET, T_INCR, T_LPUSH, T_HSET, T_MGET, T_MSET, T_MULTI, NTESTS };
+static const char *const test_names[NTESTS] = { "PING", "SET", "GET", "INCR", "LPUSH", "HSET", "MGET", "MSET", "MULTI" };
 
 #define MULTI    10       /* keys of an MGET or MSET */
 #define FIELDS   16       /* fields of each HSET hash */
@@ -86,7 +88,8 @@ struct conn {
     uint32_t *fifo;      /* keys of the GETs and MGETs in flight, in order, to check their values */
     uint64_t  fifo_head, fifo_tail;
     uint32_t  fifo_mask;
-    uint32_t  in_flight;
+    uint32_t  in_flight; /* replies */
+    uint8_t   phase;     /* MULTI: which reply of its transaction comes next */
     uint32_t  fill_next; /* the fill: the next key this connection SETs */
     uint64_t  sent, received;
 };
@@ -200,6 +203,15 @@ static inline void issue(struct conn *c)
             p = put_frag(put_frag(p, "kvl:", k), "val:", k);
         }
         break;
+    case T_MULTI:
+        p = PUT(p, "*1\r\n$5\r\nMULTI\r\n");
+        for (int i = 0; i < 2; i++) {
+            k = draw(c, opt.keys);
+            p = put_frag(put_frag(PUT(p, "*3\r\n$3\r\nSET\r\n"), "kvl:", k), "val:", k);
+        }
+        p = PUT(p, "*1\r\n$4\r\nEXEC\r\n");
+        c->in_flight += 3; /* four replies: three more than the others */
+        break;
     default:
         abort();
     }
@@ -295,41 +307,50 @@ __attribute__((noreturn)) static void bad_reply(const struct conn *c, const char
         s > (long)n ? "..." : "");
 }
 
-/* Checks the whole reply p[0..s) against what the request in flight first on c expects. */
-static inline void check(struct conn *c, const char *p, long s)
+/* Checks the whole reply p[0..s) against what the request in flight first on c expects. Return:
+ * whether it ends a request (a MULTI's transaction ends at its EXEC's). */
+static inline bool check(struct conn *c, const char *p, long s)
 {
     enum test t = filling ? T_SET : cur_test;
     int64_t v;
     switch (t) {
+    case T_MULTI: {
+        static const char *const want[4] = { "+OK\r\n", "+QUEUED\r\n", "+QUEUED\r\n", "*2\r\n+OK\r\n+OK\r\n" };
+        const char *w = want[c->phase];
+        if ((size_t)s != strlen(w) || memcmp(p, w, (size_t)s) != 0)
+            bad_reply(c, p, s, c->phase == 0 ? "+OK (MULTI)" : c->phase < 3 ? "+QUEUED" : "*2 of +OK (EXEC)");
+        c->phase = (uint8_t)((c->phase + 1) % 4);
+        return c->phase == 0;
+    }
     case T_PING:
         if (s != 7 || memcmp(p, "+PONG\r\n", 7) != 0)
             bad_reply(c, p, s, "+PONG");
-        return;
+        return true;
     case T_SET:
     case T_MSET:
         if (s != 5 || memcmp(p, "+OK\r\n", 5) != 0)
             bad_reply(c, p, s, "+OK");
-        return;
+        return true;
     case T_GET:
         if (!is_value(p, s, c->fifo[c->fifo_head++ & c->fifo_mask]))
             bad_reply(c, p, s, "the key's value");
-        return;
+        return true;
     case T_INCR:
     case T_LPUSH:
         if (p[0] != ':' || (v = parse_int(p + 1, (size_t)s - 3)) < 1)
             bad_reply(c, p, s, "an integer >= 1");
-        return;
+        return true;
     case T_HSET:
         if (p[0] != ':' || ((v = parse_int(p + 1, (size_t)s - 3)) != 0 && v != 1))
             bad_reply(c, p, s, "the integer 0 or 1");
-        return;
+        return true;
     case T_MGET:
         if (s != 5 + MULTI * FRAG || memcmp(p, "*10\r\n", 5) != 0)
             bad_reply(c, p, s, "an array of 10 values");
         for (int i = 0; i < MULTI; i++)
             if (!is_value(p + 5 + i * FRAG, FRAG, c->fifo[c->fifo_head++ & c->fifo_mask]))
                 bad_reply(c, p, s, "each key's value");
-        return;
+        return true;
     default:
         abort();
     }
@@ -397,10 +418,9 @@ static uint64_t on_readable(struct conn *c)
             bad_reply(c, c->in + off, (long)(c->in_len - off), "a RESP reply");
         if (c->in_flight == 0)
             bad_reply(c, c->in + off, s, "no reply (none in flight)");
-        check(c, c->in + off, s);
+        got += check(c, c->in + off, s);
         off += (size_t)s;
         c->in_flight--;
-        got++;
     }
     c->in_len -= off;
     if (c->in_len && off)
@@ -572,7 +592,7 @@ static void report(enum test t, const struct sample *a, const struct sample *b)
            "seconds=%.3f req_per_s=%.0f max_gap_ms=%.1f client_ns_per_req=%.1f client_user_ns=%.1f "
            "client_sys_ns=%.1f ",
            opt.label, test_names[t], opt.conns, opt.pipeline, opt.threads, opt.keys,
-           t == T_MGET || t == T_MSET ? MULTI : 1, req, secs, req / secs, (double)gap / 1e6, user + sys, user, sys);
+           t == T_MGET || t == T_MSET ? MULTI : t == T_MULTI ? 2 : 1, req, secs, req / secs, (double)gap / 1e6, user + sys, user, sys);
     if (opt.server_pid) {
         double tick = 1e9 / (double)sysconf(_SC_CLK_TCK);
         double su = (double)(b->srv_user - a->srv_user) * tick / req, ss = (double)(b->srv_sys - a->srv_sys) * tick / req;
@@ -613,7 +633,7 @@ static double number(const char *name, const char *v, double lo, double hi)
 static void parse_tests(const char *v)
 {
     if (strcmp(v, "all") == 0)
-        v = "PING,SET,GET,INCR,LPUSH,HSET,MGET,MSET";
+        v = "PING,SET,GET,INCR,LPUSH,HSET,MGET,MSET,MULTI";
     opt.ntests = 0;
     for (const char *p = v; *p;) {
         size_t n = strcspn(p, ",");
@@ -621,7 +641,7 @@ static void parse_tests(const char *v)
         while (t < NTESTS && !(strlen(test_names[t]) == n && strncasecmp(p, test_names[t], n) == 0))
             t++;
         if (t == NTESTS || opt.ntests == NTESTS)
-            refuse("--tests: '%.*s' is none of PING SET GET INCR LPUSH HSET MGET MSET (or all)", (int)n, p);
+            refuse("--tests: '%.*s' is none of PING SET GET INCR LPUSH HSET MGET MSET MULTI (or all)", (int)n, p);
         opt.order[opt.ntests++] = (enum test)t;
         p += n + (p[n] == ',');
     }

@@ -1,11 +1,12 @@
 /* kv_server: string commands (with SET's expiry options) and the commands that work on any key (DEL,
  * UNLINK, EXISTS, TYPE): what each does with a key's data on its worker. SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * A keyed command's part runs on the worker owning its key, with that worker's store: no lock. MSET,
- * DEL and UNLINK of several keys are atomic, as Redis's: one multi-key job holds every key while
- * each is applied on its own worker (txn.c). MGET and EXISTS are not: each key is read on its own
- * worker, in order with that key's other commands, and another client's MSET may land between two
- * of them. */
+ * A keyed command's part runs on the worker owning its key, with that worker's store: no lock. A
+ * command of several keys (MSET, DEL, MGET...) is applied key by key, each on its own worker in order
+ * with that key's other commands: not atomic across them, as Redis's MSET is; inside MULTI it is
+ * (txn.c). A command can be made atomic by its table entry's `atomic` (every key held by one
+ * multi-key job): not yet for MSET and DEL, whose parts, under a pipelined load over hot keys, wait
+ * set aside behind each other's claims at a cost that grows with how many wait (docs/performance.md). */
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -414,15 +415,15 @@ static const struct command table[] = {
     { "APPEND", 3, CMD_KEYED, 0, append_part, NULL, NULL, SMALL_REPLY_MAX, NULL, false },
     { "STRLEN", 2, CMD_KEYED, 0, strlen_part, NULL, NULL, SMALL_REPLY_MAX, NULL, false },
     { "TYPE", 2, CMD_KEYED, 0, type_part, NULL, NULL, SMALL_REPLY_MAX, NULL, false },
-    { "UNLINK", -2, CMD_KEYED, 1, del_part, sum_finish, NULL, 0, NULL, true },
-    { "DEL", -2, CMD_KEYED, 1, del_part, sum_finish, NULL, 0, NULL, true },
+    { "UNLINK", -2, CMD_KEYED, 1, del_part, sum_finish, NULL, 0, NULL, false },
+    { "DEL", -2, CMD_KEYED, 1, del_part, sum_finish, NULL, 0, NULL, false },
     { "EXISTS", -2, CMD_KEYED, 1, exists_part, sum_finish, NULL, 0, NULL, false },
     { "INCR", 2, CMD_KEYED, 0, incr_part, NULL, NULL, SMALL_REPLY_MAX, NULL, false },
     { "DECR", 2, CMD_KEYED, 0, decr_part, NULL, NULL, SMALL_REPLY_MAX, NULL, false },
     { "INCRBY", 3, CMD_KEYED, 0, incrby, NULL, NULL, SMALL_REPLY_MAX, NULL, false },
     { "DECRBY", 3, CMD_KEYED, 0, decrby, NULL, NULL, SMALL_REPLY_MAX, NULL, false },
     { "MGET", -2, CMD_KEYED, 1, get_part, mget_finish, NULL, GET_REPLY_MAX, NULL, false },
-    { "MSET", -3, CMD_KEYED, 2, mset_part, mset_finish, NULL, 0, NULL, true },
+    { "MSET", -3, CMD_KEYED, 2, mset_part, mset_finish, NULL, 0, NULL, false },
     { "SHARD.OWNER", 2, CMD_KEYED, 0, owner_part, NULL, NULL, OWNER_REPLY_MAX, NULL, false },
 };
 

@@ -5,7 +5,7 @@
 
 redis-py's default pipeline (transaction=True) wraps its commands in MULTI/EXEC; each result comes
 back in order. Then atomicity under churn: writers set pairs of keys that live on different workers
-to one value, with MSET and with a MULTI of two SETs, and delete pairs with DEL; readers read each
+to one value, with an MSET and with two SETs inside MULTI, and delete pairs with a DEL inside MULTI; readers read each
 pair in a MULTI and must never see its two keys differ (nor one present and one gone); meanwhile the
 admin connection adds, removes and crashes workers. Exits 1 on any violation."""
 import sys
@@ -53,11 +53,11 @@ def writer(n):
         a, b = f"pair:{k}:a", f"pair:{k}:b"
         v = f"{n}-{i}"
         if i % 3 == 0:
-            c.mset({a: v, b: v})
+            c.pipeline().mset({a: v, b: v}).execute()  # an MSET inside MULTI
         elif i % 3 == 1:
             c.pipeline().set(a, v).set(b, v).execute()
         else:
-            c.delete(a, b)
+            c.pipeline().delete(a, b).execute()
         i += 1
     with lock:
         counts["writes"] += i
