@@ -1,9 +1,11 @@
 /* Multi-key jobs with steps (shard_submit_multi_each) on their rare paths, one scenario at a time,
  * each checking what multi.h promises, with the keys' state in worker-local tables that the release
  * hook hands over (as a game server's sessions, tests/sessions.h):
- *   stuck-step     a step blocks and its worker crashes (REROUTE, then DROP): its job's keys stay held
- *                  until it returns (no later job of them runs meanwhile), and shard_drain() does not
- *                  wait for it nor for what waits behind it, as for any job stuck on a crashed worker.
+ *   stuck-step     a step blocks and its worker crashes (REROUTE, then DROP), then the same with done:
+ *                  its job's keys stay held until it returns (no later job of them runs meanwhile), and
+ *                  shard_drain() does not wait for it nor for what waits behind it (a later job of each
+ *                  key, a multi-key job behind it through one key holding another), as for any job
+ *                  stuck on a crashed worker.
  *   reroute-ahead  a step waits on a worker x that lags (in a long job) while its key moves x -> y ->
  *                  z, y lagging too, and x crashes (REROUTE, then DROP): the step is rerouted where
  *                  the key's state goes next, so the key's job routed to y after the move (which runs
@@ -193,6 +195,8 @@ struct txn {
     size_t       n;
     long         add;
     int          block_key;   /* the key whose step blocks on gate (-1: none) */
+    bool         block_done;  /* done blocks on gate instead */
+    int          after_step;  /* index of the key whose step waits for the others' (-1: none) */
     struct gate *gate;
     atomic_int   step_runs[4], done_runs;
     atomic_int   in_step;     /* a step is under way (the blocking one) */
@@ -201,6 +205,10 @@ struct txn {
 static void txn_step(shard_worker *w, void *arg, size_t i)
 {
     struct txn *t = arg;
+    if ((int)i == t->after_step)
+        for (size_t o = 0; o < t->n; o++)
+            while (o != i && atomic_load(&t->step_runs[o]) < 1)
+                sched_yield(); /* the others run on other workers */
     atomic_fetch_add(&t->step_runs[i], 1);
     *state(w, t->keys[i]) += t->add;
     if (t->keys[i] == t->block_key) {
@@ -216,6 +224,12 @@ static void txn_done(shard_worker *w, void *arg)
     (void)w;
     struct txn *t = arg;
     atomic_fetch_add(&t->done_runs, 1);
+    if (t->block_done) {
+        atomic_store(&t->in_step, 1);
+        sem_post(&t->gate->started);
+        sem_wait(&t->gate->open);
+        atomic_store(&t->in_step, 0);
+    }
 }
 
 static int txn_submit(shard_dispatcher *d, struct txn *t)
@@ -260,47 +274,62 @@ static void drain_until(shard_dispatcher *d, atomic_int *n, int want)
 
 /* ---- stuck-step ---- */
 
-static void stuck_step(enum shard_crash_policy policy)
+/* in_done: done blocks (on w1, the worker of the last step), not k1's step. A second multi-key job
+ * over k0 and k3 then waits behind the first through k0, holding k3: drain waits for none of them. */
+static void stuck_step(enum shard_crash_policy policy, bool in_done)
 {
     const char *pname = policy == SHARD_CRASH_REROUTE ? "REROUTE" : "DROP";
     keys_init();
     shard_dispatcher *d = make(3);
     struct gate g;
     gate_init(&g);
-    int k0 = key_on(d, "w0", 0), k1 = key_on(d, "w1", 0);
-    static struct txn t;
+    int k0 = key_on(d, "w0", 0), k1 = key_on(d, "w1", 0), k3 = key_on(d, "w2", 0);
+    static struct txn t, t2;
     memset(&t, 0, sizeof t);
-    t = (struct txn){ .keys = { k0, k1 }, .n = 2, .add = 1, .block_key = k1, .gate = &g };
+    memset(&t2, 0, sizeof t2);
+    /* in_done: k1's step waits for k0's, so that done runs on w1. */
+    t = (struct txn){ .keys = { k0, k1 }, .n = 2, .add = 1, .block_key = in_done ? -1 : k1, .block_done = in_done,
+                      .after_step = in_done ? 1 : -1, .gate = &g };
+    t2 = (struct txn){ .keys = { k0, k3 }, .n = 2, .add = 100, .block_key = -1, .after_step = -1 };
     CHECK(txn_submit(d, &t) == 0, "submit_multi_each");
-    sem_wait(&g.started); /* k1's step runs on w1, and blocks */
+    sem_wait(&g.started); /* k1's step, or done, runs on w1 and blocks */
     CHECK(shard_worker_crash(d, "w1", policy) == 0, "crash w1");
-    struct probe later[2] = { { .k = k0, .during = &t.in_step }, { .k = k1, .during = &t.in_step } };
-    for (int i = 0; i < 2; i++)
+    CHECK(txn_submit(d, &t2) == 0, "submit_multi_each behind");
+    struct probe later[3] = { { .k = k0, .during = &t.in_step }, { .k = k1, .during = &t.in_step },
+                              { .k = k3, .during = &t.in_step } };
+    for (int i = 0; i < 3; i++)
         probe_submit(d, &later[i]);
+    wait_multi_waiting(d, 1); /* the second holds k3 */
     struct drainer dr;
     drain_start(&dr, d);
     bool returned = drain_returned(&dr);
-    CHECK(returned, "%s: shard_drain waited for a step still running on a crashed worker", pname);
-    CHECK(atomic_load(&later[0].runs) + atomic_load(&later[1].runs) == 0,
-          "%s: a later job of its keys ran while its step still ran", pname);
+    CHECK(returned, "%s: shard_drain waited for a %s still running on a crashed worker", pname,
+          in_done ? "done" : "step");
+    CHECK(atomic_load(&later[0].runs) + atomic_load(&later[1].runs) + atomic_load(&later[2].runs) == 0,
+          "%s: a later job of its keys ran while it still ran", pname);
+    CHECK(atomic_load(&t2.done_runs) == 0, "%s: the job behind it ran", pname);
     sem_post(&g.open);
     drain_join(&dr);
     CHECK(dr.rc == 0, "drain: %s", shard_strerror(dr.rc));
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 3; i++)
         drain_until(d, &later[i].runs, 1);
+    drain_until(d, &t2.done_runs, 1);
     CHECK(atomic_load(&t.done_runs) == 1, "%s: done ran %d times", pname, atomic_load(&t.done_runs));
     for (int i = 0; i < 2; i++) {
         CHECK(atomic_load(&t.step_runs[i]) == 1, "%s: step %d ran %d times", pname, i, atomic_load(&t.step_runs[i]));
-        CHECK(atomic_load(&later[i].during_hits) == 0, "%s: a later job overlapped the step", pname);
+        CHECK(atomic_load(&t2.step_runs[i]) == 1, "%s: step %d ran %d times", pname, i, atomic_load(&t2.step_runs[i]));
     }
-    /* k0's state is on a live worker: its later job saw the step's write. (k1's was on w1.) */
-    CHECK(later[0].seen == 1, "%s: k0's later job saw %ld, not the step's 1", pname, later[0].seen);
+    for (int i = 0; i < 3; i++)
+        CHECK(atomic_load(&later[i].during_hits) == 0, "%s: a later job overlapped it", pname);
+    /* k0's and k3's state is on live workers: their later jobs saw both jobs' writes. */
+    CHECK(later[0].seen == 101, "%s: k0's later job saw %ld, not 101", pname, later[0].seen);
+    CHECK(later[2].seen == 100, "%s: k3's later job saw %ld, not 100", pname, later[2].seen);
     struct shard_stats st;
     CHECK(shard_dispatcher_stats(d, &st) == 0, "stats");
     CHECK(st.multi_open == 0 && st.multi_waiting == 0, "%s: after it: %llu open, %llu waiting", pname,
           (unsigned long long)st.multi_open, (unsigned long long)st.multi_waiting);
     shard_dispatcher_destroy(d);
-    printf("stuck-step %s: drain %s\n", pname, returned ? "returned" : "HUNG");
+    printf("stuck-%s %s: drain %s\n", in_done ? "done" : "step", pname, returned ? "returned" : "HUNG");
 }
 
 /* ---- reroute-ahead ---- */
@@ -314,7 +343,7 @@ static void reroute_ahead(enum shard_crash_policy policy)
         kc = key_on(d, "w2", 0);
     static struct txn t;
     memset(&t, 0, sizeof t);
-    t = (struct txn){ .keys = { k, k2 }, .n = 2, .add = 1, .block_key = -1 };
+    t = (struct txn){ .keys = { k, k2 }, .n = 2, .add = 1, .block_key = -1, .after_step = -1 };
     struct gate g0, g1, g2;
     /* k's part runs on w1 (it holds k); k2's waits on w0 behind a blocker. */
     block_on(d, k0b, &g0);
@@ -357,8 +386,10 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     const char *only = argc > 1 ? argv[1] : NULL;
     if (!only || !strcmp(only, "stuck-step")) {
-        stuck_step(SHARD_CRASH_REROUTE);
-        stuck_step(SHARD_CRASH_DROP);
+        stuck_step(SHARD_CRASH_REROUTE, false);
+        stuck_step(SHARD_CRASH_DROP, false);
+        stuck_step(SHARD_CRASH_REROUTE, true);
+        stuck_step(SHARD_CRASH_DROP, true);
     }
     if (!only || !strcmp(only, "reroute-ahead")) {
         reroute_ahead(SHARD_CRASH_REROUTE);
