@@ -53,6 +53,10 @@ expect "an aborted transaction set nothing" "" "$(cli GET big10)"
 expect "MSET of one key thrice" OK "$(cli MSET r 1 r 2 r 3)"
 expect "its value" 3 "$(cli GET r)"
 
+# A client that queues command after command in MULTI and never EXECs: the server stays bounded
+# (what one request may hold, --max-request), refuses the rest, and EXEC aborts.
+/usr/bin/python3 "$here/multi_flood_client.py" "$KV_PORT" "$KV_PID" 200 64 || fail "a client that queues without end in MULTI"
+
 # --- redis-py, default settings, then atomicity under churn.
 /usr/bin/python3 "$here/txn_client.py" "$KV_PORT" 4 || fail "redis-py transactions (above)"
 expect "still serving" PONG "$(cli PING)"
