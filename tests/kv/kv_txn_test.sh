@@ -3,7 +3,9 @@
 # them, with Redis's errors (EXEC or DISCARD without MULTI, nested MULTI, EXECABORT after a command
 # refused while queued, WATCH); MSET and DEL of keys on different workers; redis-py's default
 # pipeline (MULTI/EXEC); and atomicity under churn: no MULTI reads a pair of keys half written by an
-# MSET, a MULTI of SETs or a DEL while workers are added, removed and crashed (txn_client.py).
+# MSET, a MULTI of SETs or a DEL while workers are added, removed and crashed (txn_client.py); EXEC
+# pipelined, its replies in order, under churn and resets, with --net-threads 0 and 2
+# (txn_order_client.py); a MULTI that never ends stays bounded (multi_flood_client.py).
 #
 #   kv_txn_test.sh PATH/TO/kv_server
 set -euo pipefail
@@ -59,5 +61,13 @@ expect "its value" 3 "$(cli GET r)"
 
 # --- redis-py, default settings, then atomicity under churn.
 /usr/bin/python3 "$here/txn_client.py" "$KV_PORT" 4 || fail "redis-py transactions (above)"
+expect "still serving" PONG "$(cli PING)"
+# --- EXEC pipelined hard, replies in order byte for byte, transfers audited, connections reset with
+# EXECs unread, under churn: with the network on the workers (above) and on threads of its own.
+/usr/bin/python3 "$here/txn_order_client.py" "$KV_PORT" 3 || fail "pipelined transactions (workers run the network)"
+expect "still serving" PONG "$(cli PING)"
+stop_pid "$KV_PID"
+KV_LOG=$tmp/server2.err kv_start "$server_bin" --workers 3 --net-threads 2
+/usr/bin/python3 "$here/txn_order_client.py" "$KV_PORT" 3 || fail "pipelined transactions (--net-threads 2)"
 expect "still serving" PONG "$(cli PING)"
 echo "kv_txn_test: passed"
