@@ -92,19 +92,34 @@ static bool is_stuck_entry(const struct job *e)
     return e->epoch == 0 && e == &e->owed_to->stuck;
 }
 
+/* Whether entry e is a multi-key job's step (multi.c): an epoch-0 job that is neither a stuck entry
+ * nor a claim; its sibling is its part's claim. */
+static bool is_step_entry(const struct job *e)
+{
+    return e->epoch == 0 && e->kind == JOB_RUN && !is_stuck_entry(e);
+}
+
+/* Whether the entry right behind e is a stuck entry. */
+static bool stuck_behind(struct crash_table *t, const struct job *e)
+{
+    const struct job *behind = shard__keymap_next(&t->owed, e);
+    return behind && is_stuck_entry(behind);
+}
+
 /* Whether the multi-key job of claim c (first in its key, so every claim of the job that is in the
  * table is first in its key: crash.h) is running on a crashed worker: the crash made a stuck entry
  * of the key of the part it ran in, behind that part's claim (no other job of a claimed key can run
- * meanwhile). Context: t->lock. */
+ * meanwhile). With steps, the one running is a step, and the stuck entry is behind the step's entry
+ * (first in its key), or behind the claim the step made again before done. Context: t->lock. */
 static bool claim_job_stuck_in_run(struct crash_table *t, const struct job *c)
 {
     const struct job *s = c;
     do {
-        if (s->in_table) {
-            const struct job *behind = shard__keymap_next(&t->owed, s);
-            if (behind && is_stuck_entry(behind))
-                return true;
-        }
+        if (s->in_table && stuck_behind(t, s))
+            return true;
+        const struct job *f = shard__keymap_first(&t->owed, s->hash);
+        if (f && is_step_entry(f) && f->sibling == s && stuck_behind(t, f))
+            return true;
         s = s->sibling;
     } while (s != c);
     return false;
@@ -129,7 +144,8 @@ static bool claim_visit(struct job *c, uint64_t visit, struct job **stack)
 /* Whether the key's first entry is stuck: a crashed worker's job that has not returned; or a claim
  * of a multi-key job that waits for one: one of its parts is yet to claim a key that is stuck so,
  * through any number of multi-key jobs each waiting for the next, or the job itself is running on a
- * crashed worker (its keys are held until it returns). A walk over the jobs the key waits for, each
+ * crashed worker (its keys are held until it returns). A step stands for its job as its claim does
+ * (the key stays held until done has returned). A walk over the jobs the key waits for, each
  * visited once (the claims' pos marks them, a claim being on no queue): linear in the claims it
  * reaches, however they chain. Context: t->lock. */
 static bool key_stuck(struct crash_table *t, uint64_t hash)
@@ -139,11 +155,9 @@ static bool key_stuck(struct crash_table *t, uint64_t hash)
         return false;
     if (is_stuck_entry(first))
         return true;
-    if (first->kind != JOB_CLAIM)
-        return false; /* a multi-key job's step: it waits only as a job that followed its key */
     uint64_t visit = ++t->visit;
     struct job *stack = NULL;
-    claim_visit(first, visit, &stack);
+    claim_visit(first->kind == JOB_CLAIM ? first : first->sibling, visit, &stack);
     while (stack) {
         struct job *c = stack;
         stack = c->next;
@@ -159,6 +173,8 @@ static bool key_stuck(struct crash_table *t, uint64_t hash)
                         return true;
                     if (f->kind == JOB_CLAIM)
                         claim_visit(f, visit, &stack);
+                    else /* a step: its own (seen already), or an older job's that holds the key */
+                        claim_visit(f->sibling, visit, &stack);
                 }
             }
             s = s->sibling;

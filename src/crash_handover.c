@@ -152,8 +152,18 @@ static void hand_over(shard_dispatcher *d, struct shard_worker *x, struct job *l
             continue;
         }
         /* A multi-key job's step is never dropped: the job has begun, and some of its steps may
-         * have run (multi.c). */
-        if (policy == SHARD_CRASH_REROUTE || j->fn == shard__multi_step) {
+         * have run (multi.c). It has no epoch of its own (0: reroute_target finds no ring of it): it
+         * goes to its key's owner now and waits there, as when it was delivered (follow.c), for
+         * every owner its key has had before this ring (moved_epoch): the key may have moved on
+         * from x to a worker that lags, which runs its key's jobs of that ring (after the step)
+         * and hands the state on at its fence, and the step must not run before. */
+        if (j->fn == shard__multi_step) {
+            j->moved_epoch = now->epoch;
+            j->wait_snap = NULL;
+            shard__job_list_append(&lists[shard__ring_owner_index(now->ring, j->hash)], j);
+            continue;
+        }
+        if (policy == SHARD_CRASH_REROUTE) {
             pthread_mutex_lock(&d->lock);
             struct shard_worker *w = reroute_target(d, x, j, now, &memo);
             if (w)

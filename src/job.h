@@ -59,7 +59,8 @@ struct job {
                                    * worker, or deferred behind a crash; NULL otherwise */
     uint64_t     owe_seq;        /* while owed_to: when it became owed, the crash table's order among
                                   * owed jobs of one key and epoch (crash.c, keymap.c) */
-    struct job  *sibling;        /* JOB_CLAIM: the next claim of the same multi-key job, in a circle */
+    struct job  *sibling;        /* JOB_CLAIM: the next claim of the same multi-key job, in a circle;
+                                  * a multi-key job's step: its part's claim (multi.c) */
     uint64_t     moved_epoch;    /* moved to another worker (follow.c) while the ring of this epoch
                                   * was in force, 0 if not: it waits for that epoch's owners too */
     /* handoff.c: the older owner this held job was last found waiting for, so that a check while it

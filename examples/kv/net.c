@@ -22,7 +22,8 @@
  * OUT_LIMIT + the value. A value overwritten or deleted while a reply still references it stays alive
  * until that reply is out; it is counted in held once its GET is done, so only the GETs in flight
  * when the connection stopped taking requests (at most OUT_LIMIT / the GET reply bound of about 1 KiB)
- * can keep such values beyond the bound. */
+ * can keep such values beyond the bound. Commands queued by MULTI are in no FIFO until EXEC: a
+ * transaction holds at most --max-request bytes of them (txn.c), as one request. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>

@@ -11,6 +11,7 @@
  * as Redis does. EXEC answers an array of the queued commands' replies. WATCH is refused (kv_server
  * has none); redis-py's default pipeline and redis-cli's MULTI need only the rest. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,6 +74,7 @@ void txn_submit(struct server *srv, struct part **parts, uint32_t n)
 struct txn {
     struct request *head, *tail; /* queued, not yet submitted */
     uint32_t        n, parts;
+    size_t          bytes;       /* what the queued requests hold (request_new's allocations) */
     bool            dirty;       /* a command was refused while queued: EXEC aborts */
 };
 
@@ -111,6 +113,18 @@ static bool queue(struct conn *c, const struct command *cmd, struct resp_arg *ar
         t->dirty = true;
         return conn_reply_text(c, true, "ERR a transaction holds at most 1024 keys on kv_server");
     }
+    /* Queued requests are in no FIFO yet, so nothing else bounds them (net.c's memory per
+     * connection): a transaction holds at most what one request may, --max-request. */
+    size_t max = c->nt->srv->opt.limits.max_request;
+    if (t->bytes + r->mem > max) {
+        request_free(r);
+        t->dirty = true;
+        char msg[128];
+        snprintf(msg, sizeof msg, "ERR a transaction holds at most %zu bytes of commands on kv_server (--max-request)",
+                 max);
+        return conn_reply_text(c, true, msg);
+    }
+    t->bytes += r->mem;
     if (t->tail)
         t->tail->next = r;
     else

@@ -2,8 +2,10 @@
 # kv_server: transactions and atomic commands of several keys. MULTI/EXEC/DISCARD as redis-cli sends
 # them, with Redis's errors (EXEC or DISCARD without MULTI, nested MULTI, EXECABORT after a command
 # refused while queued, WATCH); MSET and DEL of many keys; redis-py's default pipeline (MULTI/EXEC);
-# and atomicity under churn: no MULTI reads a pair of keys half written by a MULTI of an MSET, of two
-# SETs or of a DEL while workers are added, removed and crashed (txn_client.py).
+# atomicity under churn: no MULTI reads a pair of keys half written by a MULTI of an MSET, of two SETs
+# or of a DEL while workers are added, removed and crashed (txn_client.py); EXEC pipelined, its
+# replies in order, under churn and resets, with --net-threads 0 and 2 (txn_order_client.py); a MULTI
+# that never ends stays bounded (multi_flood_client.py).
 #
 #   kv_txn_test.sh PATH/TO/kv_server
 set -euo pipefail
@@ -53,7 +55,19 @@ expect "an aborted transaction set nothing" "" "$(cli GET big10)"
 expect "MSET of one key thrice" OK "$(cli MSET r 1 r 2 r 3)"
 expect "its value" 3 "$(cli GET r)"
 
+# A client that queues command after command in MULTI and never EXECs: the server stays bounded
+# (what one request may hold, --max-request), refuses the rest, and EXEC aborts.
+/usr/bin/python3 "$here/multi_flood_client.py" "$KV_PORT" "$KV_PID" 200 64 || fail "a client that queues without end in MULTI"
+
 # --- redis-py, default settings, then atomicity under churn.
 /usr/bin/python3 "$here/txn_client.py" "$KV_PORT" 4 || fail "redis-py transactions (above)"
+expect "still serving" PONG "$(cli PING)"
+# --- EXEC pipelined hard, replies in order byte for byte, transfers audited, connections reset with
+# EXECs unread, under churn: with the network on the workers (above) and on threads of its own.
+/usr/bin/python3 "$here/txn_order_client.py" "$KV_PORT" 3 || fail "pipelined transactions (workers run the network)"
+expect "still serving" PONG "$(cli PING)"
+stop_pid "$KV_PID"
+KV_LOG=$tmp/server2.err kv_start "$server_bin" --workers 3 --net-threads 2
+/usr/bin/python3 "$here/txn_order_client.py" "$KV_PORT" 3 || fail "pipelined transactions (--net-threads 2)"
 expect "still serving" PONG "$(cli PING)"
 echo "kv_txn_test: passed"
