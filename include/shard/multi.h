@@ -96,7 +96,8 @@ typedef void (*shard_multi_step_fn)(shard_worker *w, void *arg, size_t key);
  * no other job of any of them runs in between, so the steps together are one atomic step, in each
  * key's order, with the promises and errors of shard_submit_multi(). A crash does not drop a job whose
  * steps have begun (DROP drops it only before then, as shard_submit_multi()'s): a step queued on a
- * crashed worker is rerouted, and a step stuck on one holds its job's keys until it returns. While
+ * crashed worker is rerouted, and a step stuck on one holds its job's keys until it returns; dropped
+ * before then, on_dropped gets done (NULL if none was given) and arg. While
  * destroy stops the workers, a step whose worker has stopped runs on the worker of the last part. One
  * distinct key makes one step. Context: as shard_submit_multi(). Return: as shard_submit_multi(); -EINVAL
  * also for step NULL. */
