@@ -24,14 +24,50 @@ static struct job *mark_for_move(struct shard_worker *w)
     return mark;
 }
 
+/* Puts j (and mark, if any) into dest's inbox, found as j's key's owner in s, unless dest closed it:
+ * j then waits there for every owner its key had before s (moved_epoch). from: the held list j leaves
+ * first (under the inbox's lock, before any link of j is reused), or NULL. Return: whether it went. */
+static bool into_inbox(struct shard_worker *dest, const struct snap *s, struct job *j, struct job *mark,
+                       struct held *from)
+{
+    pthread_mutex_lock(&dest->inbox_lock);
+    bool open = !dest->inbox_closed;
+    if (open) {
+        if (from)
+            shard__held_remove(from, j);
+        j->moved_epoch = s->epoch;
+        j->wait_snap = NULL; /* what it waited for where it was */
+        shard__job_list_append(&dest->inbox, j);
+        if (mark)
+            shard__job_list_append(&dest->inbox, mark);
+        /* release: pairs with shard__inbox_pending's acquire. */
+        atomic_store_explicit(&dest->inbox_flag, true, memory_order_release);
+    }
+    pthread_mutex_unlock(&dest->inbox_lock);
+    if (open)
+        shard__worker_wake(dest);
+    return open;
+}
+
+/* A mark made for a move that did not happen: the drain no longer waits for it. */
+static void mark_unused(struct shard_worker *w, struct job *mark)
+{
+    pthread_mutex_lock(&w->d->lock);
+    if (--w->d->marks_pending == 0)
+        pthread_cond_broadcast(&w->d->cond);
+    pthread_mutex_unlock(&w->d->lock);
+    shard__free_record(w, mark);
+}
+
 /* Moves j, held by w, to its key's owner in the current ring, into its inbox, ahead of what that
  * worker holds of the key. j then waits there also for every owner its key has had since j's own
  * epoch (handoff.c: moved_epoch), each of which hands the key's state on at its fence: so it runs
  * where the state is. The current ring may be newer than the fence w is at: if the key has come back
  * to w since, j stays, and waits the same way for the owners in between, which may have run jobs of
  * the key (a job moved to one of them by this same walk before the ring changed, for one) and hand
- * the state back to w at their fences. j also stays, as it is, if the owner closed its inbox (destroy
- * is stopping every worker). */
+ * the state back to w at their fences. j also stays, as it is, if the owner closed its inbox (only at
+ * destroy, as a crash publishes the ring without its worker before it closes the inbox, and a removed
+ * worker leaves the ring before it exits). */
 static void move_to_owner(struct shard_worker *w, struct job *j)
 {
     bool moved = false;
@@ -43,68 +79,27 @@ static void move_to_owner(struct shard_worker *w, struct job *j)
         j->moved_epoch = s->epoch;
         j->wait_snap = NULL;
     } else {
-        pthread_mutex_lock(&dest->inbox_lock);
-        /* Closed: only at destroy, as a crash publishes the ring without its worker before it closes
-         * the inbox, and a removed worker leaves the ring before it exits. */
-        if (!dest->inbox_closed) {
-            shard__held_remove(&w->held, j);
-            j->moved_epoch = s->epoch;
-            j->wait_snap = NULL; /* what it waited for as w's job */
-            shard__job_list_append(&dest->inbox, j);
-            if (mark)
-                shard__job_list_append(&dest->inbox, mark);
-            /* release: pairs with shard__inbox_pending's acquire. */
-            atomic_store_explicit(&dest->inbox_flag, true, memory_order_release);
-            moved = true;
-        }
-        pthread_mutex_unlock(&dest->inbox_lock);
-        if (moved)
-            shard__worker_wake(dest);
+        moved = into_inbox(dest, s, j, mark, &w->held);
     }
     shard__rcu_read_unlock();
-    if (!moved && mark) {
-        pthread_mutex_lock(&w->d->lock);
-        if (--w->d->marks_pending == 0)
-            pthread_cond_broadcast(&w->d->cond);
-        pthread_mutex_unlock(&w->d->lock);
-        shard__free_record(w, mark);
-    }
+    if (!moved && mark)
+        mark_unused(w, mark);
 }
 
 bool shard__follow_deliver(struct shard_worker *me, struct job *j)
 {
-    shard_dispatcher *d = me->d;
     struct job *mark = mark_for_move(me);
     bool moved = false;
+    /* A closed inbox: its worker crashed after the ring was loaded (the crash published a ring
+     * without it first: look again), or destroy stops every worker. */
     for (int tries = 0; !moved && tries < 2; tries++) {
         shard__rcu_read_lock(); /* the owner found below lives through it */
-        const struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire);
-        struct shard_worker *dest = snap_worker(s, shard__ring_owner_index(s->ring, j->hash));
-        pthread_mutex_lock(&dest->inbox_lock);
-        /* Closed: dest crashed after the ring above was loaded (the crash published a ring without
-         * it first: look again), or destroy stops every worker. */
-        if (!dest->inbox_closed) {
-            j->moved_epoch = s->epoch;
-            j->wait_snap = NULL;
-            shard__job_list_append(&dest->inbox, j);
-            if (mark)
-                shard__job_list_append(&dest->inbox, mark);
-            /* release: pairs with shard__inbox_pending's acquire. */
-            atomic_store_explicit(&dest->inbox_flag, true, memory_order_release);
-            moved = true;
-        }
-        pthread_mutex_unlock(&dest->inbox_lock);
-        if (moved)
-            shard__worker_wake(dest);
+        const struct snap *s = atomic_load_explicit(&me->d->snap, memory_order_acquire);
+        moved = into_inbox(snap_worker(s, shard__ring_owner_index(s->ring, j->hash)), s, j, mark, NULL);
         shard__rcu_read_unlock();
     }
-    if (!moved && mark) {
-        pthread_mutex_lock(&d->lock);
-        if (--d->marks_pending == 0)
-            pthread_cond_broadcast(&d->cond);
-        pthread_mutex_unlock(&d->lock);
-        shard__free_record(me, mark);
-    }
+    if (!moved && mark)
+        mark_unused(me, mark);
     return moved;
 }
 
