@@ -83,7 +83,34 @@ static char crashed_name[SHARD_NAME_MAX + 1];
 /* Verification only: the last sequence number processed per player and which worker held it. */
 static _Atomic uint64_t *last_seq;
 static _Atomic(const struct local *) *last_holder;
-static atomic_long errors, packets_sent, packets_done, handoffs, logouts, lost_logouts, stale_timers;
+/* The violations by kind, so that a failed run says what failed. */
+enum violation {
+    V_TIMER_MOVE, V_TIMER_ARM, V_CANCELLED_RAN, V_LOGOUT_ELSEWHERE, V_LOGOUT_MISSED, V_LOGOUT_TWICE, V_LATE_SESSION,
+    V_PACKET_ORDER, V_STEP_ELSEWHERE, V_NO_MEMORY, V_SUBMIT_TRADE, V_SUBMIT_PACKET, V_COUNT
+};
+static const char *const violation_words[V_COUNT] = {
+    [V_TIMER_MOVE] = "an idle timer neither moved nor cancelled",
+    [V_TIMER_ARM] = "an idle timer not armed",
+    [V_CANCELLED_RAN] = "a cancelled timer ran",
+    [V_LOGOUT_ELSEWHERE] = "a logout where the session is not",
+    [V_LOGOUT_MISSED] = "a logout before a processed packet reached the session",
+    [V_LOGOUT_TWICE] = "a player logged out twice",
+    [V_LATE_SESSION] = "a packet before its handed-over session",
+    [V_PACKET_ORDER] = "a packet lost, repeated or out of order",
+    [V_STEP_ELSEWHERE] = "a trade's step where the session is not",
+    [V_NO_MEMORY] = "out of memory for a trade",
+    [V_SUBMIT_TRADE] = "a trade not submitted",
+    [V_SUBMIT_PACKET] = "a packet not submitted",
+};
+static atomic_long errors, violations[V_COUNT];
+
+static void violation(enum violation v)
+{
+    atomic_fetch_add(&violations[v], 1);
+    atomic_fetch_add(&errors, 1);
+}
+
+static atomic_long packets_sent, packets_done, handoffs, logouts, lost_logouts, stale_timers;
 /* Verification only: logouts since the player's last packet (1 at the end, never 2); arms so far. */
 static atomic_int *logged_out;
 static _Atomic uint64_t *arms;
@@ -158,15 +185,17 @@ static void rearm_idle(struct session *s)
     if (s->idle && shard_timer_rearm(disp, s->idle, (uint64_t)idle_ms * 1000000u) == 0)
         return;
     if (s->idle && shard_timer_cancel(disp, s->idle) != 0)
-        atomic_fetch_add(&errors, 1);
+        violation(V_TIMER_MOVE);
     s->idle_gen = atomic_fetch_add(&arms[s->player], 1) + 1;
     char key[24];
     void *arg = (void *)(uintptr_t)(s->idle_gen << 20 | s->player);
     if (shard_submit_after(disp, key, player_key(key, s->player), (uint64_t)idle_ms * 1000000u, on_idle, arg, &s->idle) != 0)
-        atomic_fetch_add(&errors, 1);
+        violation(V_TIMER_ARM);
 }
 
-/* A session, wherever it is for this worker: its own, or handed to it by a release hook. */
+/* A session, wherever it is for this worker: its own, or handed to it by a release hook. The log
+ * records the worker that takes a session in, whatever job takes it (a trade's step as well as a
+ * packet): a session taken in by a worker that then crashes is lost with it. */
 static struct session *take_session(struct local *l, uint32_t player, int *after_crash)
 {
     struct session *s = l->sessions[player];
@@ -180,6 +209,7 @@ static struct session *take_session(struct local *l, uint32_t player, int *after
     if (s) {
         l->handed_in++;
         l->sessions[player] = s;
+        atomic_store(&last_holder[player], l);
     }
     return s;
 }
@@ -205,24 +235,24 @@ static void on_idle(shard_worker *w, void *arg)
         /* Not the session's timer: one armed by a session a crash lost may still run; any other
          * was cancelled, and must not. */
         if (!s->rebuilt || gen >= s->idle_gen)
-            atomic_fetch_add(&errors, 1);
+            violation(V_CANCELLED_RAN);
         atomic_fetch_add(&stale_timers, 1);
         return;
     }
     if (!s) {
         if (!after_crash)
-            atomic_fetch_add(&errors, 1); /* logged out where its session is not */
+            violation(V_LOGOUT_ELSEWHERE); /* logged out where its session is not */
         atomic_fetch_add(&lost_logouts, 1);
     } else {
         if (atomic_load(&last_seq[player]) != s->next_seq)
-            atomic_fetch_add(&errors, 1); /* a packet was processed that this session did not see */
+            violation(V_LOGOUT_MISSED); /* a packet was processed that this session did not see */
         l->sessions[player] = NULL;
         atomic_fetch_add(&coins_out, s->coins);
         free(s);
         l->logouts++;
     }
     if (atomic_fetch_add(&logged_out[player], 1) != 0)
-        atomic_fetch_add(&errors, 1); /* logged out twice with no packet in between */
+        violation(V_LOGOUT_TWICE); /* logged out twice with no packet in between */
     atomic_fetch_add(&logouts, 1);
 }
 
@@ -238,7 +268,7 @@ static void on_packet(shard_worker *w, void *arg)
          * lost its session; anything else is a session that did not arrive first. */
         bool was_out = atomic_load(&logged_out[player]) != 0;
         if (seq > 0 && !after_crash && !was_out)
-            atomic_fetch_add(&errors, 1);
+            violation(V_LATE_SESSION);
         l->rebuilt += seq > 0 && !was_out;
         s = calloc(1, sizeof *s);
         s->player = player;
@@ -252,7 +282,7 @@ static void on_packet(shard_worker *w, void *arg)
     /* The session must expect this packet, and so must the log: anything else is a lost, repeated or
      * reordered packet. */
     if (s->next_seq != seq || atomic_load(&last_seq[player]) != seq)
-        atomic_fetch_add(&errors, 1);
+        violation(V_PACKET_ORDER);
     s->next_seq = seq + 1;
     s->packets++;
     l->packets++;
@@ -278,7 +308,11 @@ static void trade_step(shard_worker *w, void *arg, size_t i)
     struct trade *t = arg;
     struct local *l = shard_worker_user(w);
     int after_crash = 0;
-    struct session *s = take_session(l, i == 0 ? t->giver : t->taker, &after_crash);
+    uint32_t player = i == 0 ? t->giver : t->taker;
+    struct session *s = take_session(l, player, &after_crash);
+    /* A player with a session (it sent a packet, no logout since) has it here, unless a crash lost it. */
+    if (!s && atomic_load(&last_seq[player]) > 0 && !atomic_load(&logged_out[player]) && !after_crash)
+        violation(V_STEP_ELSEWHERE);
     if (i == 0) {
         t->paid = s && s->coins >= t->amount;
         if (t->paid)
@@ -306,7 +340,7 @@ static void maybe_trade(int p, uint64_t seq)
         return;
     struct trade *t = malloc(sizeof *t);
     if (!t) {
-        atomic_fetch_add(&errors, 1);
+        violation(V_NO_MEMORY);
         return;
     }
     uint32_t q = (uint32_t)(((uint64_t)p * 7919u + seq * 104729u) % (uint64_t)players);
@@ -316,7 +350,7 @@ static void maybe_trade(int p, uint64_t seq)
     char kg[24], kt[24];
     struct shard_key keys[2] = { { kg, player_key(kg, t->giver) }, { kt, player_key(kt, t->taker) } };
     if (shard_submit_multi_each(disp, keys, 2, trade_step, trade_done, t) != 0) {
-        atomic_fetch_add(&errors, 1);
+        violation(V_SUBMIT_TRADE);
         free(t);
     }
 }
@@ -342,7 +376,7 @@ static void *network(void *arg)
                 continue;
             void *packet = (void *)(uintptr_t)(seq[p] << 20 | (uint64_t)p);
             if (shard_submit(disp, key, player_key(key, (uint32_t)p), on_packet, packet) != 0)
-                atomic_fetch_add(&errors, 1);
+                violation(V_SUBMIT_PACKET);
             maybe_trade(p, seq[p]);
             seq[p]++;
             atomic_fetch_add_explicit(&packets_sent, 1, memory_order_relaxed);
@@ -550,6 +584,13 @@ int main(int argc, char **argv)
            "timers of those ignored), %ld violations\n",
            sent, done, done / elapsed, atomic_load(&handoffs), atomic_load(&logouts), atomic_load(&lost_logouts),
            atomic_load(&stale_timers), errs);
+    for (int v = 0; v < V_COUNT; v++)
+        if (atomic_load(&violations[v]))
+            printf("  %ld: %s\n", atomic_load(&violations[v]), violation_words[v]);
+    if (not_out)
+        printf("  %ld: a player not logged out exactly once after its last packet\n", not_out);
+    if (made != found)
+        printf("  %lld coins lost or doubled\n", made - found);
     int ok = sent == done && errs == 0 && failed_changes == 0;
     printf("%s\n", ok ? "OK: every packet processed exactly once, in order, by the worker holding its session; every "
                         "player logged out once after its last packet, where its session was; no coin lost or doubled "
