@@ -96,6 +96,32 @@ void shard__wake_waiters_of(shard_dispatcher *d, struct shard_worker *w)
     kick_holders(d, wait_bit(w));
 }
 
+/* As kick_holders for the crash table's entry of hash, paid: each holder waiting on the table is told
+ * which key, so that it looks at that key's first held job alone (pass.c). */
+static void kick_crash_holders(shard_dispatcher *d, uint64_t hash)
+{
+    if (!atomic_load_explicit(&d->nholding, memory_order_seq_cst))
+        return;
+    for (size_t i = 0; i < d->nworkers; i++) {
+        struct shard_worker *h = d->workers[i];
+        if (!atomic_load_explicit(&h->holding, memory_order_relaxed) ||
+            !(atomic_load_explicit(&h->waits_on, memory_order_seq_cst) & WAIT_CRASH))
+            continue;
+        bool put = false;
+        for (size_t s = 0; hash && !put && s < sizeof h->released / sizeof h->released[0]; s++) {
+            uint64_t free_slot = 0;
+            put = atomic_compare_exchange_strong_explicit(&h->released[s], &free_slot, hash, memory_order_relaxed,
+                                                          memory_order_relaxed);
+        }
+        if (!put)
+            atomic_store_explicit(&h->released_lost, true, memory_order_relaxed);
+        /* seq_cst (so release): the slot above is seen by the holder that reads the count, and the
+         * count is read before the parking flag (the parking Dekker pair, shard__park_prepare). */
+        atomic_fetch_add_explicit(&h->kick_keys, 1, memory_order_seq_cst);
+        shard__worker_wake(h);
+    }
+}
+
 /* Whether x, the owner of j's key in snapshot s, is done with what it was given under s. If not,
  * h is marked to be kicked when it is; so the answer is read again after the mark. */
 static bool owner_done(struct shard_worker *h, struct shard_worker *x, uint64_t epoch)
@@ -228,7 +254,7 @@ void shard__owed_done(shard_dispatcher *d, struct job *j)
     if (!atomic_load_explicit(&d->nholding, memory_order_seq_cst))
         return;
     pthread_mutex_lock(&d->lock);
-    kick_holders(d, WAIT_CRASH);
+    kick_crash_holders(d, j->hash);
     pthread_mutex_unlock(&d->lock);
 }
 

@@ -5,6 +5,7 @@ void shard__held_init(struct held *h, struct throttle *throttle)
 {
     h->head = h->tail = h->prio_tail = NULL;
     h->count = 0;
+    h->controls = 0;
     shard__keymap_init(&h->keys, KEYMAP_HELD);
     h->throttle = throttle;
     h->throttled = (struct throttle_holder){ 0 };
@@ -40,6 +41,8 @@ void shard__held_push_back(struct held *h, struct job *j)
     order_insert_after(h, h->tail, j);
     if (j->kind == JOB_RUN)
         key_in(h, j);
+    else
+        h->controls++;
 }
 
 void shard__held_push_prio(struct held *h, struct job *j)
@@ -49,11 +52,18 @@ void shard__held_push_prio(struct held *h, struct job *j)
     h->prio_tail = j;
     if (j->kind == JOB_RUN)
         key_in(h, j);
+    else
+        h->controls++;
 }
 
 bool shard__held_has_key(const struct held *h, uint64_t hash)
 {
     return h->keys.jobs && shard__keymap_first(&h->keys, hash) != NULL;
+}
+
+struct job *shard__held_first(const struct held *h, uint64_t hash)
+{
+    return h->keys.jobs ? shard__keymap_first(&h->keys, hash) : NULL;
 }
 
 bool shard__held_first_of_key(const struct held *h, const struct job *j)
@@ -74,8 +84,10 @@ void shard__held_remove(struct held *h, struct job *j)
     if (h->prio_tail == j)
         h->prio_tail = j->prev && j->prev->in_prio ? j->prev : NULL;
     h->count--;
-    if (j->kind != JOB_RUN)
+    if (j->kind != JOB_RUN) {
+        h->controls--;
         return;
+    }
     shard__keymap_remove(&h->keys, j);
     atomic_store_explicit(&h->jobs, h->keys.jobs, memory_order_relaxed);
     /* Below the allowance: a full holder's waiters may come in (throttle.h's gate). */

@@ -22,6 +22,7 @@ struct held {
     struct job   *head, *tail;
     struct job   *prio_tail; /* last job of the rerouted front segment, or NULL */
     size_t        count;     /* jobs and control items */
+    size_t        controls;  /* of those, control items (fences, marks, stops) */
     struct keymap keys;      /* user jobs by key; keys.jobs counts them */
     _Atomic uint64_t jobs;   /* keys.jobs, for stats (written by the owner: its worker, or the control
                               * thread holding that worker's lock; relaxed) */
@@ -38,6 +39,8 @@ void shard__held_push_back(struct held *h, struct job *j);
 void shard__held_push_prio(struct held *h, struct job *j);
 /* Whether any job of this hash is held. */
 bool shard__held_has_key(const struct held *h, uint64_t hash);
+/* The first held job of hash's key (the one that may run next), or NULL. */
+struct job *shard__held_first(const struct held *h, uint64_t hash);
 /* Whether j (a held user job) is the first held job of its key: the one that may run next. */
 bool shard__held_first_of_key(const struct held *h, const struct job *j);
 /* Removes j (a control item, or any held job). */

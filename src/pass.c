@@ -25,13 +25,35 @@ static uint64_t defer_crash_blocked(struct shard_worker *w, uint64_t epoch)
     return held_min_epoch(&w->held);
 }
 
+/* Runs what may go now of key hash's held jobs, its first first. Return: false when the walk must
+ * stop (the worker crashed or stopped, its submits found no memory, an inbox came in first). */
+static bool pass_key(struct shard_worker *w, uint64_t hash)
+{
+    struct job *j;
+    while ((j = shard__held_first(&w->held, hash)) != NULL && shard__job_may_run(w->d, w, j)) {
+        if (shard__inbox_pending(w)) {
+            shard__inbox_pull(w);
+            return false;
+        }
+        shard__held_remove(&w->held, j);
+        shard__run_job(w, j);
+        if (shard__worker_is_crashed(w) || w->stopped)
+            return false;
+        if (w->outbox.n) {
+            w->held_dirty = true; /* as in walk_all */
+            return false;
+        }
+    }
+    return true;
+}
+
 /* One walk over the held items in order, running or acting on whatever may go now. A job may go when
  * it is its key's first held job and what it waits for is done; a fence when no held job is of an
  * older epoch and no older fence is ahead of it (a fence must not wait for a mark: a mark waits for
  * the jobs ahead of it, and those may wait for this fence); a stop when nothing is ahead; a drain mark
  * when nothing is ahead but jobs of keys whose job is still running on a crashed worker (drain does
  * not wait for a stuck job, so not for what must follow it either). */
-void shard__pass_held(struct shard_worker *w)
+static void walk_all(struct shard_worker *w)
 {
     shard_dispatcher *d = w->d;
     w->held_dirty = false;
@@ -43,6 +65,8 @@ void shard__pass_held(struct shard_worker *w)
         shard__wait_on_crashes(w);
     uint64_t min_epoch = held_min_epoch(&w->held);
     bool blocked_before = false, unstuck_before = false, fence_before = false, progress = false;
+    uint64_t ran[32];
+    size_t nran = 0;
     for (struct job *j = w->held.head, *next; j; j = next) {
         next = j->next;
         bool go;
@@ -71,6 +95,10 @@ void shard__pass_held(struct shard_worker *w)
         }
         shard__held_remove(&w->held, j);
         progress = true;
+        if (j->kind == JOB_RUN && nran < sizeof ran / sizeof ran[0])
+            ran[nran++] = j->hash;
+        else if (j->kind == JOB_RUN)
+            w->held_dirty = true; /* too many to look at key by key: walk again */
         if (j->kind == JOB_RUN)
             shard__run_job(w, j);
         else
@@ -83,9 +111,43 @@ void shard__pass_held(struct shard_worker *w)
             return;
         }
     }
-    /* What ran may have unblocked items earlier in the list: walk again. */
-    if (progress)
+    /* What ran may have unblocked items earlier in the list: a control item (then walk again), or a
+     * later job of the same key (a job's key order is the keymap's, which the list's need not be:
+     * owed jobs go first), which a look at that key finds. Nothing else: a job waits for other
+     * workers' fences and for its own key's crash entries, whose payment kicks (handoff.c). */
+    if (progress && w->held.controls)
         w->held_dirty = true;
+    for (size_t i = 0; i < nran && !w->held_dirty; i++)
+        if (!pass_key(w, ran[i]))
+            return;
+}
+
+void shard__pass_held(struct shard_worker *w)
+{
+    /* The keys whose crash entries were paid since the last look, taken before anything is looked at
+     * (a payment after this is a new kick). acquire: pairs with the payer's seq_cst increment. */
+    uint64_t keys = atomic_load_explicit(&w->kick_keys, memory_order_seq_cst), hashes[8];
+    size_t n = 0;
+    if (keys != w->seen_kick_keys) {
+        w->seen_kick_keys = keys;
+        for (size_t s = 0; s < sizeof w->released / sizeof w->released[0]; s++) {
+            uint64_t h = atomic_exchange_explicit(&w->released[s], 0, memory_order_acquire);
+            if (h)
+                hashes[n++] = h;
+        }
+    }
+    /* Everything is walked when something other than such a payment happened (a fence passed or a
+     * hand-over elsewhere, jobs came in, a walk left work), a payment found no slot, or control items
+     * are held (what a job's going means to them needs the whole list). */
+    bool lost = atomic_exchange_explicit(&w->released_lost, false, memory_order_acquire);
+    if (w->held_dirty || lost || w->held.controls ||
+        atomic_load_explicit(&w->kick, memory_order_acquire) != w->seen_kick) {
+        walk_all(w);
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (!pass_key(w, hashes[i]))
+            return;
 }
 
 void shard__worker_sync_holding(struct shard_worker *w)
@@ -106,5 +168,6 @@ void shard__worker_sync_holding(struct shard_worker *w)
 bool shard__pass_needed(struct shard_worker *w)
 {
     return w->held.count &&
-           (w->held_dirty || atomic_load_explicit(&w->kick, memory_order_seq_cst) != w->seen_kick);
+           (w->held_dirty || atomic_load_explicit(&w->kick, memory_order_seq_cst) != w->seen_kick ||
+            atomic_load_explicit(&w->kick_keys, memory_order_seq_cst) != w->seen_kick_keys);
 }

@@ -46,6 +46,12 @@ struct shard_worker {
     bool             held_dirty;    /* W: held items may be able to go: walk them */
     bool             holding_now;   /* W: what `holding` says */
     uint64_t         seen_kick;     /* W: kick when its held jobs were last walked */
+    /* Keys whose crash table entries were paid while it held jobs behind them (handoff.c): it looks
+     * at those keys' first held jobs alone, not at everything it holds (pass.c). */
+    _Atomic uint64_t released[8];   /* A: hashes, 0 for a free slot (a hash of 0 goes to lost) */
+    _Atomic bool     released_lost; /* A: a release found no free slot: walk everything */
+    _Atomic uint64_t kick_keys;     /* A: bumped after each release is put in */
+    uint64_t         seen_kick_keys; /* W: kick_keys when released was last emptied */
     struct job       scratch;       /* W: the job just taken from the ring */
     struct job      *spare_ready;   /* W: a record at hand in case that job must wait */
     struct job      *spare;         /* W: spare records (record.c) */
