@@ -37,8 +37,10 @@ static bool pass_key(struct shard_worker *w, uint64_t hash)
         }
         shard__held_remove(&w->held, j);
         shard__run_job(w, j);
-        if (shard__worker_is_crashed(w) || w->stopped)
+        if (shard__worker_is_crashed(w) || w->stopped) {
+            w->held_dirty = true; /* as in walk_all */
             return false;
+        }
         if (w->outbox.n) {
             w->held_dirty = true; /* as in walk_all */
             return false;
@@ -103,8 +105,13 @@ static void walk_all(struct shard_worker *w)
             shard__run_job(w, j);
         else
             shard__run_control(w, j);
-        if (shard__worker_is_crashed(w) || w->stopped)
+        if (shard__worker_is_crashed(w) || w->stopped) {
+            /* A stopped worker runs on what its inbox still brings (a step, a job following its
+             * key) until it may exit: the rest held may go too, and no kick need come for it (a
+             * look at the paid keys alone would miss it): walk again. */
+            w->held_dirty = true;
             return;
+        }
         if (w->outbox.n) {
             /* Its submits found no memory: the loop delivers them before a drain mark here passes. */
             w->held_dirty = true;
