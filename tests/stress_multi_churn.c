@@ -288,6 +288,11 @@ int main(int argc, char **argv)
     atomic_store(&stop, 1);
     for (int p = 0; p < PRODUCERS; p++)
         pthread_join(prod[p], NULL);
+    /* The changes are what is under test: a loaded machine (a sanitizer beside other builds) makes
+     * them slower, not fewer, so the churn goes on until ten were made; changes that stall for good
+     * end in the watchdog. */
+    while (atomic_load(&changes) < 10)
+        stress_pause_ms(10); /* a poll of the count above, not synchronisation */
     atomic_store(&control_stop, 1);
     pthread_join(ctl, NULL);
     CHECK(shard_drain(disp) == 0, "drain");
