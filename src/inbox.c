@@ -13,16 +13,31 @@ struct job *shard__inbox_take(struct shard_worker *w, bool close)
     return j;
 }
 
-/* Moves jobs rerouted to this worker into the front of its held list. */
+/* A job of hash came in: its key is looked at next (pass.c), or everything when too many came. */
+static void note_arrival(struct shard_worker *w, uint64_t hash)
+{
+    if (w->narrived && w->arrived[w->narrived - 1] == hash)
+        return;
+    if (w->narrived < sizeof w->arrived / sizeof w->arrived[0])
+        w->arrived[w->narrived++] = hash;
+    else
+        w->held_dirty = true;
+}
+
+/* Moves jobs rerouted to this worker (or following their key, or a multi-key job's steps) into the
+ * front of its held list. */
 void shard__inbox_pull(struct shard_worker *w)
 {
     struct job *j = shard__inbox_take(w, false);
     while (j) {
         struct job *next = j->next;
         shard__held_push_prio(&w->held, j);
-        if (j->kind == JOB_RUN)
+        if (j->kind == JOB_RUN) {
             shard__count(&w->handed_over);
+            note_arrival(w, j->hash);
+        } else {
+            w->held_dirty = true; /* a control item: what it may do needs the whole list */
+        }
         j = next;
     }
-    w->held_dirty = true;
 }

@@ -1,5 +1,7 @@
 /* A walk over a worker's set-aside jobs, in order, running or acting on whatever may go now.
  * SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <string.h>
+
 #include "dispatcher_internal.h"
 #include "handoff.h"
 #include "run.h"
@@ -26,14 +28,16 @@ static uint64_t defer_crash_blocked(struct shard_worker *w, uint64_t epoch)
 }
 
 /* Runs what may go now of key hash's held jobs, its first first. Return: false when the walk must
- * stop (the worker crashed or stopped, its submits found no memory, an inbox came in first). */
+ * stop (the worker crashed or stopped, its submits found no memory): then everything is walked next. */
 static bool pass_key(struct shard_worker *w, uint64_t hash)
 {
     struct job *j;
     while ((j = shard__held_first(&w->held, hash)) != NULL && shard__job_may_run(w->d, w, j)) {
         if (shard__inbox_pending(w)) {
+            /* What came in goes first (it may be of this key): look again; its keys are looked at
+             * after these (arrived). */
             shard__inbox_pull(w);
-            return false;
+            continue;
         }
         shard__held_remove(&w->held, j);
         shard__run_job(w, j);
@@ -59,13 +63,17 @@ static void walk_all(struct shard_worker *w)
 {
     shard_dispatcher *d = w->d;
     w->held_dirty = false;
+    w->narrived = 0; /* every arrival is looked at below */
     w->seen_kick = atomic_load_explicit(&w->kick, memory_order_acquire);
     /* Rebuilt by this walk: each blocked job marks what it waits for. Fences and marks may wait on
      * crash entries (deferral, stuck keys). */
     atomic_store_explicit(&w->waits_on, 0, memory_order_relaxed);
     if (atomic_load_explicit(&d->crash.entries, memory_order_acquire))
         shard__wait_on_crashes(w);
-    uint64_t min_epoch = held_min_epoch(&w->held);
+    /* Fences, marks and stops are what the list order and the oldest epoch are for: with none held
+     * (they only leave during a walk), a job's going depends on its key alone. */
+    bool controls = w->held.controls != 0;
+    uint64_t min_epoch = controls ? held_min_epoch(&w->held) : UINT64_MAX;
     bool blocked_before = false, unstuck_before = false, fence_before = false, progress = false;
     uint64_t ran[32];
     size_t nran = 0;
@@ -87,12 +95,15 @@ static void walk_all(struct shard_worker *w)
         if (!go) {
             blocked_before = true;
             /* Once one is not stuck, the rest need not be looked at (a look takes the table's lock). */
-            unstuck_before = unstuck_before || j->kind != JOB_RUN || !shard__crash_stuck_key(&d->crash, j->hash);
+            unstuck_before = unstuck_before || !controls || j->kind != JOB_RUN ||
+                             !shard__crash_stuck_key(&d->crash, j->hash);
             fence_before |= j->kind == JOB_FENCE;
             continue;
         }
         if (j->kind == JOB_RUN && shard__inbox_pending(w)) {
+            /* What came in goes first; the rest of the list is not looked at yet: walk again. */
             shard__inbox_pull(w);
+            w->held_dirty = true;
             return;
         }
         shard__held_remove(&w->held, j);
@@ -143,17 +154,26 @@ void shard__pass_held(struct shard_worker *w)
                 hashes[n++] = h;
         }
     }
-    /* Everything is walked when something other than such a payment happened (a fence passed or a
-     * hand-over elsewhere, jobs came in, a walk left work), a payment found no slot, or control items
-     * are held (what a job's going means to them needs the whole list). */
+    /* Everything is walked when something other than such a payment or a job's arrival happened (a
+     * fence passed or a hand-over elsewhere, a control item came in, a walk left work), a payment or
+     * an arrival found no slot, or control items are held (what a job's going means to them needs
+     * the whole list). */
     bool lost = atomic_exchange_explicit(&w->released_lost, false, memory_order_acquire);
     if (w->held_dirty || lost || w->held.controls ||
         atomic_load_explicit(&w->kick, memory_order_acquire) != w->seen_kick) {
         walk_all(w);
         return;
     }
+    /* And the keys of what the inbox brought in, taken now: a look may pull more, for the next. */
+    uint64_t arrived[sizeof w->arrived / sizeof w->arrived[0]];
+    size_t na = w->narrived;
+    memcpy(arrived, w->arrived, na * sizeof *arrived);
+    w->narrived = 0;
     for (size_t i = 0; i < n; i++)
         if (!pass_key(w, hashes[i]))
+            return;
+    for (size_t i = 0; i < na; i++)
+        if (!pass_key(w, arrived[i]))
             return;
 }
 
@@ -175,6 +195,6 @@ void shard__worker_sync_holding(struct shard_worker *w)
 bool shard__pass_needed(struct shard_worker *w)
 {
     return w->held.count &&
-           (w->held_dirty || atomic_load_explicit(&w->kick, memory_order_seq_cst) != w->seen_kick ||
+           (w->held_dirty || w->narrived || atomic_load_explicit(&w->kick, memory_order_seq_cst) != w->seen_kick ||
             atomic_load_explicit(&w->kick_keys, memory_order_seq_cst) != w->seen_kick_keys);
 }

@@ -52,6 +52,10 @@ struct shard_worker {
     _Atomic bool     released_lost; /* A: a release found no free slot: walk everything */
     _Atomic uint64_t kick_keys;     /* A: bumped after each release is put in */
     uint64_t         seen_kick_keys; /* W: kick_keys when released was last emptied */
+    /* Keys of the jobs its inbox brought in since the last look (inbox.c): an arrival changes only
+     * what its own key may run, so it looks at those keys alone (pass.c). */
+    uint64_t         arrived[32];   /* W */
+    uint32_t         narrived;      /* W: how many (one more than fits: held_dirty instead) */
     struct job       scratch;       /* W: the job just taken from the ring */
     struct job      *spare_ready;   /* W: a record at hand in case that job must wait */
     struct job      *spare;         /* W: spare records (record.c) */
