@@ -3,6 +3,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <shard.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "return_codes.h" /* generated from the headers' Return: paragraphs (tests/return_codes.py) */
@@ -36,6 +37,27 @@ Test(strerror, every_code_a_header_returns_has_a_word)
         cr_expect(s && strcmp(s, unknown) != 0, "%s (%s) returns %s, which shard_strerror calls \"%s\"",
                   c->call, c->header, c->name, s ? s : "(null)");
     }
+}
+
+/* A contract that says "Return: as shard_x()" returns shard_x's codes: the table must hold them, also
+ * when the name is on the comment's next line and shard_x itself returns as another, or a code only
+ * such a call inherits would go unchecked. */
+static bool table_has(const char *call, int code)
+{
+    for (size_t i = 0; i < sizeof return_codes / sizeof *return_codes; i++)
+        if (return_codes[i].code == code && strcmp(return_codes[i].call, call) == 0)
+            return true;
+    return false;
+}
+
+Test(strerror, the_table_holds_the_codes_a_call_returns_as_another)
+{
+    cr_expect(table_has("shard_worker_crash", -EBUSY), "shard_worker_crash returns as shard_worker_remove");
+    cr_expect(table_has("shard_try_submit", -EAGAIN), "shard_try_submit returns as shard_submit");
+    cr_expect(table_has("shard_submit_multi_each", -E2BIG), "shard_submit_multi_each returns as shard_submit_multi");
+    cr_expect(table_has("shard_try_submit_multi_each", -E2BIG),
+              "shard_try_submit_multi_each returns as shard_submit_multi_each, which returns as shard_submit_multi");
+    cr_expect(table_has("shard_try_submit_multi_each", -ESHUTDOWN), "as above");
 }
 
 /* Each reason a Return: gives for a code shared by several calls, and a word its text must hold:
