@@ -15,7 +15,7 @@ SHARD_API const char *shard_strerror(int err)
     case -ENOENT: return "not found: no such member or worker, pinned hash or placed key, or pending timer";
     case -ENAMETOOLONG: return "name longer than SHARD_NAME_MAX bytes";
     case -ENOMEM: return "out of memory (or of file descriptors, or of timer records)";
-    case -EAGAIN: return "try again: queue full, key throttled, timer moving with its key or its job queued, or no thread could be started";
+    case -EAGAIN: return "try again: queue full, key throttled, worker full of set-aside jobs, timer moving with its key or its job queued, or no thread could be started";
     case -EBUSY: return "busy: the last worker cannot be removed or crashed, or the timer's job is running";
     case -E2BIG: return "too many: SHARD_RING_MAX_PINS hashes pinned or keys placed already, or over SHARD_MULTI_MAX_KEYS keys in one multi-key job";
     case -ESHUTDOWN: return "dispatcher is shutting down";

@@ -5,8 +5,10 @@ Usage: return_codes.py INCLUDE_DIR OUT.h
 
 Reads the doc comments (/** ... */) of INCLUDE_DIR/*.h and INCLUDE_DIR/shard/*.h; from each one's
 "Return:" to its end it takes every -E... code, and names the call declared after the comment; a
-paragraph that begins "Return: as shard_x" has shard_x's codes as well (shard_worker_crash returns
-shard_worker_remove's -EBUSY without naming it). The
+paragraph that begins "Return: as shard_x" has shard_x's codes as well, also when the name is on the
+comment's next line and when shard_x itself returns as another (shard_worker_crash returns
+shard_worker_remove's -EBUSY without naming it; shard_try_submit_multi_each returns as
+shard_submit_multi_each, which returns as shard_submit_multi). The
 table is what the contracts say, not what src/ returns: a code a header adds reaches the test
 without anyone editing a list. Fails (exit 1) when it finds no Return: paragraph at all, so that a
 parser gone wrong cannot pass the test with an empty table."""
@@ -17,7 +19,7 @@ import sys
 COMMENT = re.compile(r"/\*\*(.*?)\*/", re.S)
 CODE = re.compile(r"(?<![\w-])-(E[A-Z0-9]{2,})\b")
 DECL = re.compile(r"\b(shard_\w+)\s*\(")
-AS = re.compile(r"^Return:\s*as (shard_\w+)")
+AS = re.compile(r"^Return:\s*as\s+(?:\*\s+)?(shard_\w+)")  # "as" and the name may straddle a " * " line break
 
 
 def codes(include_dir):
@@ -40,8 +42,16 @@ def codes(include_dir):
             like = AS.match(body[at:])
             if like:
                 inherits.append((call, like.group(1), path.name))
-    for call, like, header in inherits:  # one level is all the headers use
-        found += [(call, code, header) for c, code, _ in list(found) if c == like]
+    grown = True
+    while grown:  # until no call inherits a code it lacks: chains of "as" in any order of declaration
+        grown = False
+        have = {(c, code) for c, code, _ in found}
+        for call, like, header in inherits:
+            for code in sorted({code for c, code, _ in found if c == like}):
+                if (call, code) not in have:
+                    found.append((call, code, header))
+                    have.add((call, code))
+                    grown = True
     return found, paragraphs
 
 

@@ -344,10 +344,13 @@ Test(dispatcher, placement_errors)
     cr_assert_eq(shard_key_place(d, "k", 1, "nope"), -ENOENT);
     cr_assert_eq(shard_key_place(d, "k", 1, longname), -ENOENT);
     cr_assert_eq(shard_key_place_hash(NULL, 1, "w0"), -EINVAL);
+    cr_assert_eq(shard_key_place_hash(d, 1, NULL), -EINVAL);
+    cr_assert_eq(shard_key_place_hash(d, 1, "nope"), -ENOENT);
     cr_assert_eq(shard_key_unplace(NULL, "k", 1), -EINVAL);
     cr_assert_eq(shard_key_unplace(d, NULL, 1), -EINVAL);
     cr_assert_eq(shard_key_unplace(d, "k", 1), -ENOENT);
     cr_assert_eq(shard_key_unplace_hash(NULL, 1), -EINVAL);
+    cr_assert_eq(shard_key_unplace_hash(d, 1), -ENOENT);
     struct shard_stats st;
     shard_dispatcher_stats(d, &st);
     cr_assert_eq(st.epoch, 1, "a failed call changes nothing");

@@ -3,7 +3,7 @@
  * change nothing (same epoch, same ring checksum, the same jobs run), or succeed as usual. The library
  * is linked statically and its allocator calls wrapped (-Wl,--wrap=...), so only the thread that armed
  * the failure sees it. Also a worker's batch submit beyond its own full queue, whose records fail, and
- * jobs that follow their key during a drain with no record for the drain's mark. */
+ * jobs that follow their key during a drain with no record for the drain's mark, and shard_flush. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <pthread.h>
@@ -324,6 +324,46 @@ Test(faults, a_timer_from_a_job_whose_submits_cannot_be_delivered)
     cr_assert_eq(after_rc, -ENOMEM);
     cr_assert_eq(atomic_load(&batch_ran), 1, "the gathered job runs, the timer refused does not");
     cr_assert_eq(shard_timer_cancel(d, far_timer), 0, "the rearm changed nothing: still pending");
+    shard_dispatcher_destroy(d);
+}
+
+/* shard_flush delivers a job's gathered submits now; when one needs a record beyond its full queue and
+ * none can be had, it returns -ENOMEM and keeps it (dispatcher.h), delivered by a later flush once
+ * memory is back, once. */
+static int flush_rc, flush_again_rc;
+static long flush_hits;
+
+static void gather_then_flush(shard_worker *w, void *arg)
+{
+    shard_dispatcher *d = shard_worker_dispatcher(w);
+    (void)arg;
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(shard_try_submit(d, "k", 1, noop, NULL), 0); /* its queue of 4 is full now */
+    cr_assert_eq(shard_submit(d, "k", 1, batched, NULL), 0);     /* gathered */
+    arm(1);
+    flush_rc = shard_flush(w);
+    flush_hits = failures_hit;
+    arm(0);
+    flush_again_rc = shard_flush(w);
+    sem_post(&batched_all);
+}
+
+Test(faults, a_flush_whose_submits_cannot_be_delivered)
+{
+    shard_dispatcher *d;
+    struct shard_config cfg = { .workers = 1, .queue_capacity = 4 };
+    cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
+    sem_init(&batched_all, 0, 0);
+    atomic_store(&batch_ran, 0);
+    atomic_store(&noop_ran, 0);
+    cr_assert_eq(shard_submit(d, "k", 1, gather_then_flush, NULL), 0);
+    sem_wait(&batched_all);
+    cr_assert_eq(shard_drain(d), 0);
+    cr_assert_eq(flush_rc, -ENOMEM);
+    cr_assert_eq(flush_hits, 1, "the delivery met the failed allocation");
+    cr_assert_eq(flush_again_rc, 0, "with memory back the kept job is delivered");
+    cr_assert_eq(atomic_load(&noop_ran), 4);
+    cr_assert_eq(atomic_load(&batch_ran), 1, "the gathered job runs once");
     shard_dispatcher_destroy(d);
 }
 

@@ -3,6 +3,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <shard.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "return_codes.h" /* generated from the headers' Return: paragraphs (tests/return_codes.py) */
@@ -38,6 +39,27 @@ Test(strerror, every_code_a_header_returns_has_a_word)
     }
 }
 
+/* A contract that says "Return: as shard_x()" returns shard_x's codes: the table must hold them, also
+ * when the name is on the comment's next line and shard_x itself returns as another, or a code only
+ * such a call inherits would go unchecked. */
+static bool table_has(const char *call, int code)
+{
+    for (size_t i = 0; i < sizeof return_codes / sizeof *return_codes; i++)
+        if (return_codes[i].code == code && strcmp(return_codes[i].call, call) == 0)
+            return true;
+    return false;
+}
+
+Test(strerror, the_table_holds_the_codes_a_call_returns_as_another)
+{
+    cr_expect(table_has("shard_worker_crash", -EBUSY), "shard_worker_crash returns as shard_worker_remove");
+    cr_expect(table_has("shard_try_submit", -EAGAIN), "shard_try_submit returns as shard_submit");
+    cr_expect(table_has("shard_submit_multi_each", -E2BIG), "shard_submit_multi_each returns as shard_submit_multi");
+    cr_expect(table_has("shard_try_submit_multi_each", -E2BIG),
+              "shard_try_submit_multi_each returns as shard_submit_multi_each, which returns as shard_submit_multi");
+    cr_expect(table_has("shard_try_submit_multi_each", -ESHUTDOWN), "as above");
+}
+
 /* Each reason a Return: gives for a code shared by several calls, and a word its text must hold:
  * one call's reason alone ("cannot remove the last worker") misleads the caller of another. */
 Test(strerror, the_words_fit_every_call)
@@ -52,10 +74,13 @@ Test(strerror, the_words_fit_every_call)
         { -ENOENT, "shard_timer_cancel: not pending", "pending timer" },
         { -EAGAIN, "shard_try_submit: queue full", "queue full" },
         { -EAGAIN, "shard_try_submit: key throttled", "throttled" },
+        { -EAGAIN, "shard_try_submit, shard_try_submit_multi: its worker full of set-aside jobs during a change",
+          "set-aside jobs" },
         { -EAGAIN, "shard_timer_rearm: moving with its key, or its job queued", "timer moving" },
         { -EAGAIN, "shard_dispatcher_create, shard_worker_add: no thread could be started", "thread" },
         { -E2BIG, "shard_ring_pin: SHARD_RING_MAX_PINS pins", "pinned" },
         { -E2BIG, "shard_key_place: SHARD_RING_MAX_PINS keys placed", "placed" },
+        { -E2BIG, "shard_submit_multi: n over SHARD_MULTI_MAX_KEYS", "SHARD_MULTI_MAX_KEYS" },
         { -ENOMEM, "most calls: no memory", "memory" },
         { -ENOMEM, "shard_dispatcher_create, shard_worker_add with on_worker_idle: no descriptor left",
           "file descriptors" },

@@ -37,10 +37,10 @@ SHARD_API const char *shard_strerror(int err);
 
 /** The version of the library the program runs with (with a shared library, not necessarily the one
  * it was compiled against: compare with SHARD_VERSION_HEX), as SHARD_VERSION_HEX encodes it.
- * Context: any thread. */
+ * Context: any thread (added in 0.2). */
 SHARD_API unsigned shard_version(void);
 
-/** The same as "major.minor.patch". Context: any thread. Return: a static string. */
+/** The same as "major.minor.patch". Context: any thread. Return: a static string (added in 0.2). */
 SHARD_API const char *shard_version_string(void);
 
 #ifdef __cplusplus

@@ -78,7 +78,7 @@ struct shard_handoff {
 
 /** Whether key moves away from the worker running the release hook h was given to: it owns the key in
  * `before` and not in `after`. One hash and two lookups, no name compared. Context: that release
- * hook. Return: false also for h NULL, or key NULL with len > 0. */
+ * hook. Return: false also for h NULL, or key NULL with len > 0 (added in 0.2). */
 SHARD_API bool shard_handoff_moves(const struct shard_handoff *h, const void *key, size_t len);
 /** As shard_handoff_moves(), for a key known by its hash (shard_job_key_hash(),
  * shard_dispatcher_key_hash()): two lookups, no hashing. Context: that release hook. Return: false
@@ -276,13 +276,13 @@ struct shard_job {
  * Return: n, or fewer once destroy began or memory ran out midway: exactly jobs[0..k) were accepted and
  * k is returned (0 < k < n), the rest not; or, with none accepted, -EINVAL (d NULL, jobs NULL with n >
  * 0, n > INT_MAX, or a job with fn NULL or key NULL with len > 0), -ESHUTDOWN, -ENOMEM (as
- * shard_submit). n == 0 returns 0. A job not accepted never runs. */
+ * shard_submit). n == 0 returns 0. A job not accepted never runs (added in 0.2). */
 SHARD_API int shard_submit_many(shard_dispatcher *d, const struct shard_job *jobs, size_t n);
 /** As shard_submit_many(), but never waits: accepts the longest prefix jobs[0..k) whose queues have
  * room and whose keys are not throttled nor held back by a worker full of set-aside jobs (for a
  * worker: also whose queues no thread waits for room in),
  * and returns k (0 <= k <= n; the rest were not accepted). Context: any thread, including a running
- * job. Return: k; -EINVAL or -ESHUTDOWN (none accepted) as shard_submit_many(). */
+ * job. Return: k; -EINVAL or -ESHUTDOWN (none accepted) as shard_submit_many() (added in 0.2). */
 SHARD_API int shard_try_submit_many(shard_dispatcher *d, const struct shard_job *jobs, size_t n);
 
 /** Adds a worker named name with weight ring weight (vnodes * weight ring points); it takes over
@@ -313,13 +313,15 @@ SHARD_API int shard_worker_set_weight(shard_dispatcher *d, const char *name, uin
  * grace period. Return: 0; -EINVAL (d or worker NULL, empty name, key NULL with len > 0); -ENOENT (no
  * such worker in the ring); -E2BIG (SHARD_RING_MAX_PINS keys placed); -EDEADLK; -ESHUTDOWN; -ENOMEM. */
 SHARD_API int shard_key_place(shard_dispatcher *d, const void *key, size_t len, const char *worker);
-/** As shard_key_place(), for a key known by its hash (shard_dispatcher_key_hash(), shard_hot_key). */
+/** As shard_key_place(), for a key known by its hash (shard_dispatcher_key_hash(), shard_hot_key).
+ * Context: as shard_key_place(). Return: as shard_key_place() (added in 0.2). */
 SHARD_API int shard_key_place_hash(shard_dispatcher *d, uint64_t hash, const char *worker);
 /** Ends a placement: the ring decides the key's owner again, with the same handoff. Context: as
  * shard_key_place(). Return: 0; -EINVAL; -ENOENT (the key is not placed); -EDEADLK; -ESHUTDOWN;
- * -ENOMEM. */
+ * -ENOMEM (added in 0.2). */
 SHARD_API int shard_key_unplace(shard_dispatcher *d, const void *key, size_t len);
-/** As shard_key_unplace(), for a key known by its hash. */
+/** As shard_key_unplace(), for a key known by its hash. Context: as shard_key_place(). Return: as
+ * shard_key_unplace() (added in 0.2). */
 SHARD_API int shard_key_unplace_hash(shard_dispatcher *d, uint64_t hash);
 
 /** Graceful removal: the worker leaves the ring, runs every job it was given, runs its release hook,
@@ -377,7 +379,7 @@ SHARD_API uint64_t shard_job_key_hash(const shard_worker *w);
 SHARD_API uint32_t shard_worker_id(const shard_worker *w);
 
 /** Whether w was crashed (shard_worker_crash): for on_worker_stop, which runs on a crashed worker too,
- * when its last job returns. Context: any thread while w lives. */
+ * when its last job returns. Context: any thread while w lives (added in 0.2). */
 SHARD_API bool shard_worker_crashed(const shard_worker *w);
 
 /** The dispatcher that runs w. Context: any thread while w lives. */
@@ -473,13 +475,13 @@ struct shard_hot_key {
  * heaviest first, up to n into out (out may be NULL with n 0); *window_ns (may be NULL) receives
  * the worker's total busy time in that window. Context: any thread. Return: how many there are (at
  * most hot_keys; 0 before the first window ends, or with hot_keys 0); -EINVAL (d or name NULL, out
- * NULL with n > 0); -ENOENT (no such worker, or it was freed). */
+ * NULL with n > 0); -ENOENT (no such worker, or it was freed) (added in 0.2). */
 SHARD_API long shard_worker_hot_keys(shard_dispatcher *d, const char *name, struct shard_hot_key *out, size_t n,
                                      uint64_t *window_ns);
 
 /** The hash d gives key (its ring's hash: the config's hook, or XXH3 with its seed), to match keys
  * against shard_hot_key.hash. Context: any thread. Return: the hash; 0 for d NULL or key NULL with
- * len > 0. */
+ * len > 0 (added in 0.2). */
 SHARD_API uint64_t shard_dispatcher_key_hash(shard_dispatcher *d, const void *key, size_t len);
 
 /** Dispatcher-wide stats. Context: any thread. Return: 0; -EINVAL. */

@@ -116,14 +116,14 @@ SHARD_API int shard_ring_set_weight(shard_ring *r, const char *member, uint32_t 
 SHARD_API int shard_ring_pin(shard_ring *r, uint64_t hash, const char *member);
 /** Unpins a hash: the points decide its owner again. O(log pins). Context: the ring's owner thread.
  * Return: 0; -EINVAL (r NULL); -ENOENT (not pinned); -ENOMEM (the pins are shared with a clone and
- * the path to change could not be copied). On error the ring is unchanged. */
+ * the path to change could not be copied). On error the ring is unchanged (added in 0.2). */
 SHARD_API int shard_ring_unpin(shard_ring *r, uint64_t hash);
-/** How many hashes r pins. Context: any reader. Return: the count; 0 for NULL r. */
+/** How many hashes r pins. Context: any reader. Return: the count; 0 for NULL r (added in 0.2). */
 SHARD_API size_t shard_ring_pin_count(const shard_ring *r);
 /** The i-th pin in hash order, i < shard_ring_pin_count: its hash and member (valid like
  * shard_ring_owner()'s result); either out pointer may be NULL. O(log pins) (O(pins) after a remove
  * that found no memory to drop its member's pins, until the next pin or unpin). Context: any reader.
- * Return: 0; -EINVAL (r NULL); -ERANGE (i past the last pin). */
+ * Return: 0; -EINVAL (r NULL); -ERANGE (i past the last pin) (added in 0.2). */
 SHARD_API int shard_ring_pin_at(const shard_ring *r, size_t i, uint64_t *hash, const char **member);
 
 /** How many members r has. Context: any reader. Return: the count; 0 for NULL r. */
