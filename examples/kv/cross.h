@@ -15,7 +15,7 @@
  * What is not one step: the keyspace commands (KEYS, SCAN, DBSIZE, FLUSHDB), which read or clear each
  * worker's store apart from the keys' order, miss a key while it is in the request. Inside MULTI,
  * the parts of the transaction's other commands run in their keys' steps (txn.c), so a command whose
- * keys meet may share no key with another command of its transaction (txn.c refuses it at EXEC). */
+ * keys meet may share no key with another command of its transaction (txn.c refuses it while queued). */
 #ifndef KV_CROSS_H
 #define KV_CROSS_H
 

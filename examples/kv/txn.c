@@ -9,7 +9,11 @@
  * MULTI queues the commands that follow, answering +QUEUED, until EXEC or DISCARD; a command refused
  * while queued (unknown, wrong arity, an admin command, too many keys) makes EXEC answer EXECABORT,
  * as Redis does. EXEC answers an array of the queued commands' replies. WATCH is refused (kv_server
- * has none); redis-py's default pipeline and redis-cli's MULTI need only the rest. */
+ * has none); redis-py's default pipeline and redis-cli's MULTI need only the rest.
+ *
+ * Each key's parts run in that key's one step, in the order the commands gave them; commands of
+ * different keys are not ordered among each other, which only a command whose keys meet can tell
+ * (cross.h): such a command may share no key with another command of its transaction. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
