@@ -1,4 +1,4 @@
-/* kv_server: commands of hashes (HSET HMSET HGET HMGET HGETALL HDEL HLEN HEXISTS).
+/* kv_server: commands of hashes (HSET HMSET HGET HMGET HGETALL HDEL HLEN HEXISTS HINCRBY).
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * A hash is a kvmap of fields (obj_map.c): O(1) per field named, O(n) for HGETALL. Replies and errors
@@ -136,6 +136,35 @@ static void hexists(struct kv_store *s, struct request *r, const struct part *p)
         resp_int(part_out(r, p), e && field_of(e, &r->argv[2]));
 }
 
+/* HINCRBY key field increment: the increment first, then the key's type, then the field's value. */
+static void hincrby(struct kv_store *s, struct request *r, const struct part *p)
+{
+    struct buf *out = part_out(r, p);
+    int64_t by, v = 0;
+    if (!parse_int64(r->argv[3].p, r->argv[3].len, &by)) {
+        resp_error(out, OBJ_ERR_INTEGER);
+        return;
+    }
+    struct kv_entry *e, *f;
+    if (obj_lookup(s, r, p, KV_HASH, &e) != 0)
+        return;
+    f = e ? field_of(e, &r->argv[2]) : NULL;
+    if (f && !parse_int64(f->val->data, f->val->len, &v)) {
+        resp_error(out, "ERR hash value is not an integer");
+        return;
+    }
+    if ((by < 0 && v < 0 && by < INT64_MIN - v) || (by > 0 && v > 0 && by > INT64_MAX - v)) {
+        resp_error(out, "ERR increment or decrement would overflow");
+        return;
+    }
+    char text[20];
+    size_t n = fmt_int64(text, v + by);
+    if (obj_hash_set(s, r, p, e, &r->argv[2], text, n) != 0)
+        resp_error(out, OBJ_ERR_OOM);
+    else
+        resp_int(out, v + by);
+}
+
 static const struct command table[] = {
     { "HSET", -4, CMD_KEYED, 0, hset, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false },
     { "HMSET", -4, CMD_KEYED, 0, hmset, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false },
@@ -145,6 +174,7 @@ static const struct command table[] = {
     { "HDEL", -3, CMD_KEYED, 0, hdel, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false },
     { "HLEN", 2, CMD_KEYED, 0, hlen, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false },
     { "HEXISTS", 3, CMD_KEYED, 0, hexists, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false },
+    { "HINCRBY", 4, CMD_KEYED, 0, hincrby, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false },
 };
 
 const struct command_set cmds_hash = { table, sizeof table / sizeof table[0] };

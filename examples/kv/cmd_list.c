@@ -1,9 +1,12 @@
-/* kv_server: commands of lists (LPUSH RPUSH LPOP RPOP LRANGE LLEN LINDEX).
+/* kv_server: commands of lists (LPUSH RPUSH LPOP RPOP LRANGE LLEN LINDEX LSET LINSERT).
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * The list is a ring of values (obj_list.c): every command here is O(1) but for the elements it
- * pushes, pops or returns. Replies, errors and their order (arguments checked before the key's type,
+ * pushes, pops or returns, and LINSERT, O(n) as in Redis. Replies, errors and their order (arguments checked before the key's type,
  * but LINDEX's) are Redis 7.0's. */
+#include <string.h>
+#include <strings.h>
+
 #include "obj_cmd.h"
 
 static void push(struct kv_store *s, struct request *r, const struct part *p, bool left)
@@ -161,6 +164,75 @@ static void lindex(struct kv_store *s, struct request *r, const struct part *p)
         obj_reply_value(r, p, obj_list_at(e->obj, (size_t)i), false);
 }
 
+/* LSET key index element: the key first ("no such key"), then the index, as Redis. */
+static void lset(struct kv_store *s, struct request *r, const struct part *p)
+{
+    struct buf *out = part_out(r, p);
+    struct kv_entry *e;
+    int64_t i;
+    if (obj_lookup(s, r, p, KV_LIST, &e) != 0)
+        return;
+    if (!e) {
+        resp_error(out, "ERR no such key");
+        return;
+    }
+    if (!obj_parse_index(r, p, &r->argv[2], &i))
+        return;
+    int64_t len = (int64_t)obj_list_len(e->obj);
+    if (i < 0)
+        i += len;
+    if (i < 0 || i >= len) {
+        resp_error(out, "ERR index out of range");
+        return;
+    }
+    struct kv_value *v = obj_value_new(r->argv[3].p, r->argv[3].len);
+    if (!v) {
+        resp_error(out, OBJ_ERR_OOM);
+        return;
+    }
+    kv_value_put(obj_list_set(e->obj, (size_t)i, v));
+    resp_simple(out, "OK");
+}
+
+/* The index of the first element equal to a; -1 when none is. */
+static int64_t find_element(const struct obj_list *l, const struct resp_arg *a)
+{
+    for (size_t i = 0; i < obj_list_len(l); i++) {
+        const struct kv_value *v = obj_list_at(l, i);
+        if (v->len == a->len && memcmp(v->data, a->p, a->len) == 0)
+            return (int64_t)i;
+    }
+    return -1;
+}
+
+/* LINSERT key BEFORE|AFTER pivot element: the word first, then the key (0 when missing), then the
+ * pivot (-1 when absent); the list's new length. */
+static void linsert(struct kv_store *s, struct request *r, const struct part *p)
+{
+    struct buf *out = part_out(r, p);
+    bool after = strcasecmp(r->argv[2].p, "AFTER") == 0;
+    if (!after && strcasecmp(r->argv[2].p, "BEFORE") != 0) {
+        resp_error(out, OBJ_ERR_SYNTAX);
+        return;
+    }
+    struct kv_entry *e;
+    if (obj_lookup(s, r, p, KV_LIST, &e) != 0)
+        return;
+    int64_t at = e ? find_element(e->obj, &r->argv[3]) : -1;
+    if (at < 0) {
+        resp_int(out, e ? -1 : 0);
+        return;
+    }
+    struct kv_value *v = obj_value_new(r->argv[4].p, r->argv[4].len);
+    if (!v || obj_list_reserve(e->obj, 1) != 0) {
+        kv_value_put(v);
+        resp_error(out, OBJ_ERR_OOM);
+        return;
+    }
+    obj_list_insert(e->obj, (size_t)at + after, v);
+    resp_int(out, (int64_t)obj_list_len(e->obj));
+}
+
 static const struct command table[] = {
     { "LPUSH", -3, CMD_KEYED, 0, lpush, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false },
     { "RPUSH", -3, CMD_KEYED, 0, rpush, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false },
@@ -169,6 +241,8 @@ static const struct command table[] = {
     { "LRANGE", 4, CMD_KEYED, 0, lrange, NULL, NULL, OBJ_MANY_REPLY_MAX, lrange_bound, false },
     { "LLEN", 2, CMD_KEYED, 0, llen, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false },
     { "LINDEX", 3, CMD_KEYED, 0, lindex, NULL, NULL, OBJ_ONE_REPLY_MAX, NULL, false },
+    { "LSET", 4, CMD_KEYED, 0, lset, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false },
+    { "LINSERT", 5, CMD_KEYED, 0, linsert, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false },
 };
 
 const struct command_set cmds_list = { table, sizeof table / sizeof table[0] };

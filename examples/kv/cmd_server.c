@@ -79,8 +79,8 @@ static void command_info(struct buf *b, const struct command *cmd)
     resp_int(b, cmd->arity);
     resp_array(b, 0);
     resp_int(b, keyed ? 1 : 0);
-    resp_int(b, !keyed ? 0 : cmd->key_step ? -1 : 1);
-    resp_int(b, !keyed ? 0 : cmd->key_step ? cmd->key_step : 1);
+    resp_int(b, !keyed ? 0 : cmd->key_step > 0 ? -1 : cmd->key_step < 0 ? -cmd->key_step : 1);
+    resp_int(b, !keyed ? 0 : cmd->key_step > 0 ? cmd->key_step : 1);
     for (int i = 0; i < 4; i++)
         resp_array(b, 0);
 }

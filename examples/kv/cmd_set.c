@@ -1,9 +1,11 @@
-/* kv_server: commands of sets (SADD SREM SPOP SMEMBERS SCARD SISMEMBER).
+/* kv_server: commands of sets (SADD SREM SPOP SMEMBERS SCARD SISMEMBER, and SINTER SUNION SDIFF).
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * A set is a kvmap of members with no values (obj_map.c): O(1) per member named or popped, O(n) for
  * SMEMBERS. Replies and errors are Redis 7.0's; the order of SMEMBERS and which members SPOP picks are
- * as arbitrary as Redis's. */
+ * as arbitrary as Redis's. SINTER, SUNION and SDIFF read every key's set at once, on one worker
+ * (cross.h), so they see one state of all their keys, as in Redis. */
+#include "cross.h"
 #include "obj_cmd.h"
 
 /* Out of memory midway leaves the members before it added (but a key it would have made is not made). */
@@ -113,6 +115,116 @@ static void sismember(struct kv_store *s, struct request *r, const struct part *
     resp_int(part_out(r, p), e && kvmap_find(e->obj, kv_hash(a->p, a->len), a->p, a->len));
 }
 
+enum set_op { SET_INTER, SET_UNION, SET_DIFF };
+
+/* One of SINTER, SUNION, SDIFF under way: the member walked, from set `from` (a part's index), is
+ * kept or not by the other sets; what is kept goes to out. */
+struct set_walk {
+    struct request *r;
+    enum set_op     op;
+    uint32_t        from;
+    struct buf      out;
+    int64_t         n;
+};
+
+static bool in_set(struct request *r, uint32_t i, const struct kv_entry *m)
+{
+    struct kv_entry *e = *cross_entry(r, i);
+    return e && kvmap_find(e->obj, m->hash, m->key, m->klen);
+}
+
+/* SINTER: in every other set; SDIFF: in none of the others; SUNION: in no set before this one (each
+ * member once). A key named twice is one set. */
+static bool keep(struct set_walk *w, const struct kv_entry *m)
+{
+    for (uint32_t i = 0; i < w->r->nparts; i++) {
+        if (w->op == SET_UNION ? i >= w->from || w->r->parts[i].same != i : i == w->from)
+            continue;
+        if (in_set(w->r, i, m) != (w->op == SET_INTER))
+            return false;
+    }
+    return true;
+}
+
+static bool walk_member(const struct kv_entry *m, void *ctx)
+{
+    struct set_walk *w = ctx;
+    if (keep(w, m)) {
+        obj_put_bulk(&w->out, m->key, m->klen);
+        w->n++;
+    }
+    return true;
+}
+
+static void walk_set(struct set_walk *w, uint32_t from)
+{
+    struct kv_entry *e = *cross_entry(w->r, from);
+    w->from = from;
+    if (e)
+        kvmap_range(e->obj, 0, UINT64_MAX, walk_member, w);
+}
+
+/* SINTER walks its smallest set (none when a key does not exist), SDIFF its first, SUNION each. */
+static void set_op(struct request *r, const struct part *p, enum set_op op)
+{
+    struct set_walk w = { r, op, 0, { 0 }, 0 };
+    uint32_t smallest = 0;
+    for (uint32_t i = 0; i < r->nparts; i++) {
+        struct kv_entry *e = *cross_entry(r, i);
+        if (e && e->type != KV_SET) {
+            resp_error(part_out(r, p), WRONGTYPE);
+            return;
+        }
+        size_t n = e ? ((struct kvmap *)e->obj)->n : 0, least = *cross_entry(r, smallest)
+            ? ((struct kvmap *)(*cross_entry(r, smallest))->obj)->n : 0;
+        if (n < least)
+            smallest = i;
+    }
+    if (op == SET_UNION)
+        for (uint32_t i = 0; i < r->nparts; i++)
+            walk_set(&w, i);
+    else
+        walk_set(&w, op == SET_INTER ? smallest : 0);
+    resp_array(part_out(r, p), w.n);
+    buf_put(part_out(r, p), w.out.p, w.out.len);
+    if (w.out.failed)
+        part_out(r, p)->failed = true;
+    buf_free(&w.out);
+}
+
+static void sinter_decide(struct kv_store *s, struct request *r, const struct part *p)
+{
+    (void)s;
+    set_op(r, p, SET_INTER);
+}
+
+static void sunion_decide(struct kv_store *s, struct request *r, const struct part *p)
+{
+    (void)s;
+    set_op(r, p, SET_UNION);
+}
+
+static void sdiff_decide(struct kv_store *s, struct request *r, const struct part *p)
+{
+    (void)s;
+    set_op(r, p, SET_DIFF);
+}
+
+static void sinter(struct kv_store *s, struct request *r, const struct part *p)
+{
+    cross_part(s, r, p, sinter_decide);
+}
+
+static void sunion(struct kv_store *s, struct request *r, const struct part *p)
+{
+    cross_part(s, r, p, sunion_decide);
+}
+
+static void sdiff(struct kv_store *s, struct request *r, const struct part *p)
+{
+    cross_part(s, r, p, sdiff_decide);
+}
+
 static const struct command table[] = {
     { "SADD", -3, CMD_KEYED, 0, sadd, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false },
     { "SREM", -3, CMD_KEYED, 0, srem, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false },
@@ -120,6 +232,9 @@ static const struct command table[] = {
     { "SMEMBERS", 2, CMD_KEYED, 0, smembers, NULL, NULL, OBJ_MANY_REPLY_MAX, NULL, false },
     { "SCARD", 2, CMD_KEYED, 0, scard, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false },
     { "SISMEMBER", 3, CMD_KEYED, 0, sismember, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false },
+    { "SINTER", -2, CMD_KEYED, 1, sinter, NULL, NULL, OBJ_MANY_REPLY_MAX, large_reply_bound, ATOMIC_CROSS },
+    { "SUNION", -2, CMD_KEYED, 1, sunion, NULL, NULL, OBJ_MANY_REPLY_MAX, large_reply_bound, ATOMIC_CROSS },
+    { "SDIFF", -2, CMD_KEYED, 1, sdiff, NULL, NULL, OBJ_MANY_REPLY_MAX, large_reply_bound, ATOMIC_CROSS },
 };
 
 const struct command_set cmds_set = { table, sizeof table / sizeof table[0] };

@@ -1,9 +1,10 @@
-/* kv_server: commands of sorted sets (ZADD ZREM ZPOPMIN ZRANGE ZSCORE ZCARD).
+/* kv_server: commands of sorted sets (ZADD ZREM ZPOPMIN ZRANGE ZSCORE ZCARD ZRANK ZREVRANK
+ * ZRANGEBYSCORE).
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * A sorted set is a skip list with spans and an index by member (obj_zset.c): ZSCORE and ZCARD are
- * O(1), ZADD and ZREM O(log n) per member, ZRANGE O(log n + elements returned), ZPOPMIN O(log n) per
- * member popped. Replies and errors are Redis 7.0's, scores written as it writes them ("%.17g", and
+ * O(1), ZADD and ZREM O(log n) per member, ZRANK O(log n), ZRANGE and ZRANGEBYSCORE O(log n + elements
+ * skipped and returned), ZPOPMIN O(log n) per member popped. Replies and errors are Redis 7.0's, scores written as it writes them ("%.17g", and
  * "inf", "-inf").
  *
  * ZADD takes every option of Redis 7.0: NX, XX, GT, LT, CH and INCR. ZRANGE takes ranks only, with REV
@@ -260,6 +261,94 @@ static void zcard(struct kv_store *s, struct request *r, const struct part *p)
         resp_int(part_out(r, p), e ? (int64_t)obj_zset_len(e->obj) : 0);
 }
 
+/* ZRANK and ZREVRANK (rev): nil when the key or the member does not exist. */
+static void rank_with(struct kv_store *s, struct request *r, const struct part *p, bool rev)
+{
+    struct kv_entry *e;
+    if (obj_lookup(s, r, p, KV_ZSET, &e) != 0)
+        return;
+    const struct obj_znode *n = e ? obj_zset_find(e->obj, r->argv[2].p, r->argv[2].len) : NULL;
+    size_t rank = n ? obj_zset_rank(e->obj, n) : 0;
+    if (n)
+        resp_int(part_out(r, p), (int64_t)(rev ? obj_zset_len(e->obj) - 1 - rank : rank));
+    else
+        resp_null(part_out(r, p));
+}
+
+static void zrank(struct kv_store *s, struct request *r, const struct part *p)
+{
+    rank_with(s, r, p, false);
+}
+
+static void zrevrank(struct kv_store *s, struct request *r, const struct part *p)
+{
+    rank_with(s, r, p, true);
+}
+
+/* A bound of ZRANGEBYSCORE as Redis's zslParseRange reads it: "(" for exclusive, then whatever
+ * strtod takes whole but NaN ("(" alone is an exclusive 0, as there; inf, -inf and +inf too). */
+static bool parse_bound(const struct resp_arg *a, double *v, bool *exclusive)
+{
+    *exclusive = a->len && a->p[0] == '(';
+    char *end;
+    *v = strtod(a->p + *exclusive, &end); /* a->p is NUL-terminated (request.c) */
+    return *end == '\0' && !isnan(*v);
+}
+
+/* ZRANGEBYSCORE's options from argv[4]: WITHSCORES, LIMIT offset count. Return: false, the error
+ * replied, for anything else. */
+static bool range_options(struct request *r, const struct part *p, bool *scores, int64_t *offset,
+                          int64_t *count)
+{
+    for (uint32_t i = 4; i < r->argc; i++) {
+        if (strcasecmp(r->argv[i].p, "WITHSCORES") == 0) {
+            *scores = true;
+        } else if (strcasecmp(r->argv[i].p, "LIMIT") == 0 && i + 2 < r->argc) {
+            if (!obj_parse_index(r, p, &r->argv[i + 1], offset) || !obj_parse_index(r, p, &r->argv[i + 2], count))
+                return false;
+            i += 2;
+        } else {
+            resp_error(part_out(r, p), OBJ_ERR_SYNTAX);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* ZRANGEBYSCORE key min max [WITHSCORES] [LIMIT offset count]: options, then the bounds, then the
+ * key. A negative offset answers nothing, a negative count everything after the offset, as Redis. */
+static void zrangebyscore(struct kv_store *s, struct request *r, const struct part *p)
+{
+    struct buf *out = part_out(r, p);
+    bool scores = false, minex, maxex;
+    int64_t offset = 0, count = -1;
+    double min, max;
+    if (!range_options(r, p, &scores, &offset, &count))
+        return;
+    if (!parse_bound(&r->argv[2], &min, &minex) || !parse_bound(&r->argv[3], &max, &maxex)) {
+        resp_error(out, "ERR min or max is not a float");
+        return;
+    }
+    struct kv_entry *e;
+    if (obj_lookup(s, r, p, KV_ZSET, &e) != 0)
+        return;
+    const struct obj_znode *n = e && offset >= 0 ? obj_zset_first_from(e->obj, min, minex) : NULL;
+    for (; n && offset > 0; offset--)
+        n = obj_znode_next(n);
+    struct buf found = { 0 };
+    int64_t k = 0;
+    for (; n && count-- != 0; n = obj_znode_next(n), k++) {
+        double v = obj_znode_score(n);
+        if (v > max || (maxex && v == max))
+            break;
+        put_node(&found, n, scores);
+    }
+    resp_array(out, scores ? 2 * k : k);
+    buf_put(out, found.p, found.len);
+    out->failed |= found.failed;
+    buf_free(&found);
+}
+
 static const struct command table[] = {
     { "ZADD", -4, CMD_KEYED, 0, zadd, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false },
     { "ZREM", -3, CMD_KEYED, 0, zrem, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false },
@@ -267,6 +356,9 @@ static const struct command table[] = {
     { "ZRANGE", -4, CMD_KEYED, 0, zrange, NULL, NULL, OBJ_MANY_REPLY_MAX, NULL, false },
     { "ZSCORE", 3, CMD_KEYED, 0, zscore, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false },
     { "ZCARD", 2, CMD_KEYED, 0, zcard, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false },
+    { "ZRANK", 3, CMD_KEYED, 0, zrank, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false },
+    { "ZREVRANK", 3, CMD_KEYED, 0, zrevrank, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false },
+    { "ZRANGEBYSCORE", -4, CMD_KEYED, 0, zrangebyscore, NULL, NULL, OBJ_MANY_REPLY_MAX, NULL, false },
 };
 
 const struct command_set cmds_zset = { table, sizeof table / sizeof table[0] };

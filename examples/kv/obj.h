@@ -45,6 +45,11 @@ void             obj_list_push(struct obj_list *l, bool left, struct kv_value *v
 struct kv_value *obj_list_pop(struct obj_list *l, bool left);
 /* The element at index i (< len), from the head; the list keeps its reference. */
 struct kv_value *obj_list_at(const struct obj_list *l, size_t i);
+/* Puts v (the caller's reference) at index i (< len) and returns the element it replaces, with its
+ * reference. */
+struct kv_value *obj_list_set(struct obj_list *l, size_t i, struct kv_value *v);
+/* Inserts v (the caller's reference) before index i (<= len): O(len - i); room must be reserved. */
+void             obj_list_insert(struct obj_list *l, size_t i, struct kv_value *v);
 
 /* Hashes and sets: a kvmap of members (obj_map.c). */
 /* An empty map, small to begin with; NULL without memory. Free with obj_map_free. */
@@ -75,6 +80,10 @@ int                     obj_zset_set(struct obj_zset *z, const void *member, siz
 bool                    obj_zset_del(struct obj_zset *z, const void *member, size_t len);
 /* The node at rank (0: the lowest score; < len). O(log n). */
 const struct obj_znode *obj_zset_at(const struct obj_zset *z, size_t rank);
+/* The rank of n, a node of z (0: the lowest score). O(log n). */
+size_t                  obj_zset_rank(const struct obj_zset *z, const struct obj_znode *n);
+/* The first node whose score is at least min (above it when exclusive); NULL when none. O(log n). */
+const struct obj_znode *obj_zset_first_from(const struct obj_zset *z, double min, bool exclusive);
 /* The node after n, before n (NULL at either end). O(1). */
 const struct obj_znode *obj_znode_next(const struct obj_znode *n);
 const struct obj_znode *obj_znode_prev(const struct obj_znode *n);

@@ -116,3 +116,27 @@ void obj_map_remove(struct kv_store *s, struct request *r, const struct part *p,
         obj_drop(s, r, p);
     resp_int(part_out(r, p), n);
 }
+
+int obj_hash_set(struct kv_store *s, struct request *r, const struct part *p, struct kv_entry *e,
+                 const struct resp_arg *field, const char *val, size_t vlen)
+{
+    struct kvmap *m = e ? e->obj : obj_map_new();
+    if (!m)
+        return -ENOMEM;
+    uint64_t hash = kv_hash(field->p, field->len);
+    struct kv_entry *f = kvmap_find(m, hash, field->p, field->len);
+    if (f)
+        return kv_entry_set(f, val, vlen);
+    f = obj_member_new(field->p, field->len, val, vlen);
+    if (f && !e && obj_store(s, r, p, KV_HASH, m) != 0) {
+        kv_entry_free(f);
+        f = NULL;
+    }
+    if (!f) {
+        if (!e)
+            obj_map_free(m);
+        return -ENOMEM;
+    }
+    kvmap_insert(m, f);
+    return 0;
+}

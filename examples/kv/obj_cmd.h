@@ -37,6 +37,11 @@ bool obj_pop_count(struct request *r, const struct part *p, bool arity_error, in
  * deletes the key if that empties it, and replies how many there were. */
 void obj_map_remove(struct kv_store *s, struct request *r, const struct part *p, enum kv_type type);
 
+/* HINCRBY and HINCRBYFLOAT: sets field of the part's key's hash e (NULL: the key does not exist yet,
+ * and is made) to the vlen bytes at val. Return: 0; -ENOMEM (nothing changed). */
+int obj_hash_set(struct kv_store *s, struct request *r, const struct part *p, struct kv_entry *e,
+                 const struct resp_arg *field, const char *val, size_t vlen);
+
 #define OBJ_ERR_OOM       "ERR out of memory"
 #define OBJ_ERR_INTEGER   "ERR value is not an integer or out of range"
 #define OBJ_ERR_COUNT     "ERR value is out of range, must be positive"

@@ -96,3 +96,18 @@ struct kv_value *obj_list_at(const struct obj_list *l, size_t i)
 {
     return l->slot[(l->head + i) & (l->cap - 1)];
 }
+
+struct kv_value *obj_list_set(struct obj_list *l, size_t i, struct kv_value *v)
+{
+    struct kv_value **slot = &l->slot[(l->head + i) & (l->cap - 1)];
+    struct kv_value *old = *slot;
+    *slot = v;
+    return old;
+}
+
+void obj_list_insert(struct obj_list *l, size_t i, struct kv_value *v)
+{
+    obj_list_push(l, false, v);
+    for (size_t j = l->n - 1; j > i; j--) /* the elements from i on move one towards the tail */
+        obj_list_set(l, j, obj_list_set(l, j - 1, obj_list_at(l, j)));
+}

@@ -289,6 +289,27 @@ const struct obj_znode *obj_zset_at(const struct obj_zset *z, size_t rank)
     return NULL;
 }
 
+size_t obj_zset_rank(const struct obj_zset *z, const struct obj_znode *n)
+{
+    const struct obj_znode *x = z->head;
+    size_t seen = 0; /* rank of x + 1, the head being 0 */
+    for (uint32_t i = z->height; i-- > 0;)
+        while (x->link[i].next && before(x->link[i].next, n->score, member_of(n), n->len)) {
+            seen += x->link[i].span;
+            x = x->link[i].next;
+        }
+    return seen; /* x is the node before n */
+}
+
+const struct obj_znode *obj_zset_first_from(const struct obj_zset *z, double min, bool exclusive)
+{
+    const struct obj_znode *x = z->head;
+    for (uint32_t i = z->height; i-- > 0;)
+        while (x->link[i].next && (x->link[i].next->score < min || (exclusive && x->link[i].next->score == min)))
+            x = x->link[i].next;
+    return x->link[0].next;
+}
+
 const struct obj_znode *obj_znode_next(const struct obj_znode *n)
 {
     return n->link[0].next;

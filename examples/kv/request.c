@@ -16,8 +16,8 @@ static uint32_t count_parts(const struct command *cmd, uint32_t argc)
 {
     if (!cmd || cmd->kind != CMD_KEYED)
         return 0;
-    if (cmd->key_step == 0)
-        return 1;
+    if (cmd->key_step <= 0)
+        return cmd->key_step == 0 ? 1 : (uint32_t)-cmd->key_step;
     return (argc - 1 + (uint32_t)cmd->key_step - 1) / (uint32_t)cmd->key_step;
 }
 
@@ -63,10 +63,10 @@ struct request *request_new(struct conn *c, struct net_thread *nt, struct server
     }
     if (lend)
         buf_borrow(nparts ? &r->part_reply[0].text : &r->reply, mem + off_inline, INLINE_REPLY);
-    uint32_t step = cmd && cmd->key_step ? (uint32_t)cmd->key_step : 1;
+    uint32_t step = cmd && cmd->key_step > 0 ? (uint32_t)cmd->key_step : 1;
     for (uint32_t i = 0; i < nparts; i++) {
         uint32_t arg = 1 + i * step;
-        r->parts[i] = (struct part){ r, i, arg, kv_hash(r->argv[arg].p, r->argv[arg].len) };
+        r->parts[i] = (struct part){ r, i, arg, kv_hash(r->argv[arg].p, r->argv[arg].len), NULL, i };
     }
     atomic_init(&r->parts_left, nparts);
     return r;

@@ -85,10 +85,15 @@ enum cmd_kind {
 
 /* One key of a request: a shard job. */
 struct part {
-    struct request *r;
-    uint32_t        index; /* which part: its reply is r->part_reply[index] */
-    uint32_t        arg;   /* argv index of its key */
-    uint64_t        hash;  /* kv_hash of its key, taken once by request_new */
+    struct request  *r;
+    uint32_t         index; /* which part: its reply is r->part_reply[index] */
+    uint32_t         arg;   /* argv index of its key */
+    uint64_t         hash;  /* kv_hash of its key, taken once by request_new */
+    /* A command whose keys meet (cross.h): the key's entry, taken out of its store by the part, for
+     * the request's last part; and the first part of the request with the same key (set by the last
+     * part). Written by the part's step, read by the later steps of its multi-key job. */
+    struct kv_entry *held;
+    uint32_t         same;
 };
 
 /* Reply text a keyed or admin request writes in r->reply: a count, an OK, an array header, an error. */
@@ -98,7 +103,8 @@ struct command {
     const char   *name;
     int           arity;     /* Redis convention: n arguments exactly (name included), -n at least n */
     enum cmd_kind kind;
-    int           key_step;  /* keyed: keys at argv[1], argv[1 + step], ...; 0 for argv[1] alone */
+    int           key_step;  /* keyed: keys at argv[1], argv[1 + step], ...; 0 for argv[1] alone; -n
+                              * for argv[1..n] alone, the arguments after them no keys (SMOVE, LMOVE) */
     /* keyed: runs one part on the key's worker, writing r->part_reply[p->index] */
     void (*part)(struct kv_store *s, struct request *r, const struct part *p);
     /* keyed, several parts: builds r->reply once every part is done; NULL: the one part's reply */
@@ -110,9 +116,12 @@ struct command {
     /* keyed, optional: the bound for this request's parts, when its arguments make it smaller than
      * part_reply_max (a pop without a count: one element); NULL: nparts * part_reply_max */
     size_t (*reply_bound)(const struct request *r);
-    /* keyed, several parts: run as one multi-key job (txn.c), all keys at once, as Redis does */
-    bool   atomic;
+    /* keyed, several parts: run as one multi-key job (txn.c), all keys at once, as Redis does (true);
+     * ATOMIC_CROSS: and decided in its last part, with every key's entry in hand (cross.h) */
+    uint8_t atomic;
 };
+
+#define ATOMIC_CROSS 2
 
 /* One family's table of commands (a cmd_*.c file); commands.c lists every set. */
 struct command_set {
@@ -121,7 +130,7 @@ struct command_set {
 };
 
 extern const struct command_set cmds_string, cmds_server, cmds_list, cmds_hash, cmds_set, cmds_zset,
-    cmds_keyspace, cmds_expire;
+    cmds_keyspace, cmds_expire, cmds_move, cmds_float;
 
 /* A part's reply: its text, then, if value is set, the value's bytes and "\r\n" (a bulk string whose
  * header is the text), sent from the value itself. */

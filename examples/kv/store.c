@@ -232,6 +232,25 @@ bool store_del(struct kv_store *s, uint64_t hash, const void *key, size_t klen)
     return true;
 }
 
+struct kv_entry *store_take(struct kv_store *s, uint64_t hash, const void *key, size_t klen)
+{
+    if (!store_find(s, hash, key, klen)) /* adopted from the transit area, or gone if expired */
+        return NULL;
+    struct kv_entry *e = kvmap_take(&s->map, hash, key, klen);
+    count_local(s);
+    atomic_fetch_sub_explicit(&total_keys, 1, memory_order_relaxed);
+    return e;
+}
+
+void store_hand_over(struct kv_entry *e)
+{
+    e->next = NULL;
+    atomic_fetch_add_explicit(&total_keys, 1, memory_order_relaxed);
+    /* The owner's next command of the key follows the multi-key job that holds it, which shard orders
+     * after this put: its relaxed read of in_transit sees the increment, as for a release hook's. */
+    transit_put_list(e);
+}
+
 size_t store_total_keys(void)
 {
     return atomic_load_explicit(&total_keys, memory_order_relaxed);

@@ -60,6 +60,14 @@ struct kv_entry *store_set(struct kv_store *s, uint64_t hash, const void *key, s
 void store_add(struct kv_store *s, struct kv_entry *e);
 /* Deletes key, ending its expiry; true when it existed. Context: as store_find. */
 bool store_del(struct kv_store *s, uint64_t hash, const void *key, size_t klen);
+/* Takes key's entry out of the store (as store_find finds it), for a command whose keys meet
+ * (cross.h); it is no longer counted in the server's keys. NULL when there is none. Context: as
+ * store_find. */
+struct kv_entry *store_take(struct kv_store *s, uint64_t hash, const void *key, size_t klen);
+/* Hands e, taken by store_take or made for a key no store holds, to the transit area, where its
+ * key's owner adopts it at its next command of the key. The key must be held (a multi-key job) until
+ * after this returns, so that no command of it looks for it in between. Context: any worker. */
+void store_hand_over(struct kv_entry *e);
 /* Hands every entry of the store to the transit area (the crash simulation above).
  * Context: a job on the store's worker. */
 void store_evacuate(struct kv_store *s);

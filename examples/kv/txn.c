@@ -9,7 +9,11 @@
  * MULTI queues the commands that follow, answering +QUEUED, until EXEC or DISCARD; a command refused
  * while queued (unknown, wrong arity, an admin command, too many keys) makes EXEC answer EXECABORT,
  * as Redis does. EXEC answers an array of the queued commands' replies. WATCH is refused (kv_server
- * has none); redis-py's default pipeline and redis-cli's MULTI need only the rest. */
+ * has none); redis-py's default pipeline and redis-cli's MULTI need only the rest.
+ *
+ * Each key's parts run in that key's one step, in the order the commands gave them; commands of
+ * different keys are not ordered among each other, which only a command whose keys meet can tell
+ * (cross.h): such a command may share no key with another command of its transaction. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,6 +101,28 @@ void txn_refused(struct conn *c)
         c->txn->dirty = true;
 }
 
+static bool share_key(const struct request *a, const struct request *b)
+{
+    for (uint32_t i = 0; i < a->nparts; i++)
+        for (uint32_t j = 0; j < b->nparts; j++) {
+            const struct resp_arg *x = key_of(a, &a->parts[i]), *y = key_of(b, &b->parts[j]);
+            if (a->parts[i].hash == b->parts[j].hash && x->len == y->len && memcmp(x->p, y->p, x->len) == 0)
+                return true;
+        }
+    return false;
+}
+
+/* Whether r and a queued command share a key, one of them a command whose keys meet. Such a command
+ * takes its keys' entries out of their stores until its last part (cross.h), while a transaction runs
+ * each key's parts in that key's step (txn_submit): another command of those keys would run between. */
+static bool meets_queued(const struct txn *t, const struct request *r)
+{
+    for (const struct request *q = t->head; q; q = q->next)
+        if ((q->cmd->atomic == ATOMIC_CROSS || r->cmd->atomic == ATOMIC_CROSS) && share_key(q, r))
+            return true;
+    return false;
+}
+
 /* Queues a command of the transaction. Return: false without memory. */
 static bool queue(struct conn *c, const struct command *cmd, struct resp_arg *argv, uint32_t argc)
 {
@@ -123,6 +149,12 @@ static bool queue(struct conn *c, const struct command *cmd, struct resp_arg *ar
         snprintf(msg, sizeof msg, "ERR a transaction holds at most %zu bytes of commands on kv_server (--max-request)",
                  max);
         return conn_reply_text(c, true, msg);
+    }
+    if (meets_queued(t, r)) {
+        request_free(r);
+        t->dirty = true;
+        return conn_reply_text(c, true, "ERR inside MULTI, kv_server runs RENAME, SMOVE, LMOVE, MSETNX, SINTER, "
+                                        "SUNION and SDIFF only on keys no other command of the transaction names");
     }
     t->bytes += r->mem;
     if (t->tail)

@@ -1,0 +1,258 @@
+#!/usr/bin/python3
+"""kv_server's multi-key and numeric commands (RENAME... ZRANGEBYSCORE), reply for reply.
+
+  cmds_client.py replies PORT       prints the reply of each case, one line each, in RESP's own
+                                    terms (an error, nil and an empty array stay apart); the same
+                                    on kv_server and on redis-server 7.0 is what kv_cmds_test.sh
+                                    checks, and cmds_redis.txt is redis-server's
+  cmds_client.py workers PORT       the moves between keys of different workers (SHARD.OWNER)
+  cmds_client.py concurrent PORT    many clients moving elements between the same keys at once:
+                                    none lost, none doubled
+"""
+import socket
+import sys
+import threading
+
+import redis
+
+
+class Conn:
+    """A RESP connection that shows a reply as it is: redis-py folds nil and empty arrays."""
+
+    def __init__(self, port):
+        self.s = socket.create_connection(("127.0.0.1", port))
+        self.f = self.s.makefile("rb")
+
+    def send(self, *args):
+        out = b"*%d\r\n" % len(args)
+        for a in args:
+            a = a if isinstance(a, bytes) else str(a).encode()
+            out += b"$%d\r\n%s\r\n" % (len(a), a)
+        self.s.sendall(out)
+        return self.read()
+
+    def read(self):
+        line = self.f.readline().rstrip(b"\r\n")
+        kind, rest = line[:1], line[1:]
+        if kind == b"$":
+            n = int(rest)
+            if n < 0:
+                return "nil"
+            data = self.f.read(n + 2)[:-2]
+            return '"%s"' % data.decode(errors="backslashreplace")
+        if kind == b"*":
+            n = int(rest)
+            if n < 0:
+                return "nil-array"
+            return [self.read() for _ in range(n)]
+        return line.decode()
+
+
+def fmt(reply, unordered):
+    if isinstance(reply, list):
+        items = [fmt(x, False) for x in reply]
+        return "[" + ", ".join(sorted(items) if unordered else items) + "]"
+    return reply
+
+
+# Set replies whose order is the set's own: compared sorted.
+UNORDERED = {"SINTER", "SUNION", "SDIFF", "SMEMBERS"}
+
+CASES = [
+    # RENAME / RENAMENX
+    ["SET", "a", "1"], ["RENAME", "a", "b"], ["GET", "a"], ["GET", "b"],
+    ["RENAME", "nokey", "x"], ["RENAMENX", "nokey", "x"],
+    ["RENAME", "b", "b"], ["RENAMENX", "b", "b"], ["RENAME", "nokey", "nokey"],
+    ["SET", "c", "3"], ["RENAMENX", "b", "c"], ["GET", "b"], ["GET", "c"],
+    ["RENAMENX", "b", "d"], ["GET", "d"], ["EXISTS", "b"],
+    ["RPUSH", "l", "x", "y"], ["SET", "s", "v"], ["RENAME", "l", "s"], ["TYPE", "s"], ["LRANGE", "s", "0", "-1"],
+    ["EXISTS", "l"],
+    ["SET", "t", "v", "EX", "100"], ["RENAME", "t", "t2"], ["TTL", "t2"], ["TTL", "t"],
+    ["SET", "u", "v"], ["SET", "w", "z", "EX", "100"], ["RENAME", "u", "w"], ["TTL", "w"], ["GET", "w"],
+    ["HSET", "h", "f", "1"], ["RENAME", "h", "h2"], ["HGETALL", "h2"],
+    ["ZADD", "z", "1", "m"], ["RENAMENX", "z", "z2"], ["ZRANGE", "z2", "0", "-1", "WITHSCORES"],
+    ["RENAME", "a"], ["RENAME", "a", "b", "c"], ["RENAMENX", "a"],
+    # MSETNX
+    ["MSETNX", "m1", "1", "m2", "2"], ["MGET", "m1", "m2"], ["MSETNX", "m2", "x", "m3", "3"], ["MGET", "m2", "m3"],
+    ["MSETNX", "m4", "a", "m4", "b"], ["GET", "m4"], ["MSETNX", "m5"], ["MSETNX", "m5", "1", "m6"],
+    ["RPUSH", "ml", "1"], ["MSETNX", "ml", "1", "m7", "1"], ["EXISTS", "m7"],
+    # SMOVE
+    ["SADD", "s1", "a", "b"], ["SADD", "s2", "c"], ["SMOVE", "s1", "s2", "a"], ["SMEMBERS", "s1"], ["SMEMBERS", "s2"],
+    ["SMOVE", "s1", "s2", "zz"], ["SMOVE", "nos", "s2", "a"], ["SMOVE", "s1", "s3", "b"], ["EXISTS", "s1"],
+    ["SMEMBERS", "s3"], ["SMOVE", "s3", "s3", "b"], ["SMOVE", "s3", "s3", "q"], ["SADD", "s2", "b"],
+    ["SMOVE", "s3", "s2", "b"], ["EXISTS", "s3"], ["SMEMBERS", "s2"],
+    ["SET", "str", "x"], ["SMOVE", "str", "s2", "a"], ["SMOVE", "s2", "str", "a"], ["SMOVE", "s2", "str", "nope"],
+    ["SMOVE", "nos", "str", "a"], ["SMEMBERS", "s2"], ["SMOVE", "s2", "s4"],
+    # LMOVE / RPOPLPUSH
+    ["RPUSH", "l1", "a", "b", "c"], ["LMOVE", "l1", "l2", "LEFT", "RIGHT"], ["LMOVE", "l1", "l2", "right", "left"],
+    ["LRANGE", "l1", "0", "-1"], ["LRANGE", "l2", "0", "-1"], ["LMOVE", "l1", "l2", "LEFT", "LEFT"],
+    ["EXISTS", "l1"], ["LRANGE", "l2", "0", "-1"], ["LMOVE", "nol", "l2", "LEFT", "LEFT"],
+    ["LMOVE", "l2", "l2", "LEFT", "RIGHT"], ["LRANGE", "l2", "0", "-1"], ["LMOVE", "l2", "l2", "UP", "LEFT"],
+    ["LMOVE", "nol", "l2", "UP", "LEFT"], ["LMOVE", "str", "l2", "LEFT", "LEFT"], ["LMOVE", "l2", "str", "LEFT", "LEFT"],
+    ["LRANGE", "l2", "0", "-1"], ["LMOVE", "nol", "str", "LEFT", "LEFT"], ["LMOVE", "l2", "l3", "LEFT"],
+    ["RPOPLPUSH", "l2", "l4"], ["RPOPLPUSH", "l2", "l4"], ["RPOPLPUSH", "l2", "l4"], ["RPOPLPUSH", "l2", "l4"],
+    ["LRANGE", "l4", "0", "-1"], ["EXISTS", "l2"], ["RPOPLPUSH", "l4", "l4"], ["LRANGE", "l4", "0", "-1"],
+    ["RPOPLPUSH", "l4", "str"], ["RPOPLPUSH", "str", "l4"], ["RPOPLPUSH", "l4"],
+    ["RPUSH", "one", "x"], ["RPOPLPUSH", "one", "one"], ["LRANGE", "one", "0", "-1"],
+    # SINTER / SUNION / SDIFF
+    ["SADD", "A", "1", "2", "3", "4"], ["SADD", "B", "3", "4", "5"], ["SADD", "C", "4", "5", "6"],
+    ["SINTER", "A", "B"], ["SINTER", "A", "B", "C"], ["SINTER", "A", "nos"], ["SINTER", "A"], ["SINTER", "A", "A"],
+    ["SUNION", "A", "B"], ["SUNION", "A", "B", "C", "nos"], ["SUNION", "nos"], ["SUNION", "A", "A"],
+    ["SDIFF", "A", "B"], ["SDIFF", "A", "B", "C"], ["SDIFF", "nos", "A"], ["SDIFF", "A", "nos"], ["SDIFF", "A", "A"],
+    ["SINTER", "A", "str"], ["SINTER", "nos", "str"], ["SUNION", "str", "A"], ["SDIFF", "A", "str"],
+    ["SDIFF", "nos", "str"], ["SINTER"], ["SUNION"], ["SDIFF"],
+    # HINCRBY / HINCRBYFLOAT
+    ["HINCRBY", "hh", "f", "5"], ["HINCRBY", "hh", "f", "-7"], ["HINCRBY", "hh", "f", "x"], ["HINCRBY", "hh", "f", "1.5"],
+    ["HSET", "hh", "g", "abc", "big", "9223372036854775807"], ["HINCRBY", "hh", "g", "1"], ["HINCRBY", "hh", "big", "1"],
+    ["HINCRBY", "hh", "big", "-1"], ["HINCRBY", "nohash", "f", "99999999999999999999"], ["EXISTS", "nohash"],
+    ["HINCRBY", "str", "f", "1"], ["HINCRBY", "str", "f", "x"], ["HINCRBY", "hh", "f"], ["HGET", "hh", "f"],
+    ["HSET", "hh", "neg", "-9223372036854775808"], ["HINCRBY", "hh", "neg", "-1"], ["HINCRBY", "hh", "neg", "0"],
+    ["HINCRBYFLOAT", "hf", "f", "10.5"], ["HINCRBYFLOAT", "hf", "f", "0.1"], ["HINCRBYFLOAT", "hf", "f", "-5.0e3"],
+    ["HINCRBYFLOAT", "hf", "f", "x"], ["HINCRBYFLOAT", "hf", "f", "inf"], ["HINCRBYFLOAT", "hf", "f", "nan"],
+    ["HINCRBYFLOAT", "hf", "f", " 1"], ["HINCRBYFLOAT", "hf", "f", ""], ["HSET", "hf", "s", "abc"],
+    ["HINCRBYFLOAT", "hf", "s", "1"], ["HINCRBYFLOAT", "str", "f", "1"], ["HINCRBYFLOAT", "str", "f", "x"],
+    ["HINCRBYFLOAT", "hf", "i", "3"], ["HINCRBYFLOAT", "hf", "i", "1e308"], ["HINCRBYFLOAT", "hf", "i", "1e4000"],
+    ["HINCRBYFLOAT", "hf", "f"],
+    # INCRBYFLOAT
+    ["INCRBYFLOAT", "fl", "10.5"], ["INCRBYFLOAT", "fl", "0.1"], ["INCRBYFLOAT", "fl", "-10.6"], ["GET", "fl"],
+    ["INCRBYFLOAT", "fl", "5.0e3"], ["INCRBYFLOAT", "fl", "2.0e2"], ["INCRBYFLOAT", "fl", "x"], ["INCRBYFLOAT", "fl", "inf"],
+    ["INCRBYFLOAT", "fl", "-inf"], ["INCRBYFLOAT", "fl", "1e309"], ["SET", "fs", "abc"], ["INCRBYFLOAT", "fs", "1"],
+    ["INCRBYFLOAT", "fs", "x"], ["INCRBYFLOAT", "l4", "1"], ["INCRBYFLOAT", "fl"], ["SET", "fi", "3"],
+    ["INCRBYFLOAT", "fi", "1.5"], ["SET", "ft", "1", "EX", "100"], ["INCRBYFLOAT", "ft", "1"], ["TTL", "ft"],
+    ["INCRBYFLOAT", "fz", "-0.0"], ["INCRBYFLOAT", "fy", "1.7976931348623157e308"], ["INCRBYFLOAT", "fy", "1e308"],
+    ["INCRBYFLOAT", "fx", "0.1"], ["INCRBYFLOAT", "fx", "0.2"], ["INCRBYFLOAT", "fw", "3.0000000000000000001"],
+    # LSET / LINSERT
+    ["RPUSH", "ll", "a", "b", "c"], ["LSET", "ll", "0", "A"], ["LSET", "ll", "-1", "C"], ["LSET", "ll", "3", "x"],
+    ["LSET", "ll", "-4", "x"], ["LSET", "ll", "x", "x"], ["LSET", "nolist", "0", "x"], ["LSET", "nolist", "x", "x"],
+    ["LSET", "str", "0", "x"], ["LRANGE", "ll", "0", "-1"], ["LSET", "ll", "0"],
+    ["LINSERT", "ll", "BEFORE", "b", "1"], ["LINSERT", "ll", "after", "b", "2"], ["LINSERT", "ll", "AFTER", "C", "end"],
+    ["LINSERT", "ll", "BEFORE", "A", "start"], ["LRANGE", "ll", "0", "-1"], ["LINSERT", "ll", "BEFORE", "zz", "x"],
+    ["LINSERT", "nolist", "BEFORE", "a", "x"], ["LINSERT", "ll", "SIDEWAYS", "a", "x"],
+    ["LINSERT", "nolist", "SIDEWAYS", "a", "x"], ["LINSERT", "str", "BEFORE", "a", "x"], ["LINSERT", "ll", "BEFORE", "a"],
+    # ZRANK / ZREVRANK / ZRANGEBYSCORE
+    ["ZADD", "zz", "1", "a", "2", "b", "2", "c", "3", "d", "-1.5", "e", "inf", "f"],
+    ["ZRANK", "zz", "a"], ["ZRANK", "zz", "e"], ["ZRANK", "zz", "c"], ["ZRANK", "zz", "f"], ["ZRANK", "zz", "nope"],
+    ["ZRANK", "nozset", "a"], ["ZRANK", "str", "a"], ["ZREVRANK", "zz", "f"], ["ZREVRANK", "zz", "e"],
+    ["ZREVRANK", "zz", "b"], ["ZREVRANK", "zz", "nope"], ["ZREVRANK", "nozset", "a"], ["ZRANK", "zz"],
+    ["ZRANGEBYSCORE", "zz", "-inf", "+inf"], ["ZRANGEBYSCORE", "zz", "1", "2"], ["ZRANGEBYSCORE", "zz", "(1", "2"],
+    ["ZRANGEBYSCORE", "zz", "1", "(2"], ["ZRANGEBYSCORE", "zz", "(1", "(2"], ["ZRANGEBYSCORE", "zz", "2", "1"],
+    ["ZRANGEBYSCORE", "zz", "2", "2"], ["ZRANGEBYSCORE", "zz", "(2", "2"], ["ZRANGEBYSCORE", "zz", "-inf", "inf", "WITHSCORES"],
+    ["ZRANGEBYSCORE", "zz", "-inf", "+inf", "LIMIT", "1", "2"], ["ZRANGEBYSCORE", "zz", "-inf", "+inf", "LIMIT", "1", "-1"],
+    ["ZRANGEBYSCORE", "zz", "-inf", "+inf", "LIMIT", "-1", "2"], ["ZRANGEBYSCORE", "zz", "-inf", "+inf", "LIMIT", "10", "2"],
+    ["ZRANGEBYSCORE", "zz", "-inf", "+inf", "LIMIT", "0", "0"], ["ZRANGEBYSCORE", "zz", "0", "10", "withscores", "limit", "1", "3"],
+    ["ZRANGEBYSCORE", "zz", "x", "1"], ["ZRANGEBYSCORE", "zz", "1", "y"], ["ZRANGEBYSCORE", "zz", "(", "3"],
+    ["ZRANGEBYSCORE", "zz", "nan", "1"], ["ZRANGEBYSCORE", "zz", "1", "2", "LIMIT", "1"], ["ZRANGEBYSCORE", "zz", "1", "2", "LIMIT", "x", "1"],
+    ["ZRANGEBYSCORE", "zz", "1", "2", "BOGUS"], ["ZRANGEBYSCORE", "nozset", "1", "2"], ["ZRANGEBYSCORE", "str", "1", "2"],
+    ["ZRANGEBYSCORE", "str", "x", "2"], ["ZRANGEBYSCORE", "zz", "1"], ["ZRANGEBYSCORE", "zz", "(1.5", "+inf", "WITHSCORES"],
+    ["ZRANGEBYSCORE", "zz", "inf", "inf"], ["ZRANGEBYSCORE", "zz", "-inf", "(-1.5"],
+    # MULTI: the commands whose keys meet, alone on their keys in a transaction
+    ["SET", "ma", "1"], ["MULTI"], ["RENAME", "ma", "mb"], ["SET", "other", "1"], ["EXEC"], ["GET", "mb"],
+]
+
+
+def replies(port):
+    c = Conn(port)
+    c.send("FLUSHALL")
+    for case in CASES:
+        print(" ".join(case), "->", fmt(c.send(*case), case[0].upper() in UNORDERED))
+
+
+def owners(r, key):
+    return r.execute_command("SHARD.OWNER", key)
+
+
+def keys_apart(r, prefix):
+    """Two keys owned by different workers."""
+    first = prefix + "0"
+    for i in range(1, 200):
+        k = "%s%d" % (prefix, i)
+        if owners(r, k) != owners(r, first):
+            return first, k
+    sys.exit("no two keys on different workers: start kv_server with --workers 2 or more")
+
+
+def workers(port):
+    r = redis.Redis(port=port)
+    r.flushall()
+    src, dst = keys_apart(r, "rn")
+    r.set(src, "v", ex=100)
+    assert r.rename(src, dst) and r.get(dst) == b"v" and not r.exists(src) and 0 < r.ttl(dst) <= 100
+    src, dst = keys_apart(r, "sm")
+    r.sadd(src, "a", "b")
+    r.sadd(dst, "c")
+    assert r.smove(src, dst, "a") and r.smembers(src) == {b"b"} and r.smembers(dst) == {b"a", b"c"}
+    assert r.smove(src, dst, "b") and not r.exists(src)
+    src, dst = keys_apart(r, "lm")
+    r.rpush(src, "1", "2", "3")
+    assert r.lmove(src, dst, "LEFT", "RIGHT") == b"1" and r.lrange(src, 0, -1) == [b"2", b"3"]
+    assert r.lrange(dst, 0, -1) == [b"1"]
+    assert r.rpoplpush(src, dst) == b"3" and r.lrange(dst, 0, -1) == [b"3", b"1"]
+    src, dst = keys_apart(r, "nx")
+    r.set(dst, "x")
+    assert not r.msetnx({src: "1", dst: "2"}) and not r.exists(src) and r.get(dst) == b"x"
+    r.delete(dst)
+    assert r.msetnx({src: "1", dst: "2"}) and r.mget(src, dst) == [b"1", b"2"]
+    assert r.renamenx(src, dst) is False and r.get(src) == b"1"
+    src, dst = keys_apart(r, "si")
+    r.sadd(src, "1", "2", "3")
+    r.sadd(dst, "2", "3", "4")
+    assert r.sinter(src, dst) == {b"2", b"3"} and r.sunion(src, dst) == {b"1", b"2", b"3", b"4"}
+    assert r.sdiff(src, dst) == {b"1"}
+    # In MULTI, with other commands of the transaction on other keys (redis-py's default pipeline).
+    src, dst = keys_apart(r, "tx")
+    r.set(src, "1")
+    p = r.pipeline()
+    p.rename(src, dst).set("elsewhere", "2").smove("nos", "nod", "m")
+    assert p.execute() == [True, True, False] and r.get(dst) == b"1" and not r.exists(src)
+    # A key such a command names, named by another command of its transaction: refused, EXECABORT.
+    p = r.pipeline()
+    p.set(dst, "x").rename(dst, src)
+    try:
+        p.execute()
+        raise AssertionError("a transaction renaming a key it sets ran")
+    except redis.ResponseError as e:
+        assert "only on keys no other command" in str(e) or "EXECABORT" in str(e), e
+    assert r.get(dst) == b"1" and not r.exists(src)
+    # The keys moved reached their new owners: each one's worker still finds it after other commands.
+    assert r.dbsize() == len(r.keys("*"))
+    print("workers ok")
+
+
+def concurrent(port, clients=8, rounds=300):
+    r = redis.Redis(port=port)
+    r.flushall()
+    la, lb = keys_apart(r, "cl")
+    sa, sb = keys_apart(r, "cs")
+    r.rpush(la, *range(100))
+    r.sadd(sa, *range(100))
+    errors = []
+
+    def mover(seed):
+        c = redis.Redis(port=port)
+        try:
+            for i in range(rounds):
+                a, b = (la, lb) if (i + seed) % 2 else (lb, la)
+                c.lmove(a, b, "LEFT" if i % 3 else "RIGHT", "RIGHT" if i % 5 else "LEFT")
+                x, y = (sa, sb) if (i + seed) % 2 else (sb, sa)
+                c.smove(x, y, str((i * 7 + seed) % 100))
+                if i % 50 == 0:
+                    c.rename(la, la) if c.exists(la) else None
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=mover, args=(s,)) for s in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    items = r.lrange(la, 0, -1) + r.lrange(lb, 0, -1)
+    assert sorted(int(x) for x in items) == list(range(100)), "list elements lost or doubled"
+    members = r.smembers(sa), r.smembers(sb)
+    assert not (members[0] & members[1]), "a member in both sets"
+    assert sorted(int(x) for x in members[0] | members[1]) == list(range(100)), "set members lost"
+    print("concurrent ok: %d list elements, %d set members" % (len(items), len(members[0] | members[1])))
+
+
+if __name__ == "__main__":
+    {"replies": replies, "workers": workers, "concurrent": concurrent}[sys.argv[1]](int(sys.argv[2]))
