@@ -415,15 +415,15 @@ static const struct command table[] = {
     { "APPEND", 3, CMD_KEYED, 0, append_part, NULL, NULL, SMALL_REPLY_MAX, NULL, false },
     { "STRLEN", 2, CMD_KEYED, 0, strlen_part, NULL, NULL, SMALL_REPLY_MAX, NULL, false },
     { "TYPE", 2, CMD_KEYED, 0, type_part, NULL, NULL, SMALL_REPLY_MAX, NULL, false },
-    { "UNLINK", -2, CMD_KEYED, 1, del_part, sum_finish, NULL, 0, NULL, false },
-    { "DEL", -2, CMD_KEYED, 1, del_part, sum_finish, NULL, 0, NULL, false },
+    { "UNLINK", -2, CMD_KEYED, 1, del_part, sum_finish, NULL, 0, NULL, true },
+    { "DEL", -2, CMD_KEYED, 1, del_part, sum_finish, NULL, 0, NULL, true },
     { "EXISTS", -2, CMD_KEYED, 1, exists_part, sum_finish, NULL, 0, NULL, false },
     { "INCR", 2, CMD_KEYED, 0, incr_part, NULL, NULL, SMALL_REPLY_MAX, NULL, false },
     { "DECR", 2, CMD_KEYED, 0, decr_part, NULL, NULL, SMALL_REPLY_MAX, NULL, false },
     { "INCRBY", 3, CMD_KEYED, 0, incrby, NULL, NULL, SMALL_REPLY_MAX, NULL, false },
     { "DECRBY", 3, CMD_KEYED, 0, decrby, NULL, NULL, SMALL_REPLY_MAX, NULL, false },
     { "MGET", -2, CMD_KEYED, 1, get_part, mget_finish, NULL, GET_REPLY_MAX, NULL, false },
-    { "MSET", -3, CMD_KEYED, 2, mset_part, mset_finish, NULL, 0, NULL, false },
+    { "MSET", -3, CMD_KEYED, 2, mset_part, mset_finish, NULL, 0, NULL, true },
     { "SHARD.OWNER", 2, CMD_KEYED, 0, owner_part, NULL, NULL, OWNER_REPLY_MAX, NULL, false },
 };
 

@@ -120,8 +120,11 @@ static bool part_failed(const struct part_reply *s)
 static void finish(struct request *r)
 {
     int err = atomic_load_explicit(&r->error, memory_order_relaxed);
-    if (err) {
-        char msg[96];
+    if (err == -E2BIG) {
+        /* An atomic command of more keys than one multi-key job holds (its parts were refused). */
+        resp_error(&r->reply, "ERR a command holds at most 1024 keys on kv_server");
+    } else if (err) {
+        char msg[160];
         snprintf(msg, sizeof msg, "ERR %s", shard_strerror(err));
         resp_error(&r->reply, msg);
     } else if (r->cmd->finish) {
