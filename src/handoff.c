@@ -55,7 +55,8 @@ static bool fence_passed_by(struct shard_worker *x, uint64_t fence)
  * worker (by id, 63 of them, so unrelated workers may share a bit: a spurious kick at worst) and
  * WAIT_CRASH for the crash table. An event (a fence passed, a hand-over, an exit, a crash entry
  * paid) kicks only the holders whose mark has its bit, so a holder walks its held jobs again only
- * when one of them may have become runnable, not on every event anywhere.
+ * when one of them may have become runnable, not on every event anywhere; for a crash entry paid,
+ * and a job come in through its inbox, it looks at that one key's first held job alone (pass.c).
  * The pair: the holder sets the bit and then rereads what it waits for; the waker changes that and
  * then reads the bits, all seq_cst (the stores of passed and epochless included), so either the holder
  * sees the change or the waker sees the bit. For the crash table the pair goes through its lock. */
