@@ -1,4 +1,5 @@
-/* What crashes still owe, per key: one keymap for all crashes, a lock-free filter in front.
+/* What crashes still owe, per key: one keymap for all crashes, locked a stripe of its buckets at a
+ * time, a lock-free filter in front.
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "crash.h"
 
@@ -9,20 +10,41 @@ static _Atomic uint32_t *bucket(struct crash_table *t, uint64_t hash)
     return &t->filter[(hash ^ hash >> 29) % CRASH_FILTER_BUCKETS];
 }
 
+/* A key's stripe: its keymap bucket's, as a change to its FIFO writes only there. */
+static struct crash_stripe *stripe_of(struct crash_table *t, uint64_t hash)
+{
+    return &t->stripe[shard__keymap_bucket(hash) % CRASH_STRIPES];
+}
+
+static void lock_all(struct crash_table *t)
+{
+    for (size_t i = 0; i < CRASH_STRIPES; i++)
+        pthread_mutex_lock(&t->stripe[i].lock);
+}
+
+static void unlock_all(struct crash_table *t)
+{
+    for (size_t i = CRASH_STRIPES; i-- > 0;)
+        pthread_mutex_unlock(&t->stripe[i].lock);
+}
+
 void shard__crash_table_init(struct crash_table *t)
 {
-    pthread_mutex_init(&t->lock, NULL);
+    for (size_t i = 0; i < CRASH_STRIPES; i++) {
+        pthread_mutex_init(&t->stripe[i].lock, NULL);
+        t->stripe[i].owe_seq = 0;
+    }
     shard__keymap_init(&t->owed, KEYMAP_CRASH);
     for (size_t i = 0; i < CRASH_FILTER_BUCKETS; i++)
         atomic_init(&t->filter[i], 0);
     atomic_init(&t->entries, 0);
-    t->owe_seq = 0;
     t->visit = 0;
 }
 
 void shard__crash_table_destroy(struct crash_table *t)
 {
-    pthread_mutex_destroy(&t->lock);
+    for (size_t i = 0; i < CRASH_STRIPES; i++)
+        pthread_mutex_destroy(&t->stripe[i].lock);
 }
 
 void shard__crash_record_init(struct crash_record *c)
@@ -32,25 +54,27 @@ void shard__crash_record_init(struct crash_record *c)
     c->stuck.embedded = true;
 }
 
-/* Context: t->lock held. The relaxed counts are published by the caller's later release store (see
- * crash.h); they are read with acquire below for the same chain. */
+/* Context: the lock of j's stripe held. The relaxed counts are published by the caller's later
+ * release store (see crash.h); they are read with acquire below for the same chain. owe_seq orders a
+ * key's entries only, so its stripe's count does. */
 static void insert(struct crash_table *t, struct crash_record *c, struct job *j)
 {
     j->owed_to = c;
     j->in_table = true;
-    j->owe_seq = ++t->owe_seq;
+    j->owe_seq = ++stripe_of(t, j->hash)->owe_seq;
     shard__keymap_insert(&t->owed, j);
-    c->owed++;
+    atomic_fetch_add_explicit(&c->owed, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(bucket(t, j->hash), 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&t->entries, 1, memory_order_relaxed);
 }
 
 static bool remove_entry(struct crash_table *t, struct job *j)
 {
-    bool first = shard__keymap_first(&t->owed, j->hash) == j;
-    shard__keymap_remove(&t->owed, j);
+    struct keymap *owed = &t->owed;
+    bool first = shard__keymap_first(owed, j->hash) == j;
+    shard__keymap_remove(owed, j);
     j->in_table = false;
-    j->owed_to->owed--;
+    atomic_fetch_sub_explicit(&j->owed_to->owed, 1, memory_order_relaxed);
     /* release: whatever the job did (a stuck job's writes to its key's state) happens before a worker
      * that reads the lowered count with acquire (shard__crash_blocks) and runs the key's next job
      * without taking the lock. */
@@ -79,9 +103,10 @@ bool shard__crash_blocks(struct crash_table *t, const struct job *j)
     if (!atomic_load_explicit(&t->entries, memory_order_acquire) ||
         !atomic_load_explicit(bucket(t, j->hash), memory_order_acquire))
         return false;
-    pthread_mutex_lock(&t->lock);
+    struct crash_stripe *s = stripe_of(t, j->hash);
+    pthread_mutex_lock(&s->lock);
     bool blocked = older_entry(t, j);
-    pthread_mutex_unlock(&t->lock);
+    pthread_mutex_unlock(&s->lock);
     return blocked;
 }
 
@@ -110,7 +135,7 @@ static bool stuck_behind(struct crash_table *t, const struct job *e)
  * table is first in its key: crash.h) is running on a crashed worker: the crash made a stuck entry
  * of the key of the part it ran in, behind that part's claim (no other job of a claimed key can run
  * meanwhile). With steps, the one running is a step, and the stuck entry is behind the step's entry
- * (first in its key), or behind the claim the step made again before done. Context: t->lock. */
+ * (first in its key), or behind the claim the step made again before done. Context: every lock. */
 static bool claim_job_stuck_in_run(struct crash_table *t, const struct job *c)
 {
     const struct job *s = c;
@@ -126,7 +151,7 @@ static bool claim_job_stuck_in_run(struct crash_table *t, const struct job *c)
 }
 
 /* Marks every claim of c's job as seen by walk `visit`, and pushes c on the walk's stack (through
- * next: a claim is on no list). Return: false if the job was seen already. Context: t->lock. */
+ * next: a claim is on no list). Return: false if the job was seen already. Context: every lock. */
 static bool claim_visit(struct job *c, uint64_t visit, struct job **stack)
 {
     if (c->pos == visit)
@@ -147,12 +172,12 @@ static bool claim_visit(struct job *c, uint64_t visit, struct job **stack)
  * crashed worker (its keys are held until it returns). A step stands for its job as its claim does
  * (the key stays held until done has returned). A walk over the jobs the key waits for, each
  * visited once (the claims' pos marks them, a claim being on no queue): linear in the claims it
- * reaches, however they chain. Context: t->lock. */
+ * reaches, however they chain. Context: every lock; the key's first entry a claim or a step. */
 static bool key_stuck(struct crash_table *t, uint64_t hash)
 {
     struct job *first = shard__keymap_first(&t->owed, hash);
     if (!first || first->epoch != 0)
-        return false;
+        return false; /* paid between the looks (shard__crash_stuck_key) */
     if (is_stuck_entry(first))
         return true;
     uint64_t visit = ++t->visit;
@@ -187,9 +212,17 @@ bool shard__crash_stuck_key(struct crash_table *t, uint64_t hash)
 {
     if (!atomic_load_explicit(bucket(t, hash), memory_order_acquire))
         return false;
-    pthread_mutex_lock(&t->lock);
+    /* The key's stripe alone says most answers; a claim's chain goes through other keys' stripes. */
+    struct crash_stripe *s = stripe_of(t, hash);
+    pthread_mutex_lock(&s->lock);
+    const struct job *first = shard__keymap_first(&t->owed, hash);
+    bool held = first && first->epoch == 0, chain = held && !is_stuck_entry(first);
+    pthread_mutex_unlock(&s->lock);
+    if (!chain)
+        return held; /* a stuck entry first, or no epoch-0 entry at all */
+    lock_all(t);
     bool stuck = key_stuck(t, hash);
-    pthread_mutex_unlock(&t->lock);
+    unlock_all(t);
     return stuck;
 }
 
@@ -203,40 +236,43 @@ bool shard__crash_may_block(struct crash_table *t, uint64_t hash)
 
 void shard__crash_swap(struct crash_table *t, struct crash_record *owner, struct job *claim, struct job *step)
 {
-    pthread_mutex_lock(&t->lock);
+    struct crash_stripe *s = stripe_of(t, claim->hash); /* the step's key is the claim's */
+    pthread_mutex_lock(&s->lock);
     /* The step in first: the bucket's count, read without the lock, never drops to 0 between. */
     step->epoch = 0;
     insert(t, owner, step);
     remove_entry(t, claim);
     claim->owed_to = NULL;
-    pthread_mutex_unlock(&t->lock);
+    pthread_mutex_unlock(&s->lock);
 }
 
 void shard__crash_claim(struct crash_table *t, struct crash_record *owner, struct job *claim)
 {
-    pthread_mutex_lock(&t->lock);
+    struct crash_stripe *s = stripe_of(t, claim->hash);
+    pthread_mutex_lock(&s->lock);
     claim->kind = JOB_CLAIM;
     claim->epoch = 0;
     insert(t, owner, claim);
-    pthread_mutex_unlock(&t->lock);
+    pthread_mutex_unlock(&s->lock);
 }
 
 void shard__crash_stick(struct crash_table *t, struct crash_record *x, uint64_t hash)
 {
-    pthread_mutex_lock(&t->lock);
+    struct crash_stripe *s = stripe_of(t, hash);
+    pthread_mutex_lock(&s->lock);
     x->stuck.hash = hash;
     x->stuck.epoch = 0;
     insert(t, x, &x->stuck);
-    pthread_mutex_unlock(&t->lock);
+    pthread_mutex_unlock(&s->lock);
 }
 
 void shard__crash_owe_list(struct crash_table *t, struct crash_record *x, struct job *list)
 {
-    pthread_mutex_lock(&t->lock);
+    lock_all(t); /* a key's jobs of the list in list order, as one step against other entries */
     for (struct job *j = list; j; j = j->next)
         if (j->kind == JOB_RUN && !j->owed_to)
             insert(t, x, j);
-    pthread_mutex_unlock(&t->lock);
+    unlock_all(t);
 }
 
 void shard__crash_defer_held(struct crash_table *t, struct crash_record *holder, struct job *held,
@@ -246,19 +282,20 @@ void shard__crash_defer_held(struct crash_table *t, struct crash_record *holder,
      * held order, or none is. Deciding job by job let a crash add an entry for the key between two of
      * them: the later job became owed, and so sorted ahead of the earlier one, which the next walk
      * deferred behind it; each then waited for the other (a review found it). */
-    pthread_mutex_lock(&t->lock);
+    lock_all(t);
     for (struct job *j = held; j; j = j->next)
         if (j->kind == JOB_RUN && !j->owed_to && j->epoch < epoch &&
             atomic_load_explicit(bucket(t, j->hash), memory_order_relaxed) && older_entry(t, j))
             insert(t, holder, j);
-    pthread_mutex_unlock(&t->lock);
+    unlock_all(t);
 }
 
 bool shard__crash_paid(struct crash_table *t, struct job *j)
 {
-    pthread_mutex_lock(&t->lock);
+    struct crash_stripe *s = stripe_of(t, j->hash);
+    pthread_mutex_lock(&s->lock);
     bool first = remove_entry(t, j);
-    pthread_mutex_unlock(&t->lock);
+    pthread_mutex_unlock(&s->lock);
     j->owed_to = NULL;
     return first;
 }
@@ -266,8 +303,9 @@ bool shard__crash_paid(struct crash_table *t, struct job *j)
 
 bool shard__crash_settled(struct crash_table *t, struct crash_record *x)
 {
-    pthread_mutex_lock(&t->lock);
-    bool settled = x->owed == 0;
-    pthread_mutex_unlock(&t->lock);
+    /* Every lock: no payment of one of x's entries is still in its stripe's section. */
+    lock_all(t);
+    bool settled = atomic_load_explicit(&x->owed, memory_order_relaxed) == 0;
+    unlock_all(t);
     return settled;
 }

@@ -23,7 +23,11 @@
  * the change is published by a release store that a job checking later has acquired (the snapshot it
  * was routed with, a worker's `passed`, or `epochless`), so a job never misses an entry that concerns it.
  *
- * Lock order: `lock` is a leaf: nothing else is taken while it is held. */
+ * Locks: a key's entries are under its stripe's lock (its keymap bucket's: bucket % CRASH_STRIPES), so
+ * that workers claiming and paying different keys (multi-key jobs do, a key at a time, from every worker)
+ * do not all wait on one lock. What spans keys (a crash's rerouted list, a fence's deferral, the
+ * walk of shard__crash_stuck_key through multi-key jobs' claims, a record's settling) takes every
+ * stripe's lock, in stripe order. A stripe's lock is a leaf: nothing else is taken while it is held. */
 #ifndef SHARD_SRC_CRASH_H
 #define SHARD_SRC_CRASH_H
 
@@ -36,22 +40,29 @@
 #include "keymap.h"
 
 #define CRASH_FILTER_BUCKETS 4096u
+#define CRASH_STRIPES        16u
+
+/* S: under the lock of the stripe of the entry's key; A: every stripe's lock. */
+struct crash_stripe {
+    _Alignas(64) pthread_mutex_t lock;
+    uint64_t owe_seq; /* S: stamps its keys' entries in the order they are made */
+};
 
 struct crash_table {
-    pthread_mutex_t  lock;
-    struct keymap    owed;                           /* L: KEYMAP_CRASH */
-    _Atomic uint32_t entries;                        /* L to change; read lock-free */
-    uint64_t         owe_seq;                        /* L: stamps entries in the order they are made */
-    uint64_t         visit;                          /* L: the last walk of shard__crash_stuck_key (its marks) */
-    _Atomic uint32_t filter[CRASH_FILTER_BUCKETS];   /* L to change; read lock-free */
+    struct crash_stripe stripe[CRASH_STRIPES];
+    struct keymap    owed;                           /* S: KEYMAP_CRASH (a key's bucket: its stripe) */
+    _Atomic uint32_t entries;                        /* S to change; read lock-free */
+    uint64_t         visit;                          /* A: the last walk of shard__crash_stuck_key (its marks) */
+    _Atomic uint32_t filter[CRASH_FILTER_BUCKETS];   /* S to change; read lock-free */
 };
 
 /* One crashed worker's part, embedded in the worker: its stuck entry and how many entries it owes
  * (the worker is not freed while it owes any: the entries point at it). Every worker has one: a live
- * worker's owes the jobs it deferred. Fields under the table's lock. */
+ * worker's owes the jobs it deferred. The stuck entry under its key's stripe's lock. */
 struct crash_record {
-    struct job stuck;     /* the stuck entry: epoch 0, hash of the running job's key */
-    uint32_t   owed;      /* entries owed by this record, the stuck one included */
+    struct job       stuck; /* the stuck entry: epoch 0, hash of the running job's key */
+    _Atomic uint32_t owed;  /* entries owed by this record, the stuck one included (changed under the
+                             * entry's stripe's lock: its entries may be of several stripes) */
 };
 
 void shard__crash_table_init(struct crash_table *t);

@@ -6,6 +6,7 @@ void shard__held_init(struct held *h, struct throttle *throttle)
     h->head = h->tail = h->prio_tail = NULL;
     h->count = 0;
     h->controls = 0;
+    h->njobs = 0;
     shard__keymap_init(&h->keys, KEYMAP_HELD);
     h->throttle = throttle;
     h->throttled = (struct throttle_holder){ 0 };
@@ -15,9 +16,10 @@ void shard__held_init(struct held *h, struct throttle *throttle)
 static void key_in(struct held *h, struct job *j)
 {
     shard__keymap_insert(&h->keys, j);
-    atomic_store_explicit(&h->jobs, h->keys.jobs, memory_order_relaxed);
+    h->njobs++;
+    atomic_store_explicit(&h->jobs, h->njobs, memory_order_relaxed);
     if (h->throttle)
-        shard__throttle_note_held(h->throttle, &h->throttled, j->hash, h->keys.jobs);
+        shard__throttle_note_held(h->throttle, &h->throttled, j->hash, h->njobs);
 }
 
 static void order_insert_after(struct held *h, struct job *after, struct job *j)
@@ -58,12 +60,12 @@ void shard__held_push_prio(struct held *h, struct job *j)
 
 bool shard__held_has_key(const struct held *h, uint64_t hash)
 {
-    return h->keys.jobs && shard__keymap_first(&h->keys, hash) != NULL;
+    return h->njobs && shard__keymap_first(&h->keys, hash) != NULL;
 }
 
 struct job *shard__held_first(const struct held *h, uint64_t hash)
 {
-    return h->keys.jobs ? shard__keymap_first(&h->keys, hash) : NULL;
+    return h->njobs ? shard__keymap_first(&h->keys, hash) : NULL;
 }
 
 bool shard__held_first_of_key(const struct held *h, const struct job *j)
@@ -89,19 +91,20 @@ void shard__held_remove(struct held *h, struct job *j)
         return;
     }
     shard__keymap_remove(&h->keys, j);
-    atomic_store_explicit(&h->jobs, h->keys.jobs, memory_order_relaxed);
+    h->njobs--;
+    atomic_store_explicit(&h->jobs, h->njobs, memory_order_relaxed);
     /* Below the allowance: a full holder's waiters may come in (throttle.h's gate). */
-    if (h->throttle && h->keys.jobs + 1 == h->throttle->limit)
+    if (h->throttle && h->njobs + 1 == h->throttle->limit)
         shard__throttle_ease(h->throttle);
     if (h->throttle && h->throttled.n)
         shard__throttle_note_left(h->throttle, &h->throttled, j->hash, !shard__held_has_key(h, j->hash),
-                                  h->keys.jobs);
+                                  h->njobs);
 }
 
 struct job *shard__held_take_all(struct held *h)
 {
     struct job *all = h->head;
-    bool was_full = h->throttle && h->throttle->limit && h->keys.jobs >= h->throttle->limit;
+    bool was_full = h->throttle && h->throttle->limit && h->njobs >= h->throttle->limit;
     if (h->throttle)
         shard__throttle_release_all(h->throttle, &h->throttled);
     shard__held_init(h, h->throttle);

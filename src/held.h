@@ -23,8 +23,9 @@ struct held {
     struct job   *prio_tail; /* last job of the rerouted front segment, or NULL */
     size_t        count;     /* jobs and control items */
     size_t        controls;  /* of those, control items (fences, marks, stops) */
-    struct keymap keys;      /* user jobs by key; keys.jobs counts them */
-    _Atomic uint64_t jobs;   /* keys.jobs, for stats (written by the owner: its worker, or the control
+    struct keymap keys;      /* user jobs by key */
+    size_t        njobs;     /* of count, user jobs (the ones in keys) */
+    _Atomic uint64_t jobs;   /* njobs, for stats (written by the owner: its worker, or the control
                               * thread holding that worker's lock; relaxed) */
     struct throttle *throttle;          /* where the keys are throttled (NULL: nowhere) */
     struct throttle_holder throttled;   /* the keys this holder throttles */

@@ -12,7 +12,7 @@ static struct keylink *L(const struct keymap *m, const struct job *j)
 
 static struct job **bucket_of(struct keymap *m, uint64_t hash)
 {
-    return &m->bucket[(hash ^ hash >> 32) % KEYMAP_BUCKETS];
+    return &m->bucket[shard__keymap_bucket(hash)];
 }
 
 void shard__keymap_init(struct keymap *m, enum keymap_use use)
@@ -23,7 +23,7 @@ void shard__keymap_init(struct keymap *m, enum keymap_use use)
 
 struct job *shard__keymap_first(const struct keymap *m, uint64_t hash)
 {
-    struct job *k = m->bucket[(hash ^ hash >> 32) % KEYMAP_BUCKETS];
+    struct job *k = m->bucket[shard__keymap_bucket(hash)];
     while (k && k->hash != hash)
         k = L(m, k)->bucket_next;
     return k;
@@ -73,7 +73,6 @@ void shard__keymap_insert(struct keymap *m, struct job *j)
     struct job *k = shard__keymap_first(m, j->hash);
     struct keylink *lj = L(m, j);
     lj->next = NULL;
-    m->jobs++;
     if (!k) {
         lj->tail = j;
         lj->hint = NULL;
@@ -104,7 +103,6 @@ void shard__keymap_insert(struct keymap *m, struct job *j)
 void shard__keymap_remove(struct keymap *m, struct job *j)
 {
     struct job *k = shard__keymap_first(m, j->hash);
-    m->jobs--;
     if (k == j) {
         struct job *next = L(m, j)->next;
         if (next)

@@ -29,11 +29,17 @@ struct keylink {
 
 enum keymap_use { KEYMAP_HELD, KEYMAP_CRASH, KEYMAP_USES };
 
+/* No count of its jobs: the crash table changes its buckets under one lock a stripe of them. */
 struct keymap {
     enum keymap_use use;
-    size_t          jobs;
     struct job     *bucket[KEYMAP_BUCKETS];
 };
+
+/* The bucket of a hash's key: a change to a key's FIFO writes only there. */
+static inline size_t shard__keymap_bucket(uint64_t hash)
+{
+    return (hash ^ hash >> 32) % KEYMAP_BUCKETS;
+}
 
 void        shard__keymap_init(struct keymap *m, enum keymap_use use);
 void        shard__keymap_insert(struct keymap *m, struct job *j);

@@ -86,21 +86,21 @@ SHARD_API int shard_try_submit_multi(shard_dispatcher *d, const struct shard_key
  * (the index of the key's first occurrence in the keys the job was given). */
 typedef void (*shard_multi_step_fn)(shard_worker *w, void *arg, size_t key);
 
-/** As shard_submit_multi(), but for state that lives on each key's own worker (a worker-local
- * table, shard_worker_user()): once the job holds every one of its keys, step(w, arg, i) runs once
- * for each distinct key, on the worker where that key's jobs run (w; after a membership change, once
- * the key's state has been handed over there, as for any job of it), one after another in the order
- * of the keys' first occurrences in keys (each step starts after the one before returned, and sees
- * what it did: a step may depend on an earlier one, a transfer's credit on its debit); then done(w,
- * arg) (may be NULL) runs on the worker of the last step. Every key stays held from before the first step until done has returned:
- * no other job of any of them runs in between, so the steps together are one atomic step, in each
- * key's order, with the promises and errors of shard_submit_multi(). A crash does not drop a job whose
- * steps have begun (DROP drops it only before then, as shard_submit_multi()'s): a step queued on a
- * crashed worker is rerouted, and a step stuck on one holds its job's keys until it returns; dropped
- * before then, on_dropped gets done (NULL if none was given) and arg. While
- * destroy stops the workers, a step whose worker has stopped runs on the worker of the last part. One
- * distinct key makes one step. Context: as shard_submit_multi(). Return: as shard_submit_multi(); -EINVAL
- * also for step NULL. */
+/** As shard_submit_multi(), but for state that lives on each key's own worker (a worker-local table,
+ * shard_worker_user()): once the job holds every one of its keys, step(w, arg, i) runs once for each
+ * distinct key (keys of one hash are one key here too: one step, i the first's index), on the worker
+ * where that key's jobs run (w; after a membership change, once the key's state has been handed over
+ * there, as for any job of it), one after another in the order of the keys' first occurrences in keys
+ * (each step starts after the one before returned, and sees what it did: a step may depend on an
+ * earlier one, a transfer's credit on its debit); then done(w, arg) (may be NULL) runs on the worker of
+ * the last step. Every key stays held from before the first step until done has returned: no other job
+ * of any of them runs in between, so the steps together are one atomic step, in each key's order, with
+ * the promises and errors of shard_submit_multi(). A crash does not drop a job whose steps have begun
+ * (DROP drops it only before then, as shard_submit_multi()'s): a step queued on a crashed worker is
+ * rerouted, and a step stuck on one holds its job's keys until it returns; dropped before then,
+ * on_dropped gets done (NULL if none was given) and arg. While destroy stops the workers, a step whose
+ * worker has stopped runs on the worker of the last part. One distinct key (hash) makes one step.
+ * Context: as shard_submit_multi(). Return: as shard_submit_multi(); -EINVAL also for step NULL. */
 SHARD_API int shard_submit_multi_each(shard_dispatcher *d, const struct shard_key *keys, size_t n,
                                       shard_multi_step_fn step, shard_job_fn done, void *arg);
 
