@@ -11,12 +11,12 @@ DEL). Key by key, a reader's transaction can run between an MSET's two parts. Ex
 violation, or when the readers read too little for the check to mean anything."""
 import sys
 import threading
-import time
 
 import redis
+from pace import Pace
 
 port, seconds = int(sys.argv[1]), float(sys.argv[2])
-stop = time.monotonic() + seconds
+pace = Pace(seconds)
 errors = []
 reads = [0]
 lock = threading.Lock()
@@ -35,7 +35,7 @@ def pair_on_two_workers(r):
 def writer(wid, a, b):
     r = redis.Redis(port=port)
     n = 0
-    while time.monotonic() < stop:
+    while pace.going(reads[0], 200):
         n += 1
         if n % 16 == 0:
             r.delete(a, b)
@@ -46,7 +46,7 @@ def writer(wid, a, b):
 
 def reader(a, b):
     r = redis.Redis(port=port)
-    while time.monotonic() < stop:
+    while pace.going(reads[0], 200):
         pipe = r.pipeline()  # redis-py's default: MULTI ... EXEC
         va, vb = pipe.get(a).get(b).execute()
         with lock:

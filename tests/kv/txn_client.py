@@ -13,6 +13,7 @@ import threading
 import time
 
 import redis
+from pace import Pace
 
 port, seconds = int(sys.argv[1]), float(sys.argv[2])
 r = redis.Redis(port=port)
@@ -39,7 +40,7 @@ if got != [True, b"1"]:
     sys.exit(f"FAIL: a pipeline without MULTI returned {got!r}")
 
 PAIRS = 50
-stop = time.monotonic() + seconds
+pace = Pace(seconds)
 errors = []
 counts = {"writes": 0, "reads": 0, "changes": 0}
 lock = threading.Lock()
@@ -48,7 +49,7 @@ lock = threading.Lock()
 def writer(n):
     c = redis.Redis(port=port)
     i = 0
-    while time.monotonic() < stop:
+    while pace.going(i, 50):
         k = (i * 7 + n) % PAIRS
         a, b = f"pair:{k}:a", f"pair:{k}:b"
         v = f"{n}-{i}"
@@ -66,7 +67,7 @@ def writer(n):
 def reader():
     c = redis.Redis(port=port)
     i = 0
-    while time.monotonic() < stop:
+    while pace.going(i, 50):
         k = i % PAIRS
         va, vb = c.pipeline().get(f"pair:{k}:a").get(f"pair:{k}:b").execute()
         if va != vb:
@@ -80,7 +81,7 @@ def reader():
 def admin():
     c = redis.Redis(port=port)
     i = 0
-    while time.monotonic() < stop:
+    while pace.going(2 * i, 4):
         name = f"t{i}"
         c.execute_command("SHARD.ADD", name)
         if i % 2:

@@ -19,8 +19,10 @@ import sys
 import threading
 import time
 
+from pace import Pace
+
 port, seconds = int(sys.argv[1]), float(sys.argv[2])
-stop = time.monotonic() + seconds
+pace = Pace(seconds)
 errors = []
 counts = {"txns": 0, "moves": 0, "audits": 0, "quits": 0, "changes": 0}
 lock = threading.Lock()
@@ -88,7 +90,7 @@ def orderer(n):
     count = {k: 0 for k in keys}
     plain = 0
     t = 0
-    while time.monotonic() < stop and not errors:
+    while pace.going(t, 16) and not errors:
         out, want = [], []
         for b in range(8):
             tag = "%d-%d" % (n, t)
@@ -132,7 +134,7 @@ def orderer(n):
 def mover(n):
     c = Conn()
     i = 0
-    while time.monotonic() < stop and not errors:
+    while pace.going(i, 10) and not errors:
         a, b = (i * 5 + n) % ACCOUNTS, (i * 7 + n + 1) % ACCOUNTS
         if a == b:
             b = (b + 1) % ACCOUNTS
@@ -151,7 +153,7 @@ def mover(n):
 def auditor():
     c = Conn()
     i = 0
-    while time.monotonic() < stop and not errors:
+    while pace.going(i, 5) and not errors:
         req = command("MULTI") + b"".join(command("GET", "acct:%d" % a) for a in range(ACCOUNTS)) + command("EXEC")
         c.s.sendall(req)
         got = [c.reply() for _ in range(ACCOUNTS + 2)]
@@ -170,7 +172,7 @@ def auditor():
 
 def quitter(n):
     i = 0
-    while time.monotonic() < stop and not errors:
+    while pace.going(i, 0) and not errors:
         c = Conn()
         batch = b"".join(command("MULTI") + command("INCR", "q:%d:x" % n) + command("INCR", "q:%d:y" % n) +
                          command("EXEC") for _ in range(50))
@@ -187,7 +189,7 @@ def quitter(n):
 def admin():
     c = Conn()
     i = 0
-    while time.monotonic() < stop and not errors:
+    while pace.going(2 * i, 4) and not errors:
         name = "o%d" % i
         for cmd in (("SHARD.ADD", name), ("SHARD.REMOVE", name) if i % 2 else ("SHARD.CRASH", name)):
             c.s.sendall(command(*cmd))
