@@ -102,12 +102,11 @@ static const char *const violation_words[V_COUNT] = {
     [V_SUBMIT_TRADE] = "a trade not submitted",
     [V_SUBMIT_PACKET] = "a packet not submitted",
 };
-static atomic_long errors, violations[V_COUNT];
+static atomic_long violations[V_COUNT];
 
 static void violation(enum violation v)
 {
     atomic_fetch_add(&violations[v], 1);
-    atomic_fetch_add(&errors, 1);
 }
 
 static atomic_long packets_sent, packets_done, handoffs, logouts, lost_logouts, stale_timers;
@@ -578,8 +577,9 @@ int main(int argc, char **argv)
     printf("\n%ld trades between players as multi-key jobs (%ld short of coins), %lld coins made, %lld accounted "
            "for (%lld undelivered: no session)\n",
            atomic_load(&trades_made), atomic_load(&trades_short), made, found, (long long)atomic_load(&coins_undelivered));
-    long sent = atomic_load(&packets_sent), done = atomic_load(&packets_done),
-         errs = atomic_load(&errors) + not_out + (made != found);
+    long sent = atomic_load(&packets_sent), done = atomic_load(&packets_done), errs = not_out + (made != found);
+    for (int v = 0; v < V_COUNT; v++)
+        errs += atomic_load(&violations[v]);
     printf("\n%ld packets sent, %ld processed (%.0f/s), %ld handoffs, %ld logouts (%ld of sessions a crash lost, %ld "
            "timers of those ignored), %ld violations\n",
            sent, done, done / elapsed, atomic_load(&handoffs), atomic_load(&logouts), atomic_load(&lost_logouts),

@@ -56,6 +56,18 @@ static size_t format_ld(char *text, long double v)
     return n;
 }
 
+/* v + by written as Redis writes it into text[LD_CHARS]. Return: its length, or 0 when the sum is NaN
+ * or infinite (then out holds the error). */
+static size_t sum_text(struct buf *out, long double v, long double by, char *text)
+{
+    v += by;
+    if (isnan(v) || isinf(v)) {
+        resp_error(out, ERR_NAN_INF);
+        return 0;
+    }
+    return format_ld(text, v);
+}
+
 /* INCRBYFLOAT key increment: the key's type, then its value, then the increment are checked. The
  * key's time to live stays. */
 static void incrbyfloat(struct kv_store *s, struct request *r, const struct part *p)
@@ -71,13 +83,10 @@ static void incrbyfloat(struct kv_store *s, struct request *r, const struct part
         resp_error(out, ERR_NOT_FLOAT);
         return;
     }
-    v += by;
-    if (isnan(v) || isinf(v)) {
-        resp_error(out, ERR_NAN_INF);
-        return;
-    }
     char text[LD_CHARS];
-    size_t n = format_ld(text, v);
+    size_t n = sum_text(out, v, by, text);
+    if (n == 0)
+        return;
     if (e ? kv_entry_set(e, text, n) != 0 : !store_set(s, HASHED_KEY(r, p), text, n))
         resp_error(out, OBJ_ERR_OOM);
     else
@@ -107,13 +116,10 @@ static void hincrbyfloat(struct kv_store *s, struct request *r, const struct par
         resp_error(out, "ERR hash value is not a float");
         return;
     }
-    v += by;
-    if (isnan(v) || isinf(v)) {
-        resp_error(out, ERR_NAN_INF);
-        return;
-    }
     char text[LD_CHARS];
-    size_t n = format_ld(text, v);
+    size_t n = sum_text(out, v, by, text);
+    if (n == 0)
+        return;
     if (obj_hash_set(s, r, p, e, field, text, n) != 0)
         resp_error(out, OBJ_ERR_OOM);
     else

@@ -141,6 +141,16 @@ static void llen(struct kv_store *s, struct request *r, const struct part *p)
         resp_int(part_out(r, p), e ? (int64_t)obj_list_len(e->obj) : 0);
 }
 
+/* Turns a Redis index (negative from the end) into a position in l. Return: whether it names an
+ * element. */
+static bool element_at(const struct obj_list *l, int64_t *i)
+{
+    int64_t len = (int64_t)obj_list_len(l);
+    if (*i < 0)
+        *i += len;
+    return *i >= 0 && *i < len;
+}
+
 /* The key is looked up before the index is read, as Redis does: a missing key answers nil whatever
  * the index. */
 static void lindex(struct kv_store *s, struct request *r, const struct part *p)
@@ -155,10 +165,7 @@ static void lindex(struct kv_store *s, struct request *r, const struct part *p)
     }
     if (!obj_parse_index(r, p, &r->argv[2], &i))
         return;
-    int64_t len = (int64_t)obj_list_len(e->obj);
-    if (i < 0)
-        i += len;
-    if (i < 0 || i >= len)
+    if (!element_at(e->obj, &i))
         resp_null(part_out(r, p));
     else
         obj_reply_value(r, p, obj_list_at(e->obj, (size_t)i), false);
@@ -178,10 +185,7 @@ static void lset(struct kv_store *s, struct request *r, const struct part *p)
     }
     if (!obj_parse_index(r, p, &r->argv[2], &i))
         return;
-    int64_t len = (int64_t)obj_list_len(e->obj);
-    if (i < 0)
-        i += len;
-    if (i < 0 || i >= len) {
+    if (!element_at(e->obj, &i)) {
         resp_error(out, "ERR index out of range");
         return;
     }
