@@ -241,12 +241,19 @@ static void in_order(shard_worker *w, void *arg)
         atomic_fetch_add(&misordered, 1);
 }
 
+/* From a job of key "k" on a dispatcher of one worker with queue_capacity 4: fills its queue, so that
+ * its next submit needs a record beyond it. */
+static void fill_queue(shard_dispatcher *d)
+{
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(shard_try_submit(d, "k", 1, noop, NULL), 0);
+}
+
 static void fill_then_batch(shard_worker *w, void *arg)
 {
     shard_dispatcher *d = shard_worker_dispatcher(w);
     (void)arg;
-    for (int i = 0; i < 4; i++)
-        cr_assert_eq(shard_try_submit(d, "k", 1, noop, NULL), 0); /* its queue of 4 is full now */
+    fill_queue(d);
     gathered_rc = 0;
     for (int i = 0; i < GATHER - 1 && !gathered_rc; i++)
         gathered_rc = shard_submit(d, "k", 1, in_order, (void *)(intptr_t)i);
@@ -294,8 +301,7 @@ static void gather_then_time(shard_worker *w, void *arg)
 {
     shard_dispatcher *d = shard_worker_dispatcher(w);
     (void)arg;
-    for (int i = 0; i < 4; i++)
-        cr_assert_eq(shard_try_submit(d, "k", 1, noop, NULL), 0); /* its queue of 4 is full now */
+    fill_queue(d);
     cr_assert_eq(shard_submit(d, "k", 1, batched, NULL), 0);     /* gathered */
     arm(1);
     rearm_rc = shard_timer_rearm(d, far_timer, 1000);
@@ -337,8 +343,7 @@ static void gather_then_flush(shard_worker *w, void *arg)
 {
     shard_dispatcher *d = shard_worker_dispatcher(w);
     (void)arg;
-    for (int i = 0; i < 4; i++)
-        cr_assert_eq(shard_try_submit(d, "k", 1, noop, NULL), 0); /* its queue of 4 is full now */
+    fill_queue(d);
     cr_assert_eq(shard_submit(d, "k", 1, batched, NULL), 0);     /* gathered */
     arm(1);
     flush_rc = shard_flush(w);
