@@ -27,11 +27,6 @@ static bool exclusive(uintptr_t t)
     return atomic_load_explicit(refs_of(t), memory_order_acquire) == 1;
 }
 
-uint32_t shard__pin_count(uintptr_t t)
-{
-    return !t ? 0 : pin_is_leaf(t) ? pin_as_leaf(t)->n : pin_as_node(t)->count;
-}
-
 uintptr_t shard__pin_ref(uintptr_t t)
 {
     if (t)

@@ -99,7 +99,7 @@ static inline uint32_t shard__pin_find(uintptr_t t, uint64_t hash)
     return 0;
 }
 
-/* Entries in t. Context: any holder. */
+/* Entries in t (a walk: pin_trie_walk.c). Context: any holder. */
 uint32_t shard__pin_count(uintptr_t t);
 /* Takes a reference to t (a clone's). Context: any holder. */
 uintptr_t shard__pin_ref(uintptr_t t);

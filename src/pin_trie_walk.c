@@ -1,4 +1,4 @@
-/* The pin trie's read-only walks: in order, from a hash, by rank, two versions side by side, and
+/* The pin trie's read-only walks: its size, in order, from a hash, by rank, two versions side by side, and
  * what a tree holds (layout: pin_trie.h). SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * Nothing here writes a node, so any holder may walk while other holders change their own versions:
@@ -6,6 +6,11 @@
 #include <stdbool.h>
 
 #include "pin_trie.h"
+
+uint32_t shard__pin_count(uintptr_t t)
+{
+    return !t ? 0 : pin_is_leaf(t) ? pin_as_leaf(t)->n : pin_as_node(t)->count;
+}
 
 int shard__pin_each(uintptr_t t, shard__pin_fn fn, void *ctx)
 {

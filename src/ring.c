@@ -119,22 +119,6 @@ fail:
     return -ENOMEM;
 }
 
-long shard__ring_member_index(const shard_ring *r, const char *name)
-{
-    size_t lo = 0, hi = r->nmembers;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(r->members[mid].name, name);
-        if (c == 0)
-            return (long)mid;
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return -(long)lo - 1; /* not found: -(insertion position) - 1 */
-}
-
 /* Makes room for npoints points, their front table and blocks; on failure nothing changes but
  * capacities (realloc keeps what grew, and the old arrays, contents included, when it fails). */
 static int reserve_points(shard_ring *r, size_t npoints)

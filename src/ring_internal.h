@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "pin_trie.h"
 #include "shard/ring.h"
@@ -207,8 +208,24 @@ int    shard__ring_pins_each(const shard_ring *r, int (*fn)(uint64_t hash, uint3
 /* Every member's shard_ring_share, by member index, in one pass over the points (ring_query.c). */
 void   shard__ring_shares(const shard_ring *r, double *out);
 
-/* Index of member by name, or -1. */
-long shard__ring_member_index(const struct shard_ring *r, const char *name);
+/* Index of member by name (members are sorted by name); when there is none, -(the index it would
+ * take) - 1, a negative number. Binary search; inline because the ring's pins (ring_pin.c) look names
+ * up too, and live below ring.c. */
+static inline long shard__ring_member_index(const struct shard_ring *r, const char *name)
+{
+    size_t lo = 0, hi = r->nmembers;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(r->members[mid].name, name);
+        if (c == 0)
+            return (long)mid;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -(long)lo - 1;
+}
 /* Whether name may name a member: not NULL, not empty, at most SHARD_NAME_MAX bytes.
  * Return: 0; -EINVAL; -ENAMETOOLONG. */
 int shard__ring_check_name(const char *name);
