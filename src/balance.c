@@ -53,6 +53,7 @@
 #include "dispatcher_internal.h"
 #include "membership.h"
 #include "ring_internal.h"
+#include "stats.h"
 
 #define MAX_MEMBERS 128 /* workers it looks at: the first this many ring members by name */
 #define OWN_MAX     1024 /* keys it keeps placed; beyond, the oldest go back to the ring */
@@ -141,9 +142,6 @@ struct balancer {
     struct seen                 buf[2][MAX_MEMBERS];
     struct shard_worker_stats   st[MAX_MEMBERS];
     struct member               m[MAX_MEMBERS];
-    /* lock: what shard_dispatcher_stats reports */
-    uint64_t                    rounds, moves, weights, unsplittable;
-    double                      ratio, unsplittable_share;
 };
 
 /* By jobs, what a worker was given: jobs run plus jobs waiting, so that a worker the scheduler starved
@@ -371,14 +369,15 @@ static uint64_t end_isolation(struct balancer *b)
 static void report(struct balancer *b, double ratio, uint64_t unsplittable, double share, uint64_t moves,
                    uint64_t weights)
 {
-    pthread_mutex_lock(&b->lock);
-    b->rounds++;
-    b->ratio = ratio;
-    b->unsplittable = unsplittable;
-    b->unsplittable_share = share;
-    b->moves += moves;
-    b->weights += weights;
-    pthread_mutex_unlock(&b->lock);
+    struct balance_report *rep = &b->d->balance_report;
+    pthread_mutex_lock(&rep->lock);
+    rep->rounds++;
+    rep->ratio = ratio;
+    rep->unsplittable = unsplittable;
+    rep->unsplittable_share = share;
+    rep->moves += moves;
+    rep->weights += weights;
+    pthread_mutex_unlock(&rep->lock);
 }
 
 static void round_once(struct balancer *b)
@@ -617,19 +616,4 @@ void shard__balance_free(shard_dispatcher *d)
     pthread_mutex_destroy(&b->lock);
     free(b);
     d->balancer = NULL;
-}
-
-void shard__balance_stats(shard_dispatcher *d, struct shard_stats *out)
-{
-    struct balancer *b = d->balancer;
-    if (!b)
-        return;
-    pthread_mutex_lock(&b->lock);
-    out->balance_rounds = b->rounds;
-    out->balance_moves = b->moves;
-    out->balance_weights = b->weights;
-    out->balance_ratio = b->ratio;
-    out->unsplittable_hash = b->unsplittable;
-    out->unsplittable_share = b->unsplittable_share;
-    pthread_mutex_unlock(&b->lock);
 }

@@ -14,10 +14,5 @@ int  shard__balance_start(shard_dispatcher *d);
 /* Stops and joins it (before destroy takes the control lock: it makes changes). */
 void shard__balance_stop(shard_dispatcher *d);
 void shard__balance_free(shard_dispatcher *d);
-/* stats.c: shard_worker_hot_keys with the window's job count and number (shard__hot_read) too. */
-long shard__hot_keys_of(shard_dispatcher *d, const char *name, struct shard_hot_key *out, size_t n, uint64_t *window_ns,
-                        uint64_t *window_jobs, uint64_t *window_seq);
-/* Its figures into out. Context: any thread. */
-void shard__balance_stats(shard_dispatcher *d, struct shard_stats *out);
 
 #endif

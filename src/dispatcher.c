@@ -1,7 +1,7 @@
-/* The dispatcher: create, destroy, submit. SPDX-License-Identifier: LGPL-2.1-or-later
+/* The dispatcher: create and destroy. SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * Membership changes are membership.c's, the wait for room in a full queue space.c's, stats
- * stats.c's. */
+ * Submits are submit.c's, membership changes membership.c's, the wait for room in a full queue
+ * space.c's, stats stats.c's. */
 #include <errno.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -9,12 +9,11 @@
 #include "balance.h"
 #include "ctl.h"
 #include "dispatcher_internal.h"
-#include "handoff.h"
-#include "hash.h"
 #include "membership.h"
 #include "outbox.h"
 #include "rcu.h"
 #include "registry.h"
+#include "worker_life.h"
 #include "space.h"
 
 static uint32_t default_workers(void)
@@ -49,6 +48,7 @@ SHARD_API int shard_dispatcher_create(shard_dispatcher **out, const struct shard
     pthread_mutex_init(&d->space_lock, NULL);
     pthread_mutex_init(&d->multi_lock, NULL);
     pthread_mutex_init(&d->pool_lock, NULL);
+    pthread_mutex_init(&d->balance_report.lock, NULL);
     pthread_cond_init(&d->space_cond, NULL);
     pthread_cond_init(&d->key_cond, NULL);
     /* A worker's allowance of set-aside jobs: its queue's capacity again (throttle.h). */
@@ -123,6 +123,7 @@ void shard__dispatcher_free(shard_dispatcher *d)
     shard__multi_pool_free(d);
     pthread_mutex_destroy(&d->multi_lock);
     pthread_mutex_destroy(&d->pool_lock);
+    pthread_mutex_destroy(&d->balance_report.lock);
     pthread_cond_destroy(&d->space_cond);
     pthread_cond_destroy(&d->key_cond);
     shard__crash_table_destroy(&d->crash);
@@ -131,180 +132,4 @@ void shard__dispatcher_free(shard_dispatcher *d)
     shard__balance_free(d);
     shard__placement_destroy(&d->placement);
     free(d);
-}
-
-
-
-bool shard__submit_throttled(shard_dispatcher *d, uint64_t h, bool wait)
-{
-    if (!shard__throttle_any(&d->throttle) || (wait && shard__current_worker) || !shard__throttle_holds(&d->throttle, h))
-        return false;
-    /* Nor a submit that may not wait for a key: a key's set-aside jobs may wait for a fence, which is
-     * pushed after a grace period (that a section of the application's holds up) and, on a crash,
-     * after its on_dropped calls (made holding d's ctl, as the ring's hooks are). Such a submit goes
-     * ahead, as a worker's does. */
-    return !(wait && (shard__rcu_in_outer_section() || shard__ctl_held(d)));
-}
-
-bool shard__submit_full_slow(shard_dispatcher *d, uint64_t epoch, struct shard_worker *w, uint64_t h, bool wait)
-{
-    /* relaxed: the count is the holder's (its thread's stores); one a moment old lets at most the jobs
-     * in flight past, which the bound counts (throttle.h). */
-    if (!shard__throttle_full(&d->throttle, atomic_load_explicit(&w->held.jobs, memory_order_relaxed), false))
-        return false;
-    /* Why such a wait ends: it waits for w's held jobs, which wait for older owners of their keys, or
-     * for the fences of epochs up to the one it routed with, of which only older work is ahead: no
-     * wait points to a later submit. The submitters excepted are those that work it waits for could
-     * wait for: a worker (the old owner, or w, that must run it; it never waits, as for a full
-     * queue), a submit inside the application's read-side section (the change's fences are pushed
-     * after a grace period, which waits for that section) and one holding d's ctl (on_dropped, the
-     * ring's hooks: the change, or the crash that would end the wait, is made holding it). Their
-     * jobs go in and count on top, as a worker's do. */
-    if (wait && (shard__current_worker || shard__rcu_in_outer_section() || shard__ctl_held(d)))
-        return false;
-    /* Only keys whose job would be set aside there: the others run at once and are not held back. */
-    return shard__key_waits_older(d, w, epoch, h);
-}
-
-/* Waits for room in w, found full by the caller's read-side section that loaded s. Return: as
- * shard__space_wait (true: destroy began, and the caller is back in a section that touches nothing
- * of d; false: look again). */
-static bool wait_for_room(shard_dispatcher *d, struct shard_worker *w, const struct snap *s)
-{
-    uint64_t epoch = shard__space_register(d, w), ring_epoch = s->epoch; /* s is not ours past unlock */
-    shard__rcu_read_unlock();
-    if (shard__space_wait(d, w, epoch, ring_epoch)) {
-        /* d may be freed: back in a section (which touches nothing of d) as the caller expects. */
-        shard__rcu_read_lock();
-        return true;
-    }
-    return false;
-}
-
-/* One look at the owner of h for a submit: 0 with *sp and *wp set when a job may go in now but for
- * room in the ring; 1 when the caller waited (for a throttled key or a worker full of set-aside jobs)
- * and must look again; -EAGAIN (not wait) or -ESHUTDOWN. Context: as shard__submit_hashed. */
-static int admit(shard_dispatcher *d, uint64_t h, bool wait, struct snap **sp, struct shard_worker **wp)
-{
-    if (atomic_load_explicit(&d->shutdown, memory_order_relaxed))
-        return -ESHUTDOWN;
-    if (shard__submit_throttled(d, h, wait)) {
-        if (!wait)
-            return -EAGAIN;
-        uint64_t epoch = shard__space_register(d, NULL);
-        uint64_t ring_epoch = atomic_load_explicit(&d->epoch, memory_order_relaxed);
-        shard__rcu_read_unlock();
-        if (shard__space_wait_key(d, h, epoch, ring_epoch)) {
-            shard__rcu_read_lock(); /* as in wait_for_room */
-            return -ESHUTDOWN;
-        }
-        return 1;
-    }
-    /* acquire: pairs with the release store that published the snapshot (membership.c's publish). */
-    struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire);
-    struct shard_worker *w = snap_worker(s, shard__ring_owner_index(s->ring, h));
-    if (shard__submit_full(d, s, w, h, wait)) {
-        /* w is full of set-aside jobs during a change: wait as for a full queue (throttle.h). */
-        if (!wait) {
-            atomic_fetch_add_explicit(&d->throttle.full_waits, 1, memory_order_relaxed);
-            return -EAGAIN;
-        }
-        if (shard__space_wait_full(d, w, s->epoch)) {
-            shard__rcu_read_lock(); /* as in wait_for_room */
-            return -ESHUTDOWN;
-        }
-        return 1;
-    }
-    *sp = s;
-    *wp = w;
-    return 0;
-}
-
-int shard__submit_hashed(shard_dispatcher *d, uint64_t h, shard_job_fn fn, void *arg, bool wait)
-{
-    struct shard_worker *me = shard__current_worker;
-    if (me && me->d == d && !atomic_load_explicit(&d->shutdown, memory_order_relaxed)) {
-        /* A running job's submit waits in its worker's outbox for the batch's end (outbox.h); any
-         * other submit of the worker's thread goes after what it holds. */
-        if (wait && me->outbox.gathering)
-            return shard__outbox_gather(me, h, fn, arg);
-        if (!shard__outbox_deliver(me)) {
-            return -ENOMEM;
-        }
-    }
-    for (;;) {
-        struct snap *s;
-        struct shard_worker *w;
-        int rc = admit(d, h, wait, &s, &w);
-        if (rc < 0)
-            return rc;
-        if (rc > 0)
-            continue;
-        /* A worker's submit takes no slot that a waiting thread is owed: the worker's own jobs
-         * (a job's fan-out, timers falling due) would otherwise refill every slot it frees, and the
-         * waiters, woken once the queue is half free, would never get in. */
-        bool yield = shard__current_worker && shard__space_waited(w);
-        if (yield && !wait)
-            return -EAGAIN;
-        bool ok = !yield && shard__queue_push_mp(&w->q, fn, arg, h, s->epoch);
-        if (!ok && wait && shard__current_worker) {
-            /* A worker never waits: it could be the very worker that must make room. The job goes
-             * after the ring's current contents, through the side list. */
-            struct job *j = calloc(1, sizeof *j);
-            if (!j)
-                return -ENOMEM;
-            *j = (struct job){ .fn = fn, .arg = arg, .hash = h, .epoch = s->epoch, .routed = w, .kind = JOB_RUN };
-            shard__queue_push_side(&w->q, j);
-            ok = true;
-        }
-        if (ok) {
-            shard__worker_wake(w);
-            return 0;
-        }
-        if (!wait)
-            return -EAGAIN;
-        if (wait_for_room(d, w, s))
-            return -ESHUTDOWN;
-    }
-}
-
-int shard__submit_room(shard_dispatcher *d, uint64_t h, bool wait)
-{
-    for (;;) {
-        struct snap *s;
-        struct shard_worker *w;
-        int rc = admit(d, h, wait, &s, &w);
-        if (rc < 0)
-            return rc;
-        if (rc > 0)
-            continue;
-        if (shard__queue_has_room(&w->q))
-            return 0;
-        if (!wait)
-            return -EAGAIN;
-        if (wait_for_room(d, w, s))
-            return -ESHUTDOWN;
-    }
-}
-
-static int submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn fn, void *arg, bool wait)
-{
-    if (!d || !fn || (!key && len > 0))
-        return -EINVAL;
-    /* From here on d is read only inside a read-side section, or by a registered waiter: destroy
-     * frees it after a grace period that follows both (shard_dispatcher_destroy). */
-    shard__rcu_read_lock();
-    int rc = shard__submit_hashed(d, shard__hash_key_cfg(&d->cfg.ring, key, len), fn, arg, wait);
-    shard__rcu_read_unlock();
-    return rc;
-}
-
-SHARD_API int shard_submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn fn, void *arg)
-{
-    return submit(d, key, len, fn, arg, true);
-}
-
-SHARD_API int shard_try_submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn fn, void *arg)
-{
-    return submit(d, key, len, fn, arg, false);
 }

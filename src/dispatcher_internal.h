@@ -38,6 +38,16 @@
 #include "timer_table.h"
 #include "worker.h"
 
+/* What the balancer reports in shard_stats (balance_rounds ... unsplittable_share): written by its thread
+ * after each round (balance.c), read by shard_dispatcher_stats (stats.c). Kept here, not in the
+ * balancer, so that stats reads them without calling into the balancer, which stands above stats (it
+ * reads the load through shard_dispatcher_worker_stats). lock is a leaf. */
+struct balance_report {
+    pthread_mutex_t lock;
+    uint64_t        rounds, moves, weights, unsplittable; /* lock */
+    double          ratio, unsplittable_share;            /* lock */
+};
+
 struct shard_dispatcher {
     struct shard_config cfg;        /* I */
     uint32_t         capacity;      /* I */
@@ -78,6 +88,7 @@ struct shard_dispatcher {
     _Atomic uint64_t dropped;       /* A: jobs DROP crashes dropped (stats) */
     struct timer_table timers;      /* keyed timers' records (its own lock) */
     struct balancer  *balancer;     /* I: NULL when off (balance.c) */
+    struct balance_report balance_report; /* the balancer's figures for shard_dispatcher_stats */
     /* Multi-key jobs (multi.c): their parts enter the queues under multi_lock, so that any two meet
      * every key they share in one order. A leaf but for the side locks and allocation it takes. */
     pthread_mutex_t  multi_lock;
@@ -97,30 +108,5 @@ struct shard_dispatcher {
 void shard__multi_pool_free(shard_dispatcher *d);
 /* dispatcher.c: frees everything create made (create's failure, destroy). */
 void shard__dispatcher_free(shard_dispatcher *d);
-/* dispatcher.c: one job of a key hashed already, as shard_submit (wait) or shard_try_submit.
- * Context: inside a read-side section, and returns inside one; it leaves the section only while
- * registered as a waiter for room. After -ESHUTDOWN the caller must not touch d again (destroy may
- * have freed it). */
-int  shard__submit_hashed(shard_dispatcher *d, uint64_t h, shard_job_fn fn, void *arg, bool wait);
-/* dispatcher.c: waits (wait), as shard__submit_hashed would, until a job of h would go into its
- * owner's ring at once, and pushes nothing (multi.c's submit, before it pushes its parts without
- * waiting). Not for a worker's thread. Context: as shard__submit_hashed. Return: 0; -EAGAIN (not
- * wait: it would have waited); -ESHUTDOWN. */
-int  shard__submit_room(shard_dispatcher *d, uint64_t h, bool wait);
-/* dispatcher.c: whether a job of h must wait (wait) or be refused for its key's set-aside jobs
- * (throttle.h); never for a job a worker submits with wait, which never waits. Context: any thread. */
-bool shard__submit_throttled(shard_dispatcher *d, uint64_t h, bool wait);
-/* dispatcher.c: the rest of shard__submit_full, once the ring in force is found not settled. */
-bool shard__submit_full_slow(shard_dispatcher *d, uint64_t epoch, struct shard_worker *w, uint64_t h, bool wait);
-/* Whether a job of h routed to w with snapshot s must wait (wait) or be refused because w is full of
- * set-aside jobs while a change is not done (throttle.h's gate); never for a job a worker submits with
- * wait. Context: inside the read-side section that loaded s. Inline: every submit asks, and with no
- * change under way the answer is one comparison, with settled, which sits by snap. */
-static inline bool shard__submit_full(shard_dispatcher *d, struct snap *s, struct shard_worker *w, uint64_t h, bool wait)
-{
-    /* relaxed: settled only grows, so a stale value sends a submit to the slow check, never past it. */
-    return s->epoch > atomic_load_explicit(&d->settled, memory_order_relaxed) &&
-           shard__submit_full_slow(d, s->epoch, w, h, wait);
-}
 
 #endif

@@ -17,6 +17,7 @@
 #include "outbox.h"
 #include "rcu.h"
 #include "registry.h"
+#include "worker_life.h"
 #include "space.h"
 #include "timer.h"
 

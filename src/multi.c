@@ -42,6 +42,7 @@
 #include "outbox.h"
 #include "rcu.h"
 #include "space.h"
+#include "submit.h"
 #include "shard/multi.h"
 
 struct multi;
@@ -393,7 +394,7 @@ static int make_room(shard_dispatcher *d, const struct key_ref *h, size_t k, boo
 {
     bool worker = shard__current_worker && shard__current_worker->d == d;
     if (wait && (worker || shard__rcu_in_outer_section() || shard__ctl_held(d)))
-        return 0; /* as their submits: they go in without waiting (dispatcher.c) */
+        return 0; /* as their submits: they go in without waiting (submit.c) */
     for (size_t i = 0; i < k; i++) {
         int rc = shard__submit_room(d, h[i].hash, wait);
         if (rc)
@@ -421,7 +422,7 @@ static int submit_multi(shard_dispatcher *d, const struct shard_key *keys, size_
         return wait ? shard_submit(d, keys[0].key, keys[0].len, fn, arg)
                     : shard_try_submit(d, keys[0].key, keys[0].len, fn, arg);
     }
-    /* d is read only inside a read-side section from here on, as in submit (dispatcher.c). */
+    /* d is read only inside a read-side section from here on, as in submit (submit.c). */
     shard__rcu_read_lock();
     struct shard_worker *me = shard__current_worker;
     bool worker = me && me->d == d;

@@ -10,7 +10,7 @@
  * An entry is a submit accepted (shard_submit returned 0) and not routed yet: it is routed when it is
  * delivered, under the ring then in force, so as far as the ring's protocol goes (handoff.c) it is
  * submitted then: no fence can pass it, and no grace period waits for a worker's batch.
- * A submit to a parked worker delivers the outbox at once (dispatcher.c): batching saves nothing
+ * A submit to a parked worker delivers the outbox at once (shard__outbox_gather): batching saves nothing
  * there, and the worker would sleep until the batch's end.
  * Order: while a worker gathers, its thread's shard_submit and shard_submit_many calls to its own
  * dispatcher go through the outbox in order; every other submit of that thread to that dispatcher (the

@@ -44,7 +44,7 @@ struct queue {
     alignas(SHARD_CACHELINE) _Atomic uint64_t tail; /* producers: next position to claim */
     _Atomic uint64_t head_cache;                    /* producers: a recent head_pub */
     /* Submitters waiting for room (space.c), on the line a producer reads anyway: a worker's submit
-     * checks it (dispatcher.c), and a waiter holds the worker alive by it (registry.c). */
+     * checks it (submit.c), and a waiter holds the worker alive by it (registry.c). */
     _Atomic uint32_t waiters;
     alignas(SHARD_CACHELINE) uint64_t head;         /* consumer: next position to take */
     _Atomic uint64_t head_pub;                      /* consumer: positions below are free again */

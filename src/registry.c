@@ -7,6 +7,7 @@
 #include "dispatcher_internal.h"
 #include "rcu.h"
 #include "registry.h"
+#include "worker_life.h"
 
 /* The ring member named name, among workers in the ring. Context: ctl held. */
 struct shard_worker *shard__registry_member(shard_dispatcher *d, const char *name)

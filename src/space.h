@@ -8,7 +8,7 @@
 #include "dispatcher_internal.h"
 
 /* Whether a submitter waits for room in w's queue (a worker's own submits then leave the slots to it,
- * dispatcher.c). Context: inside a read-side section that found w. */
+ * submit.c). Context: inside a read-side section that found w. */
 static inline bool shard__space_waited(struct shard_worker *w)
 {
     /* relaxed: a waiter that registers a moment later is woken as before, when half the queue is

@@ -5,11 +5,11 @@
 #include <string.h>
 
 #include "dispatcher_internal.h"
-#include "balance.h"
 #include "clock.h"
 #include "hash.h"
 #include "load.h"
 #include "rcu.h"
+#include "stats.h"
 #include "timer.h"
 
 SHARD_API int shard_dispatcher_ring(shard_dispatcher *d, shard_ring **out)
@@ -49,7 +49,15 @@ SHARD_API int shard_dispatcher_stats(shard_dispatcher *d, struct shard_stats *ou
     out->multi_open = atomic_load_explicit(&d->multi_open, memory_order_relaxed);
     int64_t waiting = atomic_load_explicit(&d->multi_waiting, memory_order_relaxed);
     out->multi_waiting = waiting > 0 ? (uint64_t)waiting : 0;
-    shard__balance_stats(d, out);
+    struct balance_report *rep = &d->balance_report;
+    pthread_mutex_lock(&rep->lock);
+    out->balance_rounds = rep->rounds;
+    out->balance_moves = rep->moves;
+    out->balance_weights = rep->weights;
+    out->balance_ratio = rep->ratio;
+    out->unsplittable_hash = rep->unsplittable;
+    out->unsplittable_share = rep->unsplittable_share;
+    pthread_mutex_unlock(&rep->lock);
     return 0;
 }
 

@@ -16,6 +16,7 @@
 #include "rcu.h"
 #include "ring_internal.h"
 #include "space.h"
+#include "submit.h"
 
 #define CHUNK 64
 

@@ -34,7 +34,7 @@
  * go) and only a hash whose filter bucket is counted takes the lock to look precisely. A submit that
  * misses a throttle set a moment ago only queues one more job, which the bound above counts. The
  * gate costs a submit nothing more while no change is under way than comparing its snapshot's epoch
- * with settled (dispatcher_internal.h's shard__submit_full).
+ * with settled (submit.h's shard__submit_full).
  *
  * Lock order: `lock` is a leaf. The wake hook is called without it (its callers may hold theirs: the
  * hook takes only d->space_lock, which is innermost). */

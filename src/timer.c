@@ -43,6 +43,7 @@
 #include "outbox.h"
 #include "rcu.h"
 #include "shard/timer.h"
+#include "submit.h"
 #include "timer.h"
 #include "wheel.h"
 

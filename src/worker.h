@@ -1,5 +1,5 @@
-/* Internal: a worker, from birth to free (worker.c), its inbox (inbox.c) and spare job records
- * (record.c).
+/* Internal: a worker: its fields and the calls every layer makes on it (worker.c; its life and loop
+ * are worker_life.c's), its inbox (inbox.c) and spare job records (record.c).
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #ifndef SHARD_SRC_WORKER_H
 #define SHARD_SRC_WORKER_H
@@ -160,13 +160,6 @@ static inline bool shard__inbox_pending(struct shard_worker *w)
     return atomic_load_explicit(&w->inbox_flag, memory_order_acquire);
 }
 
-/* worker.c. A worker that is not started yet is freed with shard__worker_free; one started is
- * stopped (its STOP item, or a crash) and joined first. */
-struct shard_worker *shard__worker_new(shard_dispatcher *d, const char *name, uint64_t epoch);
-/* Return: 0, or -EAGAIN when no thread could be started. */
-int   shard__worker_start(struct shard_worker *w);
-void  shard__worker_free(struct shard_worker *w);
-void *shard__worker_main(void *arg);
 /* Wakes w if it is parked. Context: any thread. Inline: every submit calls it, and it is one load when
  * the worker is awake. */
 static inline void shard__worker_wake(struct shard_worker *w)

@@ -3,25 +3,16 @@
 they take from one another (include_cycles.py checks the headers' includes).
 
 A file's room is its .c and its .h together (`queue.c` and `queue.h` are one room; a header with no
-.c, as job.h or ring_internal.h, is a room of its own). Room A uses room B when A's text names an external `shard_` or
-`shard__` symbol that B defines: a function or variable defined at file scope and not static in B.c,
-or a static inline function (or a macro) of B.h. A header's text counts only in its inline functions'
-bodies and its macros: a prototype uses nothing. Types are not counted: a struct shared through a
-header is the include graph's business.
+.c, as job.h or ring_internal.h, is a room of its own). Room A uses room B when A's text names an
+external `shard_` or `shard__` symbol that B defines: a function or variable defined at file scope
+and not static in B.c, or a static inline function (or a macro) of B.h. A header's text counts only
+in its inline functions' bodies and its macros: a prototype uses nothing. Types are not counted: a
+struct shared through a header is the include graph's business.
 
-One circle is still allowed, the one issue 25 takes apart a step at a time: the worker wing's. It
-may only shrink: a file joining it, or any other circle, fails.
-
-Usage: call_cycles.py SRC_DIR. Prints the circles; exits 1 on one that is not allowed."""
+Usage: call_cycles.py SRC_DIR. Prints the circles; exits 1 on any."""
 import os
 import re
 import sys
-
-# The worker wing's circle as it stands (issue 25): files may leave it, none may join.
-ALLOWED = {
-    'balance', 'crash_handover', 'dispatcher', 'follow', 'handoff', 'inbox', 'membership', 'multi',
-    'outbox', 'pass', 'registry', 'run', 'stats', 'timer', 'worker', 'ctl', 'dispatcher_internal',
-}
 
 src = sys.argv[1]
 texts = {}
@@ -122,22 +113,15 @@ for v in sorted(uses):
     if v not in index:
         connect(v)
 
-failed = 0
 circles = [c for c in sccs if len(c) > 1]
 for c in circles:
     members = set(c)
-    print(f"circle of {len(c)}: {' '.join(c)}")
+    print(f"call_cycles: a circle of {len(c)}: {' '.join(c)}")
     for a in c:
         for b, syms in sorted(uses.get(a, {}).items()):
             if b in members:
                 print(f"  {a} -> {b}: {' '.join(sorted(syms))}")
-    extra = members - ALLOWED
-    if extra:
-        failed += 1
-        print(f"call_cycles: {' '.join(sorted(extra))} in a circle that may only shrink (issue 25)")
-if len(circles) > 1:
-    failed += 1
-    print(f"call_cycles: {len(circles)} circles, at most the worker wing's is allowed")
+failed = 1 if circles else 0
 rooms = len(uses)
 arrows = sum(len(t) for t in uses.values())
 print(f"call_cycles: {rooms} rooms, {arrows} arrows, {len(circles)} circle(s)")
