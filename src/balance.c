@@ -52,7 +52,6 @@
 #include "balance.h"
 #include "dispatcher_internal.h"
 #include "membership.h"
-#include "ring_internal.h"
 #include "stats.h"
 
 #define MAX_MEMBERS 128 /* workers it looks at: the first this many ring members by name */
@@ -258,7 +257,7 @@ static uint64_t name_hash(const char *name)
 /* Whether the user placed hash (pinned in r, and not by the balancer). */
 static bool user_placed(const struct balancer *b, const shard_ring *r, uint64_t hash)
 {
-    return r->npins && shard__ring_pinned(r, hash) >= 0 && own_index(b, hash) < 0;
+    return shard_ring_pin_of(r, hash) && own_index(b, hash) < 0;
 }
 
 /* Plans moving one of w's steady hot keys to v: never one heavier than the mean, the isolated one, or
@@ -309,8 +308,8 @@ static int apply_plan(shard_ring *r, const void *ctx, bool *changed)
             *changed |= !err;
     }
     for (uint32_t i = 0; i < p->nmoves && !err; i++) {
-        int64_t now = r->npins ? shard__ring_pinned(r, p->hash[i]) : -1;
-        if (now >= 0 && strcmp(r->members[now].name, p->to[i]) == 0)
+        const char *now = shard_ring_pin_of(r, p->hash[i]);
+        if (now && strcmp(now, p->to[i]) == 0)
             continue;
         err = shard_ring_pin(r, p->hash[i], p->to[i]);
         *changed |= !err;
@@ -318,10 +317,11 @@ static int apply_plan(shard_ring *r, const void *ctx, bool *changed)
     if (p->isolate && !err) {
         err = shard_ring_pin(r, p->isolated_hash, p->isolate);
         *changed |= !err;
-        for (size_t i = 0; i < r->nmembers && !err; i++) {
-            if (strcmp(r->members[i].name, p->isolate) == 0)
+        for (size_t i = 0; i < shard_ring_member_count(r) && !err; i++) {
+            const char *name = shard_ring_member(r, i);
+            if (strcmp(name, p->isolate) == 0)
                 continue;
-            err = shard_ring_set_weight(r, r->members[i].name, r->members[i].weight * ISOLATION_FACTOR);
+            err = shard_ring_set_weight(r, name, shard_ring_weight(r, name) * ISOLATION_FACTOR);
             *changed |= !err;
         }
     }
@@ -335,23 +335,27 @@ static int apply_plan(shard_ring *r, const void *ctx, bool *changed)
     return err;
 }
 
-/* Whether an isolation of holder would keep the ring under ISOLATION_MAX_POINTS. */
+/* Whether an isolation of holder would keep the ring under ISOLATION_MAX_POINTS. A member has vnodes
+ * points a unit of weight, so the points after are the points now scaled by the weights after. */
 static bool isolation_fits(const shard_ring *r, const char *holder)
 {
-    uint64_t points = 0;
-    for (size_t i = 0; i < r->nmembers; i++) {
-        uint64_t w = r->members[i].weight;
-        points += (uint64_t)r->cfg.vnodes * (strcmp(r->members[i].name, holder) == 0 ? w : w * ISOLATION_FACTOR);
+    uint64_t weight = 0, after = 0;
+    for (size_t i = 0; i < shard_ring_member_count(r); i++) {
+        const char *name = shard_ring_member(r, i);
+        uint64_t w = shard_ring_weight(r, name);
+        weight += w;
+        after += strcmp(name, holder) == 0 ? w : w * ISOLATION_FACTOR;
     }
-    return points <= ISOLATION_MAX_POINTS;
+    return weight && shard_ring_point_count(r) / weight * after <= ISOLATION_MAX_POINTS;
 }
 
 static void save_weights(struct balancer *b, const shard_ring *r)
 {
     b->nsaved = 0;
-    for (size_t i = 0; i < r->nmembers && b->nsaved < MAX_MEMBERS; i++) {
-        snprintf(b->saved[b->nsaved].name, sizeof b->saved[0].name, "%s", r->members[i].name);
-        b->saved[b->nsaved++].weight = r->members[i].weight;
+    for (size_t i = 0; i < shard_ring_member_count(r) && b->nsaved < MAX_MEMBERS; i++) {
+        const char *name = shard_ring_member(r, i);
+        snprintf(b->saved[b->nsaved].name, sizeof b->saved[0].name, "%s", name);
+        b->saved[b->nsaved++].weight = shard_ring_weight(r, name);
     }
 }
 
@@ -390,8 +394,8 @@ static void round_once(struct balancer *b)
     /* Its own placements that a departed worker took with it, or that the user placed anew
      * (shard_key_place to another worker, or unplaced), are no longer its. */
     for (uint32_t i = 0; i < b->nown;) {
-        int64_t at = r->npins ? shard__ring_pinned(r, b->own[i]) : -1;
-        if (at < 0 || name_hash(r->members[at].name) != b->own_to[i])
+        const char *at = shard_ring_pin_of(r, b->own[i]);
+        if (!at || name_hash(at) != b->own_to[i])
             own_drop(b, i);
         else
             i++;

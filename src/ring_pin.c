@@ -163,6 +163,12 @@ SHARD_API size_t shard_ring_pin_count(const shard_ring *r)
     return r ? r->npins : 0;
 }
 
+SHARD_API const char *shard_ring_pin_of(const shard_ring *r, uint64_t hash)
+{
+    int64_t m = r && r->npins ? shard__ring_pinned(r, hash) : -1;
+    return m >= 0 ? r->members[m].name : NULL;
+}
+
 struct nth_live {
     const shard_ring *r;
     size_t            i;

@@ -34,8 +34,11 @@ Test(pin, a_pin_moves_its_hash_and_nothing_else)
     size_t n = key(k, 7);
     uint64_t h = shard_ring_hash(r, k, n);
     const char *was = shard_ring_owner(r, k, n), *to = strcmp(was, "w0") == 0 ? "w1" : "w0";
+    cr_assert_null(shard_ring_pin_of(r, h), "not pinned yet, though it has an owner");
     cr_assert_eq(shard_ring_pin(r, h, to), 0);
     cr_assert_eq(shard_ring_pin_count(r), 1);
+    cr_assert_str_eq(shard_ring_pin_of(r, h), to);
+    cr_assert_null(shard_ring_pin_of(r, h + 1), "a neighbouring hash is not pinned");
     cr_assert_str_eq(shard_ring_owner(r, k, n), to);
     cr_assert_str_eq(shard_ring_owner_of_hash(r, h), to);
     for (unsigned i = 0; i < KEYS; i++) {
@@ -61,7 +64,9 @@ Test(pin, a_pin_moves_its_hash_and_nothing_else)
     cr_assert_eq(shard_ring_pin(r, h, "w3"), 0);
     cr_assert_str_eq(shard_ring_owner_of_hash(r, h), "w3");
     cr_assert_eq(shard_ring_pin_count(r), 1);
+    cr_assert_str_eq(shard_ring_pin_of(r, h), "w3");
     cr_assert_eq(shard_ring_unpin(r, h), 0);
+    cr_assert_null(shard_ring_pin_of(r, h));
     cr_assert_str_eq(shard_ring_owner_of_hash(r, h), was);
     cr_assert_eq(shard_ring_checksum(r), shard_ring_checksum(before));
     shard_ring_destroy(before);
@@ -79,6 +84,7 @@ Test(pin, errors_change_nothing)
     cr_assert_eq(shard_ring_unpin(r, 1), -ENOENT);
     cr_assert_eq(shard_ring_pin_at(NULL, 0, NULL, NULL), -EINVAL);
     cr_assert_eq(shard_ring_pin_count(NULL), 0);
+    cr_assert_null(shard_ring_pin_of(NULL, 1));
     cr_assert_eq(shard_ring_checksum(r), sum);
     for (uint64_t h = 0; h < SHARD_RING_MAX_PINS; h++)
         cr_assert_eq(shard_ring_pin(r, h * 0x9e3779b97f4a7c15ull, h % 2 ? "w0" : "w1"), 0);
@@ -105,6 +111,7 @@ Test(pin, pins_follow_their_member_and_go_with_it)
     cr_assert_eq(shard_ring_clone(r, &c), 0);
     cr_assert_eq(shard_ring_pin_count(c), 2);
     cr_assert_str_eq(shard_ring_owner_of_hash(c, h1), "w2");
+    cr_assert_str_eq(shard_ring_pin_of(c, h2), "w1", "a clone keeps the pins, renumbered members and all");
     cr_assert_eq(shard_ring_checksum(c), shard_ring_checksum(r));
     cr_assert_eq(shard_ring_set_weight(r, "w2", 3), 0);
     cr_assert_str_eq(shard_ring_owner_of_hash(r, h1), "w2");
@@ -113,6 +120,8 @@ Test(pin, pins_follow_their_member_and_go_with_it)
     cr_assert_eq(shard_ring_remove(r, "w1"), 0);
     cr_assert_eq(shard_ring_pin_count(r), 1);
     cr_assert_str_eq(shard_ring_owner_of_hash(r, h1), "w2");
+    cr_assert_str_eq(shard_ring_pin_of(r, h1), "w2");
+    cr_assert_null(shard_ring_pin_of(r, h2), "its member went, and its pin with it");
     cr_assert_str_neq(shard_ring_owner_of_hash(r, h2), "w1");
     shard_ring_destroy(c);
     shard_ring_destroy(r);

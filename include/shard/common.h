@@ -17,8 +17,8 @@
 /** Major version of the headers compiled against (the soname carries it). */
 #define SHARD_VERSION_MAJOR 0
 /** Minor version of the headers compiled against (while the major version is 0, the soname carries
- * it too: libshard.so.0.3). */
-#define SHARD_VERSION_MINOR 3
+ * it too: libshard.so.0.4). */
+#define SHARD_VERSION_MINOR 4
 /** Patch version of the headers compiled against. */
 #define SHARD_VERSION_PATCH 0
 /** The version the program was compiled against, as one number: (major << 16) | (minor << 8) | patch. */

@@ -126,6 +126,11 @@ SHARD_API size_t shard_ring_pin_count(const shard_ring *r);
  * Return: 0; -EINVAL (r NULL); -ERANGE (i past the last pin) (added in 0.2). */
 SHARD_API int shard_ring_pin_at(const shard_ring *r, size_t i, uint64_t *hash, const char **member);
 
+/** The member hash is pinned to (valid like shard_ring_owner()'s result): what shard_ring_pin set
+ * and shard_ring_unpin or a remove of that member has not undone. O(log pins). Context: any reader.
+ * Return: the member's name; NULL when hash is not pinned, or r is NULL (added in 0.4). */
+SHARD_API const char *shard_ring_pin_of(const shard_ring *r, uint64_t hash);
+
 /** How many members r has. Context: any reader. Return: the count; 0 for NULL r. */
 SHARD_API size_t shard_ring_member_count(const shard_ring *r);
 /** How many points r has (the sum of vnodes * weight over its members). Context: any reader.
