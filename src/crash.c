@@ -2,6 +2,7 @@
  * time, a lock-free filter in front.
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "crash.h"
+#include "check.h"
 
 #include <string.h>
 
@@ -59,6 +60,7 @@ void shard__crash_record_init(struct crash_record *c)
  * key's entries only, so its stripe's count does. */
 static void insert(struct crash_table *t, struct crash_record *c, struct job *j)
 {
+    SHARD_CHECK_HELD(&stripe_of(t, j->hash)->lock);
     j->owed_to = c;
     j->in_table = true;
     j->owe_seq = ++stripe_of(t, j->hash)->owe_seq;

@@ -10,6 +10,7 @@
 #include "run.h"
 #include "timer.h"
 #include "worker.h"
+#include "ctl.h"
 
 /* Records for the jobs in a worker's ring, allocated before a crash reaches its point of no return. */
 static struct job_block *block_new(size_t n)
@@ -27,6 +28,7 @@ static struct job_block *block_new(size_t n)
  * records of block). Context: x->lock held, after the grace period that ended pushes to x. */
 static struct job *take_leftovers(struct shard_worker *x, struct job_block *block)
 {
+    SHARD_CHECK_HELD(&x->lock);
     struct job_list all = { 0 };
     struct job *held = shard__held_take_all(&x->held);
     shard__worker_sync_holding(x);
@@ -69,6 +71,7 @@ static void deliver(struct shard_worker *dest, struct job_list *list)
  * inbox in, and lets what it finds follow the keys it lost, right after a fence that loses keys). */
 static void deliver_one(struct shard_worker *w, struct job *j)
 {
+    SHARD_CHECK_HELD(&w->d->lock);
     pthread_mutex_lock(&w->inbox_lock);
     shard__job_list_append(&w->inbox, j);
     /* release: pairs with shard__inbox_pending's acquire. */
@@ -104,6 +107,8 @@ struct reroute_memo {
 static struct shard_worker *reroute_target(shard_dispatcher *d, struct shard_worker *x, const struct job *j,
                                            const struct snap *now, struct reroute_memo *m)
 {
+    SHARD_CHECK(shard__ctl_held(d));
+    SHARD_CHECK_HELD(&d->lock);
     if (m->valid && m->hash == j->hash && m->epoch == j->epoch &&
         (!m->w || atomic_load_explicit(&m->w->passed, memory_order_relaxed) < m->lost))
         return m->w;
@@ -224,6 +229,7 @@ void shard__crash_handover_discard(struct crash_handover *ho)
 
 void shard__crash_stop(shard_dispatcher *d, struct shard_worker *x)
 {
+    SHARD_CHECK(shard__ctl_held(d));
     atomic_store_explicit(&x->crash_pending, true, memory_order_relaxed);
     pthread_mutex_lock(&x->lock);
     atomic_store_explicit(&x->crash_pending, false, memory_order_release);
@@ -244,6 +250,7 @@ void shard__crash_stop(shard_dispatcher *d, struct shard_worker *x)
 void shard__crash_handover(shard_dispatcher *d, struct shard_worker *x, enum shard_crash_policy policy,
                            struct crash_handover *ho)
 {
+    SHARD_CHECK(shard__ctl_held(d));
     pthread_mutex_lock(&x->lock);
     struct job *left = take_leftovers(x, ho->block);
     pthread_mutex_unlock(&x->lock);

@@ -110,6 +110,7 @@ bool shard__follow_deliver(struct shard_worker *me, struct job *j)
  * their key's owner at their own epoch is a later ring's business. */
 void shard__follow_key(struct shard_worker *w, uint64_t epoch)
 {
+    SHARD_CHECK_ON(w);
     for (struct job *j = w->held.head, *next; j; j = next) {
         next = j->next;
         if (j->kind == JOB_RUN && j->owed_to && j->epoch < epoch) {

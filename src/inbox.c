@@ -4,6 +4,7 @@
 
 struct job *shard__inbox_take(struct shard_worker *w, bool close)
 {
+    SHARD_CHECK_W(w);
     pthread_mutex_lock(&w->inbox_lock);
     struct job *j = w->inbox.head;
     w->inbox = (struct job_list){ 0 };
@@ -28,6 +29,7 @@ static void note_arrival(struct shard_worker *w, uint64_t hash)
  * front of its held list. */
 void shard__inbox_pull(struct shard_worker *w)
 {
+    SHARD_CHECK_ON(w);
     struct job *j = shard__inbox_take(w, false);
     while (j) {
         struct job *next = j->next;

@@ -9,9 +9,11 @@
 #include "dispatcher_internal.h"
 #include "rcu.h"
 #include "space.h"
+#include "ctl.h"
 
 int shard__outbox_add(struct shard_worker *w, uint64_t hash, shard_job_fn fn, void *arg)
 {
+    SHARD_CHECK_ON(w);
     struct outbox *ob = &w->outbox;
     if (ob->n == OUTBOX_MAX)
         shard__outbox_deliver(w);
@@ -82,6 +84,7 @@ static void deliver_to(struct outbox *ob, struct shard_worker **to, bool *keep, 
  * (fn NULL), marking in keep[] those that stay. Context: busy held. */
 static void deliver_range(shard_dispatcher *d, struct outbox *ob, uint32_t from, uint32_t end, bool *keep)
 {
+    SHARD_CHECK(atomic_load_explicit(&ob->busy, memory_order_relaxed));
     shard__rcu_read_lock();
     /* acquire: pairs with the release store that published the snapshot (membership.c's publish). */
     struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire);
@@ -113,6 +116,7 @@ static void busy_unlock(struct outbox *ob)
 
 bool shard__outbox_deliver(struct shard_worker *w)
 {
+    SHARD_CHECK_ON(w);
     struct outbox *ob = &w->outbox;
     if (!ob->n)
         return true;
@@ -143,6 +147,7 @@ bool shard__outbox_deliver(struct shard_worker *w)
 
 void shard__outbox_rescue(struct shard_worker *x)
 {
+    SHARD_CHECK(shard__ctl_held(x->d));
     struct outbox *ob = &x->outbox;
     bool keep[OUTBOX_MAX];
     busy_lock(ob);
@@ -158,6 +163,7 @@ void shard__outbox_rescue(struct shard_worker *x)
 
 bool shard__outboxes_open(shard_dispatcher *d)
 {
+    SHARD_CHECK_HELD(&d->lock);
     for (size_t i = 0; i < d->nworkers; i++)
         if (atomic_load_explicit(&d->workers[i]->outbox.open, memory_order_seq_cst))
             return true;

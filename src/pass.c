@@ -142,6 +142,7 @@ static void walk_all(struct shard_worker *w)
 
 void shard__pass_held(struct shard_worker *w)
 {
+    SHARD_CHECK_ON(w);
     /* The keys whose crash entries were paid since the last look, taken before anything is looked at
      * (a payment after this is a new kick). acquire: pairs with the payer's seq_cst increment. */
     uint64_t keys = atomic_load_explicit(&w->kick_keys, memory_order_seq_cst), hashes[8];
@@ -179,6 +180,7 @@ void shard__pass_held(struct shard_worker *w)
 
 void shard__worker_sync_holding(struct shard_worker *w)
 {
+    SHARD_CHECK_W(w);
     bool now = w->held.count > 0;
     if (now == w->holding_now)
         return;

@@ -10,6 +10,8 @@
 /* Records for jobs set aside: spare ones are kept per worker, so steady handoffs do not allocate. */
 struct job *shard__record_alloc(struct shard_worker *w)
 {
+    if (w)
+        SHARD_CHECK_W(w);
     struct job *j = w->spare;
     if (j) {
         w->spare = j->next;
@@ -22,6 +24,8 @@ struct job *shard__record_alloc(struct shard_worker *w)
 
 void shard__free_record(struct shard_worker *w, struct job *j)
 {
+    if (w)
+        SHARD_CHECK_W(w);
     if (j->embedded)
         return;
     if (j->block) {

@@ -8,10 +8,12 @@
 #include "rcu.h"
 #include "registry.h"
 #include "worker_life.h"
+#include "ctl.h"
 
 /* The ring member named name, among workers in the ring. Context: ctl held. */
 struct shard_worker *shard__registry_member(shard_dispatcher *d, const char *name)
 {
+    SHARD_CHECK(shard__ctl_held(d));
     struct snap *s = atomic_load_explicit(&d->snap, memory_order_relaxed);
     long idx = shard__ring_member_index(s->ring, name);
     return idx < 0 ? NULL : s->by_member[idx];
@@ -19,6 +21,7 @@ struct shard_worker *shard__registry_member(shard_dispatcher *d, const char *nam
 
 int shard__registry_add(shard_dispatcher *d, struct shard_worker *w)
 {
+    SHARD_CHECK(shard__ctl_held(d) || !atomic_load_explicit(&d->snap, memory_order_relaxed));
     pthread_mutex_lock(&d->lock);
     if (d->nworkers == d->workers_cap) {
         size_t cap = d->workers_cap ? d->workers_cap * 2 : 16;
@@ -37,6 +40,7 @@ int shard__registry_add(shard_dispatcher *d, struct shard_worker *w)
 
 void shard__registry_drop_last(shard_dispatcher *d)
 {
+    SHARD_CHECK(shard__ctl_held(d));
     pthread_mutex_lock(&d->lock);
     d->nworkers--;
     pthread_mutex_unlock(&d->lock);
@@ -74,6 +78,7 @@ static bool reapable(struct shard_worker *w)
  * Context: ctl held, so no change is under way. */
 void shard__registry_reap(shard_dispatcher *d)
 {
+    SHARD_CHECK(shard__ctl_held(d));
     bool unnamed = false;
     for (size_t i = 0; i < d->nworkers; i++) {
         struct shard_worker *w = d->workers[i];

@@ -9,7 +9,8 @@
 
 /* The ring member named name, among workers in the ring; NULL if none. Context: ctl held. */
 struct shard_worker *shard__registry_member(shard_dispatcher *d, const char *name);
-/* Return: 0 or -ENOMEM. Context: ctl held. */
+/* Return: 0 or -ENOMEM. Context: ctl held; or create, before the first ring is published (d->snap
+ * NULL: no other thread has d yet). */
 int  shard__registry_add(shard_dispatcher *d, struct shard_worker *w);
 /* Undoes the last shard__registry_add (its worker did not start). Context: ctl held. */
 void shard__registry_drop_last(shard_dispatcher *d);

@@ -5,6 +5,7 @@
 
 #include "dispatcher_internal.h"
 #include "rcu.h"
+#include "ctl.h"
 
 /* Context: ctl held (snap_refs). */
 void shard__snap_free(shard_dispatcher *d, struct snap *s)
@@ -50,6 +51,7 @@ struct snap *shard__snap_new(shard_dispatcher *d, shard_ring *ring, uint64_t epo
 /* Frees snapshots older than every epoch a held job may still look back to. Context: ctl held. */
 void shard__snap_reap(shard_dispatcher *d)
 {
+    SHARD_CHECK(shard__ctl_held(d));
     pthread_mutex_lock(&d->lock);
     struct snap *s = d->settled_snap;
     pthread_mutex_unlock(&d->lock);
@@ -70,6 +72,7 @@ void shard__snap_reap(shard_dispatcher *d)
  * snapshots (which are kept back to the settled epoch, however far behind that is). */
 void shard__snap_unname(shard_dispatcher *d, struct shard_worker *w)
 {
+    SHARD_CHECK(shard__ctl_held(d));
     for (struct snap *s = atomic_load_explicit(&d->snap, memory_order_relaxed); s && w->snap_refs;
          s = atomic_load_explicit(&s->prev, memory_order_relaxed)) {
         long idx = shard__ring_member_index(s->ring, w->name);

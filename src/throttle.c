@@ -5,6 +5,7 @@
  * nothing they read, so the lock-free counts are relaxed. A waiter is not lost for that: it looks
  * under the lock, after registering as a waiter, and a release wakes waiters after taking it. */
 #include "throttle.h"
+#include "check.h"
 
 #include <stdlib.h>
 
@@ -21,6 +22,7 @@ static _Atomic uint32_t *filter_of(struct throttle *t, uint64_t hash)
 /* Context: t->lock held, t->nbuckets > 0. */
 static struct throttle_key **chain_of(struct throttle *t, uint64_t hash)
 {
+    SHARD_CHECK_HELD(&t->lock);
     return &t->bucket[mix(hash) % t->nbuckets];
 }
 
@@ -28,6 +30,7 @@ static struct throttle_key **chain_of(struct throttle *t, uint64_t hash)
  * throttles. Out of memory it stays as it is (slower, not wrong). Context: t->lock held. */
 static void grow(struct throttle *t)
 {
+    SHARD_CHECK_HELD(&t->lock);
     size_t n = t->nbuckets ? 2 * t->nbuckets : THROTTLE_BUCKETS;
     struct throttle_key **b = calloc(n, sizeof *b);
     if (!b)
@@ -94,6 +97,7 @@ bool shard__throttle_holds(struct throttle *t, uint64_t hash)
 /* The holder's entry for hash, or NULL. Context: t->lock held. */
 static struct throttle_key *find(struct throttle *t, const struct throttle_holder *h, uint64_t hash)
 {
+    SHARD_CHECK_HELD(&t->lock);
     struct throttle_key *k = t->nbuckets ? *chain_of(t, hash) : NULL;
     while (k && (k->hash != hash || k->holder != h))
         k = k->bucket_next;
@@ -103,6 +107,7 @@ static struct throttle_key *find(struct throttle *t, const struct throttle_holde
 /* Context: t->lock held. */
 static void unlink_key(struct throttle *t, struct throttle_holder *h, struct throttle_key *k)
 {
+    SHARD_CHECK_HELD(&t->lock);
     struct throttle_key **p = chain_of(t, k->hash);
     while (*p != k)
         p = &(*p)->bucket_next;

@@ -477,6 +477,8 @@ static void fire_one(struct shard_worker *w, uint32_t idx, uint64_t now)
 
 void shard__timers_fire_due(struct shard_worker *w)
 {
+    SHARD_CHECK_W(w);
+    SHARD_CHECK_HELD(&w->lock);
     shard_dispatcher *d = w->d;
     uint64_t now = shard__now_ns();
     pthread_mutex_lock(&w->timer_lock);
@@ -515,6 +517,8 @@ static int still_owned(uint64_t hash, void *ctx)
 
 void shard__timers_release(struct shard_worker *w, const struct snap *after, long after_index)
 {
+    SHARD_CHECK_W(w);
+    SHARD_CHECK_HELD(&w->lock);
     struct keeps k = { after->ring, (uint32_t)after_index };
     pthread_mutex_lock(&w->timer_lock);
     uint32_t list = taken(&w->d->timers, after_index < 0 ? shard__wheel_take_all(&w->wheel)

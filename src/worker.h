@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "check.h"
 #include "crash.h"
 #include "held.h"
 #include "hot.h"
@@ -128,6 +129,11 @@ struct shard_worker {
 };
 
 extern _Thread_local struct shard_worker *shard__current_worker;
+
+/* The legends' W, checked (check.h): w's own thread, or a thread holding w->lock. */
+#define SHARD_CHECK_W(w)  SHARD_CHECK(shard__current_worker == (w) || shard__mutex_mine(&(w)->lock))
+/* w's own thread. */
+#define SHARD_CHECK_ON(w) SHARD_CHECK(shard__current_worker == (w))
 
 static inline int shard__worker_state(const struct shard_worker *w)
 {
