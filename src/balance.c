@@ -384,15 +384,10 @@ static void report(struct balancer *b, double ratio, uint64_t unsplittable, doub
     pthread_mutex_unlock(&rep->lock);
 }
 
-static void round_once(struct balancer *b)
+/* Its own placements that a departed worker took with it, or that the user placed anew
+ * (shard_key_place to another worker, or unplaced), are no longer its. */
+static void forget_lost_placements(struct balancer *b, const shard_ring *r)
 {
-    struct member *m = b->m;
-    long n = measure(b, m);
-    shard_ring *r;
-    if (n < 2 || shard_dispatcher_ring(b->d, &r) != 0)
-        return;
-    /* Its own placements that a departed worker took with it, or that the user placed anew
-     * (shard_key_place to another worker, or unplaced), are no longer its. */
     for (uint32_t i = 0; i < b->nown;) {
         const char *at = shard_ring_pin_of(r, b->own[i]);
         if (!at || name_hash(at) != b->own_to[i])
@@ -400,129 +395,180 @@ static void round_once(struct balancer *b)
         else
             i++;
     }
-    double total = 0, max = 0;
-    for (long i = 0; i < n; i++) {
-        total += m[i].load;
-        if (m[i].load > max)
-            max = m[i].load;
-    }
-    double mean = total / (double)n, ratio = mean > 0 ? max / mean : 1;
-    /* A trickle is noise, not skew: under 5 % busy (100 jobs a worker), nothing is decided but the
-     * end of an isolation whose key has gone quiet. */
-    double floor = b->cfg.by_jobs ? 100.0 * (double)n : 0.05 * (double)b->cfg.interval_ms * 1e6 * (double)n;
-    if (total < floor) {
-        for (long i = 0; i < n; i++)
-            m[i].s->over = 0;
-        uint64_t weights = b->isolated[0] && ++b->calm >= ISOLATION_CALM ? end_isolation(b) : 0;
-        report(b, ratio, 0, 0, 0, weights);
-        shard_ring_destroy(r);
-        return;
-    }
-    uint64_t unsplittable = 0;
-    double unsplittable_load = 0;
-    const char *holder = NULL;
-    /* Unsplittable: over the mean now and in each of the last STEADY windows (Noise, above). */
-    for (long i = 0; i < n; i++) {
-        read_hot(b, &m[i], mean);
+}
+
+/* A round's figures, as measured and judged. */
+struct round {
+    long        n;            /* members measured */
+    double      total, mean, ratio;
+    uint64_t    unsplittable; /* the heaviest key no worker can share, or 0 */
+    double      unsplittable_load;
+    const char *holder;       /* its worker, or NULL */
+    long        isolated;     /* the member isolated for such a key, or -1 */
+    double      target;       /* what each other member should carry */
+};
+
+/* Unsplittable: over the mean now and in each of the last STEADY windows (Noise, above). */
+static void find_unsplittable(struct balancer *b, struct member *m, struct round *rd)
+{
+    for (long i = 0; i < rd->n; i++) {
+        read_hot(b, &m[i], rd->mean);
         for (long k = 0; k < m[i].nhot; k++) {
-            if (m[i].heavy[k] >= b->steady && m[i].hot_load[k] > mean && m[i].hot_load[k] > unsplittable_load) {
-                unsplittable = m[i].hot[k].hash;
-                unsplittable_load = m[i].hot_load[k];
-                holder = m[i].s->name;
+            if (m[i].heavy[k] >= b->steady && m[i].hot_load[k] > rd->mean &&
+                m[i].hot_load[k] > rd->unsplittable_load) {
+                rd->unsplittable = m[i].hot[k].hash;
+                rd->unsplittable_load = m[i].hot_load[k];
+                rd->holder = m[i].s->name;
             }
         }
     }
-    uint64_t moves = 0, weights = 0;
-    struct plan p = { 0 };
-    if (holder)
-        b->calm = 0;
-    if (!holder && b->isolated[0] && ++b->calm >= ISOLATION_CALM) {
-        report(b, ratio, 0, 0, 0, end_isolation(b));
-        shard_ring_destroy(r);
-        return;
-    }
-    /* The worker isolated for an unsplittable key is as good as it gets: the others are balanced
-     * among themselves (their mean is what they should each carry). */
-    long isolated = -1;
-    double others = total;
-    for (long i = 0; b->isolated[0] && i < n; i++) {
+}
+
+/* The worker isolated for an unsplittable key is as good as it gets: the others are balanced among
+ * themselves (their mean is what they should each carry). Then each worker's own count of intervals
+ * over the threshold in a row: a worker that the scheduler made look busy in one interval is rarely
+ * the one it makes look busy in the next. Return: whether some worker is a source now. */
+static bool judge_members(struct balancer *b, struct member *m, struct round *rd)
+{
+    double others = rd->total;
+    rd->isolated = -1;
+    for (long i = 0; b->isolated[0] && i < rd->n; i++) {
         if (strcmp(m[i].s->name, b->isolated) == 0) {
-            isolated = i;
+            rd->isolated = i;
             others -= m[i].load;
         }
     }
-    double target = isolated >= 0 && n > 2 ? others / (double)(n - 1) : mean;
-    /* Each worker's own count of intervals over the threshold in a row: a worker that the scheduler
-     * made look busy in one interval is rarely the one it makes look busy in the next. */
+    rd->target = rd->isolated >= 0 && rd->n > 2 ? others / (double)(rd->n - 1) : rd->mean;
     bool over = false;
-    for (long i = 0; i < n; i++) {
-        bool now = i != isolated && target > 0 && m[i].load > b->cfg.threshold * target;
+    for (long i = 0; i < rd->n; i++) {
+        bool now = i != rd->isolated && rd->target > 0 && m[i].load > b->cfg.threshold * rd->target;
         m[i].s->over = now ? m[i].s->over + 1 : 0;
         m[i].source = m[i].s->over >= b->cfg.rounds;
         over |= m[i].source;
     }
-    bool isolate = holder && !b->isolated[0] && isolation_fits(r, holder);
-    if (!over && !isolate) {
-        report(b, ratio, unsplittable, total > 0 ? unsplittable_load / total : 0, 0, 0);
-        shard_ring_destroy(r);
-        return;
-    }
-    /* From the busiest of the workers over the threshold all those intervals, to the least busy. */
-    for (uint32_t k = 0; over && k < b->cfg.max_moves; k++) {
+    return over;
+}
+
+/* From the busiest of the workers over the threshold all those intervals, to the least busy, at most
+ * max_moves keys. Return: the moves planned. */
+static uint64_t plan_moves(struct balancer *b, const shard_ring *r, struct member *m, const struct round *rd,
+                           struct plan *p)
+{
+    uint64_t moves = 0;
+    for (uint32_t k = 0; k < b->cfg.max_moves; k++) {
         struct member *w = NULL, *v = NULL;
-        for (long i = 0; i < n; i++) {
-            if (i == isolated)
+        for (long i = 0; i < rd->n; i++) {
+            if (i == rd->isolated)
                 continue;
             if (m[i].source && (!w || m[i].load > w->load))
                 w = &m[i];
             if (!v || m[i].load < v->load)
                 v = &m[i];
         }
-        if (!w || w == v || w->load <= b->cfg.threshold * target || !move_one(b, r, w, v, target, &p))
+        if (!w || w == v || w->load <= b->cfg.threshold * rd->target || !move_one(b, r, w, v, rd->target, p))
             break;
         moves++;
     }
-    /* A key no worker can share: its worker keeps it (pinned) and sends its cold keys away (the
-     * others' weights times ISOLATION_FACTOR), until the key cools. In the same change as the moves. */
-    if (isolate) {
-        p.isolate = holder;
-        p.isolated_hash = unsplittable;
-        save_weights(b, r);
-    }
-    /* Its placements stay bounded: past OWN_MAX, the oldest go back to the ring in the same change. */
-    for (uint32_t i = 0; i < p.nmoves; i++) {
-        long at = own_index(b, p.hash[i]);
+    return moves;
+}
+
+/* Its placements stay bounded: a key it moves again is no longer its old placement, and past OWN_MAX
+ * the oldest go back to the ring in the same change. */
+static void plan_own_bound(struct balancer *b, struct plan *p)
+{
+    for (uint32_t i = 0; i < p->nmoves; i++) {
+        long at = own_index(b, p->hash[i]);
         if (at >= 0)
             own_drop(b, (uint32_t)at);
     }
-    uint32_t over_cap = b->nown + p.nmoves > OWN_MAX ? b->nown + p.nmoves - OWN_MAX : 0;
+    uint32_t over_cap = b->nown + p->nmoves > OWN_MAX ? b->nown + p->nmoves - OWN_MAX : 0;
     for (uint32_t i = 0; i < over_cap && i < b->nown; i++)
-        p.unpin[p.nunpins++] = b->own[i];
-    if (p.nmoves || p.isolate || p.nunpins) {
-        if (shard__membership_edit(b->d, apply_plan, &p) == 0) {
-            /* What it changed shows in the next interval's figures, not in these: count again. */
-            for (long i = 0; i < n; i++)
-                m[i].s->over = 0;
-            for (uint32_t i = 0; i < p.nunpins; i++)
-                own_drop(b, 0);
-            for (uint32_t i = 0; i < p.nmoves; i++) {
-                b->own_to[b->nown] = name_hash(p.to[i]);
-                b->own[b->nown++] = p.hash[i];
-            }
-            if (p.isolate) {
-                /* A member's name, at most SHARD_NAME_MAX bytes (ring.c checks it); copied by
-                 * length, which GCC can see is bounded where it cannot for "%s". */
-                size_t len = strnlen(holder, sizeof b->isolated - 1);
-                memcpy(b->isolated, holder, len);
-                b->isolated[len] = '\0';
-                b->isolated_hash = unsplittable;
-                weights = 1;
-            }
-        } else {
-            moves = 0;
-        }
+        p->unpin[p->nunpins++] = b->own[i];
+}
+
+/* The plan, applied as one change; on success the balancer's own records follow it. Return: whether
+ * it was applied. */
+static bool commit_plan(struct balancer *b, struct member *m, const struct round *rd, const struct plan *p)
+{
+    if (shard__membership_edit(b->d, apply_plan, p) != 0)
+        return false;
+    /* What it changed shows in the next interval's figures, not in these: count again. */
+    for (long i = 0; i < rd->n; i++)
+        m[i].s->over = 0;
+    for (uint32_t i = 0; i < p->nunpins; i++)
+        own_drop(b, 0);
+    for (uint32_t i = 0; i < p->nmoves; i++) {
+        b->own_to[b->nown] = name_hash(p->to[i]);
+        b->own[b->nown++] = p->hash[i];
     }
-    report(b, ratio, unsplittable, total > 0 ? unsplittable_load / total : 0, moves, weights);
+    if (p->isolate) {
+        /* A member's name, at most SHARD_NAME_MAX bytes (ring.c checks it); copied by length, which
+         * GCC can see is bounded where it cannot for "%s". */
+        size_t len = strnlen(p->isolate, sizeof b->isolated - 1);
+        memcpy(b->isolated, p->isolate, len);
+        b->isolated[len] = '\0';
+        b->isolated_hash = p->isolated_hash;
+    }
+    return true;
+}
+
+/* One round on the ring r in force, with the members measured: judge, plan, apply, report. */
+static void round_on(struct balancer *b, struct member *m, const shard_ring *r, struct round *rd)
+{
+    forget_lost_placements(b, r);
+    double max = 0;
+    for (long i = 0; i < rd->n; i++) {
+        rd->total += m[i].load;
+        if (m[i].load > max)
+            max = m[i].load;
+    }
+    rd->mean = rd->total / (double)rd->n;
+    rd->ratio = rd->mean > 0 ? max / rd->mean : 1;
+    /* A trickle is noise, not skew: under 5 % busy (100 jobs a worker), nothing is decided but the
+     * end of an isolation whose key has gone quiet. */
+    double floor = b->cfg.by_jobs ? 100.0 * (double)rd->n : 0.05 * (double)b->cfg.interval_ms * 1e6 * (double)rd->n;
+    if (rd->total < floor) {
+        for (long i = 0; i < rd->n; i++)
+            m[i].s->over = 0;
+        uint64_t weights = b->isolated[0] && ++b->calm >= ISOLATION_CALM ? end_isolation(b) : 0;
+        report(b, rd->ratio, 0, 0, 0, weights);
+        return;
+    }
+    find_unsplittable(b, m, rd);
+    if (rd->holder)
+        b->calm = 0;
+    if (!rd->holder && b->isolated[0] && ++b->calm >= ISOLATION_CALM) {
+        report(b, rd->ratio, 0, 0, 0, end_isolation(b));
+        return;
+    }
+    double share = rd->total > 0 ? rd->unsplittable_load / rd->total : 0;
+    bool over = judge_members(b, m, rd);
+    bool isolate = rd->holder && !b->isolated[0] && isolation_fits(r, rd->holder);
+    if (!over && !isolate) {
+        report(b, rd->ratio, rd->unsplittable, share, 0, 0);
+        return;
+    }
+    struct plan p = { 0 };
+    uint64_t moves = over ? plan_moves(b, r, m, rd, &p) : 0;
+    /* A key no worker can share: its worker keeps it (pinned) and sends its cold keys away (the
+     * others' weights times ISOLATION_FACTOR), until the key cools. In the same change as the moves. */
+    if (isolate) {
+        p.isolate = rd->holder;
+        p.isolated_hash = rd->unsplittable;
+        save_weights(b, r);
+    }
+    plan_own_bound(b, &p);
+    bool applied = (p.nmoves || p.isolate || p.nunpins) && commit_plan(b, m, rd, &p);
+    report(b, rd->ratio, rd->unsplittable, share, applied ? moves : 0, applied && p.isolate);
+}
+
+static void round_once(struct balancer *b)
+{
+    struct round rd = { .n = measure(b, b->m) };
+    shard_ring *r;
+    if (rd.n < 2 || shard_dispatcher_ring(b->d, &r) != 0)
+        return;
+    round_on(b, b->m, r, &rd);
     shard_ring_destroy(r);
 }
 

@@ -53,6 +53,45 @@ static bool pass_key(struct shard_worker *w, uint64_t hash)
     return true;
 }
 
+/* What a walk over held items has passed so far. Fences, marks and stops are what the list order and
+ * the oldest epoch are for: with none held (they only leave during a walk), a job's going depends on
+ * its key alone. */
+struct walk {
+    bool     controls;       /* fences, marks or stops are held */
+    uint64_t min_epoch;      /* the oldest epoch of a held job, for fences */
+    bool     blocked_before; /* an item before could not go (a stop waits for it) */
+    bool     unstuck_before; /* one of those is not behind a stuck key (a mark waits for it) */
+    bool     fence_before;   /* one of those is a fence (a later fence waits for it) */
+};
+
+/* Whether held item j may go now, after what the walk passed. */
+static bool may_go(struct shard_worker *w, struct walk *k, struct job *j)
+{
+    shard_dispatcher *d = w->d;
+    switch (j->kind) {
+    case JOB_RUN:
+        return shard__held_first_of_key(&w->held, j) && shard__job_may_run(d, w, j);
+    case JOB_FENCE:
+        if (!k->fence_before && k->min_epoch < j->epoch && atomic_load_explicit(&d->crash.entries, memory_order_acquire))
+            k->min_epoch = defer_crash_blocked(w, j->epoch);
+        return !k->fence_before && k->min_epoch >= j->epoch;
+    case JOB_MARK:
+        return !k->unstuck_before;
+    default:
+        return !k->blocked_before;
+    }
+}
+
+/* Held item j may not go: what the items after it must wait for. */
+static void passed_blocked(shard_dispatcher *d, struct walk *k, const struct job *j)
+{
+    k->blocked_before = true;
+    /* Once one is not stuck, the rest need not be looked at (a look takes the table's lock). */
+    k->unstuck_before = k->unstuck_before || !k->controls || j->kind != JOB_RUN ||
+                        !shard__crash_stuck_key(&d->crash, j->hash);
+    k->fence_before |= j->kind == JOB_FENCE;
+}
+
 /* One walk over the held items in order, running or acting on whatever may go now. A job may go when
  * it is its key's first held job and what it waits for is done; a fence when no held job is of an
  * older epoch and no older fence is ahead of it (a fence must not wait for a mark: a mark waits for
@@ -70,34 +109,15 @@ static void walk_all(struct shard_worker *w)
     atomic_store_explicit(&w->waits_on, 0, memory_order_relaxed);
     if (atomic_load_explicit(&d->crash.entries, memory_order_acquire))
         shard__wait_on_crashes(w);
-    /* Fences, marks and stops are what the list order and the oldest epoch are for: with none held
-     * (they only leave during a walk), a job's going depends on its key alone. */
-    bool controls = w->held.controls != 0;
-    uint64_t min_epoch = controls ? held_min_epoch(&w->held) : UINT64_MAX;
-    bool blocked_before = false, unstuck_before = false, fence_before = false, progress = false;
+    struct walk k = { .controls = w->held.controls != 0 };
+    k.min_epoch = k.controls ? held_min_epoch(&w->held) : UINT64_MAX;
+    bool progress = false;
     uint64_t ran[32];
     size_t nran = 0;
     for (struct job *j = w->held.head, *next; j; j = next) {
         next = j->next;
-        bool go;
-        if (j->kind == JOB_RUN)
-            go = shard__held_first_of_key(&w->held, j) && shard__job_may_run(d, w, j);
-        else if (j->kind == JOB_FENCE) {
-            if (!fence_before && min_epoch < j->epoch &&
-                atomic_load_explicit(&d->crash.entries, memory_order_acquire))
-                min_epoch = defer_crash_blocked(w, j->epoch);
-            go = !fence_before && min_epoch >= j->epoch;
-        }
-        else if (j->kind == JOB_MARK)
-            go = !unstuck_before;
-        else
-            go = !blocked_before;
-        if (!go) {
-            blocked_before = true;
-            /* Once one is not stuck, the rest need not be looked at (a look takes the table's lock). */
-            unstuck_before = unstuck_before || !controls || j->kind != JOB_RUN ||
-                             !shard__crash_stuck_key(&d->crash, j->hash);
-            fence_before |= j->kind == JOB_FENCE;
+        if (!may_go(w, &k, j)) {
+            passed_blocked(d, &k, j);
             continue;
         }
         if (j->kind == JOB_RUN && shard__inbox_pending(w)) {
