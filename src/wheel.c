@@ -27,7 +27,7 @@ static void locate(const struct wheel *wh, uint64_t e, unsigned *level, unsigned
     }
     unsigned l = (unsigned)(63 - __builtin_clzll(e ^ wh->cur)) / 6;
     if (l >= WHEEL_LEVELS)
-        l = WHEEL_LEVELS - 1; /* not reached: deadlines are capped below 2^(48 + 16) ns (timer.c) */
+        l = WHEEL_LEVELS - 1; /* not reached: deadlines stay below 2^(48 + 16) ns (SHARD_TIMER_MAX_NS: timer_arm.c) */
     *level = l;
     *slot = DIGIT(e, l);
 }

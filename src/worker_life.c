@@ -183,7 +183,7 @@ static void idle(struct shard_worker *w)
     /* After shard__park_prepare's seq_cst store: a submitter that found the queue full and registered is
      * seen here even if the per-job check missed it (shard__space_notify). */
     shard__space_notify(w->d);
-    /* And a timer placed after this read wakes it (timer.c's place). */
+    /* And a timer placed after this read wakes it (timer_place.c's shard__timer_insert_into). */
     uint64_t wake_at = shard__timers_next(w);
     if (has_work(w)) {
         shard__park_cancel(&w->park);
