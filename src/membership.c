@@ -1,5 +1,6 @@
-/* Membership changes: build the next ring, publish it through RCU, fence the old owners; add,
- * remove, crash (its steps: crash_handover.c), drain; create's first workers and destroy's stop. SPDX-License-Identifier: LGPL-2.1-or-later
+/* Membership changes: build the next ring, publish it through RCU, fence the old owners; add, remove,
+ * crash (its steps: crash_handover.c), an edit of the ring (its callers: ring_edit.c); create's first
+ * workers and destroy's stop. Drain is drain.c's. SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * Every change is prepared completely (ring, snapshot, fences, memory) before the point where it is
  * published, so a failure returns an error with nothing changed. */
@@ -139,7 +140,7 @@ static void push_fences(struct change *c)
     c->nmembers = 0;
 }
 
-static int ctl_enter(shard_dispatcher *d)
+int shard__membership_enter(shard_dispatcher *d)
 {
     if (!d)
         return -EINVAL;
@@ -223,7 +224,7 @@ SHARD_API int shard_worker_add(shard_dispatcher *d, const char *name, uint32_t w
     int err = shard__ring_check_name(name);
     if (err || weight == 0)
         return err ? err : -EINVAL;
-    if ((err = ctl_enter(d)) != 0)
+    if ((err = shard__membership_enter(d)) != 0)
         return err;
     struct snap *cur = atomic_load_explicit(&d->snap, memory_order_relaxed);
     shard_ring *ring = NULL;
@@ -275,7 +276,7 @@ out:
  * hooks, moved keys' jobs and timers follow in order, as for add and remove. */
 int shard__membership_edit(shard_dispatcher *d, shard__ring_edit edit, const void *ctx)
 {
-    int err = ctl_enter(d);
+    int err = shard__membership_enter(d);
     if (err)
         return err;
     struct snap *cur = atomic_load_explicit(&d->snap, memory_order_relaxed);
@@ -297,84 +298,6 @@ out:
     return err;
 }
 
-struct weight_edit {
-    const char *name;
-    uint32_t    weight;
-};
-
-static int set_weight_edit(shard_ring *r, const void *ctx, bool *changed)
-{
-    const struct weight_edit *e = ctx;
-    uint32_t old = shard_ring_weight(r, e->name);
-    if (old == 0)
-        return -ENOENT;
-    *changed = old != e->weight;
-    return *changed ? shard_ring_set_weight(r, e->name, e->weight) : 0;
-}
-
-SHARD_API int shard_worker_set_weight(shard_dispatcher *d, const char *name, uint32_t weight)
-{
-    int err = shard__ring_check_name(name);
-    if (err || weight == 0)
-        return err == -ENAMETOOLONG ? -ENOENT : -EINVAL;
-    if (!d)
-        return -EINVAL;
-    struct weight_edit e = { name, weight };
-    return shard__membership_edit(d, set_weight_edit, &e);
-}
-
-struct place_edit {
-    uint64_t    hash;
-    const char *name; /* NULL: unplace */
-};
-
-static int place_edit(shard_ring *r, const void *ctx, bool *changed)
-{
-    const struct place_edit *e = ctx;
-    if (!e->name) {
-        *changed = true;
-        return shard_ring_unpin(r, e->hash);
-    }
-    if (shard__ring_member_index(r, e->name) < 0)
-        return -ENOENT;
-    int64_t now = r->npins ? shard__ring_pinned(r, e->hash) : -1;
-    *changed = now < 0 || strcmp(r->members[now].name, e->name) != 0;
-    return *changed ? shard_ring_pin(r, e->hash, e->name) : 0;
-}
-
-SHARD_API int shard_key_place_hash(shard_dispatcher *d, uint64_t hash, const char *worker)
-{
-    int err = shard__ring_check_name(worker);
-    if (err)
-        return err == -ENAMETOOLONG ? -ENOENT : err;
-    if (!d)
-        return -EINVAL;
-    struct place_edit e = { hash, worker };
-    return shard__membership_edit(d, place_edit, &e);
-}
-
-SHARD_API int shard_key_place(shard_dispatcher *d, const void *key, size_t len, const char *worker)
-{
-    if (!d || (!key && len > 0))
-        return -EINVAL;
-    return shard_key_place_hash(d, shard__hash_key_cfg(&d->cfg.ring, key, len), worker);
-}
-
-SHARD_API int shard_key_unplace_hash(shard_dispatcher *d, uint64_t hash)
-{
-    if (!d)
-        return -EINVAL;
-    struct place_edit e = { hash, NULL };
-    return shard__membership_edit(d, place_edit, &e);
-}
-
-SHARD_API int shard_key_unplace(shard_dispatcher *d, const void *key, size_t len)
-{
-    if (!d || (!key && len > 0))
-        return -EINVAL;
-    return shard_key_unplace_hash(d, shard__hash_key_cfg(&d->cfg.ring, key, len));
-}
-
 /* The common start of remove and crash: checks, then the next ring (without name) prepared as a change,
  * with a fence for every worker of the current ring, x's too when fence_x. On success ctl is held and
  * *x is the worker; on failure nothing changed and ctl is not held. */
@@ -384,7 +307,7 @@ static int leave_prepare(shard_dispatcher *d, const char *name, bool fence_x, st
     int err = shard__ring_check_name(name);
     if (err)
         return err == -ENAMETOOLONG ? -ENOENT : err;
-    if ((err = ctl_enter(d)) != 0)
+    if ((err = shard__membership_enter(d)) != 0)
         return err;
     struct snap *cur = atomic_load_explicit(&d->snap, memory_order_relaxed);
     shard_ring *ring = NULL;
@@ -445,59 +368,6 @@ SHARD_API int shard_worker_crash(shard_dispatcher *d, const char *name, enum sha
     shard__timers_crash(d, x, policy);
     push_fences(&c);
 out:
-    shard__ctl_unlock(d);
-    return err;
-}
-
-/* A drain mark behind everything in every member's queue, and the wait for all of them. Context: ctl.
- * Return: 0 or -ENOMEM. */
-static int mark_all(shard_dispatcher *d)
-{
-    struct snap *cur = atomic_load_explicit(&d->snap, memory_order_relaxed);
-    size_t n = shard_ring_member_count(cur->ring);
-    struct job **marks = calloc(n, sizeof *marks);
-    for (size_t i = 0; marks && i < n; i++) {
-        if (!(marks[i] = calloc(1, sizeof **marks))) {
-            for (size_t k = 0; k < i; k++)
-                free(marks[k]);
-            free(marks);
-            marks = NULL;
-        }
-    }
-    if (!marks)
-        return -ENOMEM;
-    pthread_mutex_lock(&d->lock);
-    d->marks_pending += n;
-    pthread_mutex_unlock(&d->lock);
-    for (size_t i = 0; i < n; i++) {
-        marks[i]->kind = JOB_MARK;
-        marks[i]->epoch = cur->epoch;
-        shard__queue_push_side(&cur->by_member[i]->q, marks[i]);
-        shard__worker_wake(cur->by_member[i]);
-    }
-    free(marks);
-    pthread_mutex_lock(&d->lock);
-    while (d->marks_pending || d->nretiring)
-        pthread_cond_wait(&d->cond, &d->lock);
-    pthread_mutex_unlock(&d->lock);
-    return 0;
-}
-
-SHARD_API int shard_drain(shard_dispatcher *d)
-{
-    int err = ctl_enter(d);
-    if (err)
-        return err;
-    /* A job's submits wait in its worker's outbox until its batch ends (outbox.h): one made before this
-     * call may reach its queue only after that queue's mark. The worker's own mark comes after its
-     * batch, so once the first marks are through such submits are queued, and a second mark is
-     * behind them. A job still running on a crashed worker is not waited for, nor what it submits. */
-    pthread_mutex_lock(&d->lock);
-    bool gathered = shard__outboxes_open(d);
-    pthread_mutex_unlock(&d->lock);
-    err = mark_all(d);
-    if (!err && gathered)
-        err = mark_all(d);
     shard__ctl_unlock(d);
     return err;
 }

@@ -1,4 +1,5 @@
-/* Internal: membership changes (membership.c). SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Internal: membership changes (membership.c), for their callers (ring_edit.c, drain.c, create and
+ * destroy, the balancer). SPDX-License-Identifier: LGPL-2.1-or-later */
 #ifndef SHARD_SRC_MEMBERSHIP_H
 #define SHARD_SRC_MEMBERSHIP_H
 
@@ -7,6 +8,10 @@
 
 #include "dispatcher_internal.h"
 
+/* Takes d's control lock for a change or a drain, after the checks every such call makes, and frees
+ * what earlier changes left to reap. Return: 0 with ctl held; -EINVAL (d NULL); -EDEADLK (a thread
+ * that may not wait for a change: shard__ctl_forbidden); -ESHUTDOWN. */
+int  shard__membership_enter(shard_dispatcher *d);
 /* The initial workers and ring, epoch 1. Return: 0 or a negative errno, nothing left running. */
 int  shard__membership_init(shard_dispatcher *d);
 /* Destroy: lets every fence pass, then stops and joins every worker. Context: ctl held. */

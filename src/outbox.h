@@ -16,7 +16,7 @@
  * dispatcher go through the outbox in order; every other submit of that thread to that dispatcher (the
  * try variants, timers falling due, hooks) delivers the outbox first.
  * Drain and destroy look at `open`: drain marks every queue a second time once the entries have been
- * delivered (membership.c), destroy waits for them before it stops the workers (dispatcher.c).
+ * delivered (drain.c), destroy waits for them before it stops the workers (dispatcher.c).
  *
  * A crash: the submits of a batch's jobs that have returned are not held by a later job of the batch
  * stuck on the crashed worker (drain does not wait for that one). The worker marks, after each job of
