@@ -1,0 +1,350 @@
+/* A balancer round's decisions (balance.c's head: the policy's steps 2 to 4): moves of hot keys, an
+ * isolation and its end, the bound on its own placements, all applied as one ring edit.
+ * SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "balance_internal.h"
+#include "membership.h"
+
+static long own_index(const struct balancer *b, uint64_t hash)
+{
+    for (uint32_t i = 0; i < b->nown; i++)
+        if (b->own[i] == hash)
+            return i;
+    return -1;
+}
+
+static void own_drop(struct balancer *b, uint32_t i)
+{
+    memmove(&b->own[i], &b->own[i + 1], (b->nown - i - 1) * sizeof *b->own);
+    memmove(&b->own_to[i], &b->own_to[i + 1], (b->nown - i - 1) * sizeof *b->own_to);
+    b->nown--;
+}
+
+static uint64_t name_hash(const char *name)
+{
+    return XXH3_64bits(name, strlen(name));
+}
+
+/* Whether the user placed hash (pinned in r, and not by the balancer). */
+static bool user_placed(const struct balancer *b, const shard_ring *r, uint64_t hash)
+{
+    return shard_ring_pin_of(r, hash) && own_index(b, hash) < 0;
+}
+
+/* Plans moving one of w's steady hot keys to v: never one heavier than the mean, the isolated one, or
+ * one the user placed. Return: whether it did. */
+static bool move_one(struct balancer *b, const shard_ring *r, struct member *w, struct member *v, double mean,
+                     struct plan *p)
+{
+    double gap = w->load - v->load, best = -1;
+    long pick = -1;
+    for (int pass = 0; pass < 2 && pick < 0; pass++) {
+        for (long i = 0; i < w->nhot; i++) {
+            double l = w->steady[i];
+            if (l <= 0 || l > mean || (b->isolated[0] && w->hot[i].hash == b->isolated_hash) ||
+                user_placed(b, r, w->hot[i].hash))
+                continue;
+            /* First pass: the heaviest within half the gap (narrows it most without overshooting);
+             * second: the lightest that still lowers the maximum. */
+            bool ok = pass == 0 ? l <= gap / 2 && l > best : v->load + l < w->load && (pick < 0 || l < best);
+            if (ok) {
+                best = l;
+                pick = i;
+            }
+        }
+    }
+    if (pick < 0 || p->nmoves == SHARD_MAX_HOT_KEYS)
+        return false;
+    p->hash[p->nmoves] = w->hot[pick].hash;
+    p->to[p->nmoves++] = v->s->name;
+    w->load -= best;
+    v->load += best;
+    w->hot[pick] = w->hot[w->nhot - 1];
+    w->hot_load[pick] = w->hot_load[w->nhot - 1];
+    w->heavy[pick] = w->heavy[w->nhot - 1];
+    w->steady[pick] = w->steady[--w->nhot];
+    return true;
+}
+
+/* Applies a plan to a clone of the ring (shard__membership_edit's edit). */
+static int apply_plan(shard_ring *r, const void *ctx, bool *changed)
+{
+    const struct plan *p = ctx;
+    int err = 0;
+    for (uint32_t i = 0; i < p->nunpins && !err; i++) {
+        err = shard_ring_unpin(r, p->unpin[i]);
+        if (err == -ENOENT)
+            err = 0; /* its worker left: the pin went with it */
+        else
+            *changed |= !err;
+    }
+    for (uint32_t i = 0; i < p->nmoves && !err; i++) {
+        const char *now = shard_ring_pin_of(r, p->hash[i]);
+        if (now && strcmp(now, p->to[i]) == 0)
+            continue;
+        err = shard_ring_pin(r, p->hash[i], p->to[i]);
+        *changed |= !err;
+    }
+    if (p->isolate && !err) {
+        err = shard_ring_pin(r, p->isolated_hash, p->isolate);
+        *changed |= !err;
+        for (size_t i = 0; i < shard_ring_member_count(r) && !err; i++) {
+            const char *name = shard_ring_member(r, i);
+            if (strcmp(name, p->isolate) == 0)
+                continue;
+            err = shard_ring_set_weight(r, name, shard_ring_weight(r, name) * ISOLATION_FACTOR);
+            *changed |= !err;
+        }
+    }
+    for (size_t i = 0; i < p->nrestore && !err; i++) {
+        uint32_t now = shard_ring_weight(r, p->restore[i].name);
+        if (now && now != p->restore[i].weight) {
+            err = shard_ring_set_weight(r, p->restore[i].name, p->restore[i].weight);
+            *changed |= !err;
+        }
+    }
+    return err;
+}
+
+/* Whether an isolation of holder would keep the ring under ISOLATION_MAX_POINTS. A member has vnodes
+ * points a unit of weight, so the points after are the points now scaled by the weights after. */
+static bool isolation_fits(const shard_ring *r, const char *holder)
+{
+    uint64_t weight = 0, after = 0;
+    for (size_t i = 0; i < shard_ring_member_count(r); i++) {
+        const char *name = shard_ring_member(r, i);
+        uint64_t w = shard_ring_weight(r, name);
+        weight += w;
+        after += strcmp(name, holder) == 0 ? w : w * ISOLATION_FACTOR;
+    }
+    return weight && shard_ring_point_count(r) / weight * after <= ISOLATION_MAX_POINTS;
+}
+
+static void save_weights(struct balancer *b, const shard_ring *r)
+{
+    b->nsaved = 0;
+    for (size_t i = 0; i < shard_ring_member_count(r) && b->nsaved < MAX_MEMBERS; i++) {
+        const char *name = shard_ring_member(r, i);
+        snprintf(b->saved[b->nsaved].name, sizeof b->saved[0].name, "%s", name);
+        b->saved[b->nsaved++].weight = shard_ring_weight(r, name);
+    }
+}
+
+/* The key has cooled: the weights return to what they were, and its worker takes cold keys again.
+ * Return: 1 when it did (the stats count isolations begun and ended). */
+static uint64_t end_isolation(struct balancer *b)
+{
+    struct plan p = { .restore = b->saved, .nrestore = b->nsaved };
+    if (shard__membership_edit(b->d, apply_plan, &p) != 0)
+        return 0;
+    b->isolated[0] = '\0';
+    return 1;
+}
+
+static void report(struct balancer *b, double ratio, uint64_t unsplittable, double share, uint64_t moves,
+                   uint64_t weights)
+{
+    struct balance_report *rep = &b->d->balance_report;
+    pthread_mutex_lock(&rep->lock);
+    rep->rounds++;
+    rep->ratio = ratio;
+    rep->unsplittable = unsplittable;
+    rep->unsplittable_share = share;
+    rep->moves += moves;
+    rep->weights += weights;
+    pthread_mutex_unlock(&rep->lock);
+}
+
+/* Its own placements that a departed worker took with it, or that the user placed anew
+ * (shard_key_place to another worker, or unplaced), are no longer its. */
+static void forget_lost_placements(struct balancer *b, const shard_ring *r)
+{
+    for (uint32_t i = 0; i < b->nown;) {
+        const char *at = shard_ring_pin_of(r, b->own[i]);
+        if (!at || name_hash(at) != b->own_to[i])
+            own_drop(b, i);
+        else
+            i++;
+    }
+}
+
+/* A round's figures, as measured and judged. */
+struct round {
+    long        n;            /* members measured */
+    double      total, mean, ratio;
+    uint64_t    unsplittable; /* the heaviest key no worker can share, or 0 */
+    double      unsplittable_load;
+    const char *holder;       /* its worker, or NULL */
+    long        isolated;     /* the member isolated for such a key, or -1 */
+    double      target;       /* what each other member should carry */
+};
+
+/* Unsplittable: over the mean now and in each of the last STEADY windows (Noise, above). */
+static void find_unsplittable(struct balancer *b, struct member *m, struct round *rd)
+{
+    for (long i = 0; i < rd->n; i++) {
+        shard__balance_read_hot(b, &m[i], rd->mean);
+        for (long k = 0; k < m[i].nhot; k++) {
+            if (m[i].heavy[k] >= b->steady && m[i].hot_load[k] > rd->mean &&
+                m[i].hot_load[k] > rd->unsplittable_load) {
+                rd->unsplittable = m[i].hot[k].hash;
+                rd->unsplittable_load = m[i].hot_load[k];
+                rd->holder = m[i].s->name;
+            }
+        }
+    }
+}
+
+/* The worker isolated for an unsplittable key is as good as it gets: the others are balanced among
+ * themselves (their mean is what they should each carry). Then each worker's own count of intervals
+ * over the threshold in a row: a worker that the scheduler made look busy in one interval is rarely
+ * the one it makes look busy in the next. Return: whether some worker is a source now. */
+static bool judge_members(struct balancer *b, struct member *m, struct round *rd)
+{
+    double others = rd->total;
+    rd->isolated = -1;
+    for (long i = 0; b->isolated[0] && i < rd->n; i++) {
+        if (strcmp(m[i].s->name, b->isolated) == 0) {
+            rd->isolated = i;
+            others -= m[i].load;
+        }
+    }
+    rd->target = rd->isolated >= 0 && rd->n > 2 ? others / (double)(rd->n - 1) : rd->mean;
+    bool over = false;
+    for (long i = 0; i < rd->n; i++) {
+        bool now = i != rd->isolated && rd->target > 0 && m[i].load > b->cfg.threshold * rd->target;
+        m[i].s->over = now ? m[i].s->over + 1 : 0;
+        m[i].source = m[i].s->over >= b->cfg.rounds;
+        over |= m[i].source;
+    }
+    return over;
+}
+
+/* From the busiest of the workers over the threshold all those intervals, to the least busy, at most
+ * max_moves keys. Return: the moves planned. */
+static uint64_t plan_moves(struct balancer *b, const shard_ring *r, struct member *m, const struct round *rd,
+                           struct plan *p)
+{
+    uint64_t moves = 0;
+    for (uint32_t k = 0; k < b->cfg.max_moves; k++) {
+        struct member *w = NULL, *v = NULL;
+        for (long i = 0; i < rd->n; i++) {
+            if (i == rd->isolated)
+                continue;
+            if (m[i].source && (!w || m[i].load > w->load))
+                w = &m[i];
+            if (!v || m[i].load < v->load)
+                v = &m[i];
+        }
+        if (!w || w == v || w->load <= b->cfg.threshold * rd->target || !move_one(b, r, w, v, rd->target, p))
+            break;
+        moves++;
+    }
+    return moves;
+}
+
+/* Its placements stay bounded: a key it moves again is no longer its old placement, and past OWN_MAX
+ * the oldest go back to the ring in the same change. */
+static void plan_own_bound(struct balancer *b, struct plan *p)
+{
+    for (uint32_t i = 0; i < p->nmoves; i++) {
+        long at = own_index(b, p->hash[i]);
+        if (at >= 0)
+            own_drop(b, (uint32_t)at);
+    }
+    uint32_t over_cap = b->nown + p->nmoves > OWN_MAX ? b->nown + p->nmoves - OWN_MAX : 0;
+    for (uint32_t i = 0; i < over_cap && i < b->nown; i++)
+        p->unpin[p->nunpins++] = b->own[i];
+}
+
+/* The plan, applied as one change; on success the balancer's own records follow it. Return: whether
+ * it was applied. */
+static bool commit_plan(struct balancer *b, struct member *m, const struct round *rd, const struct plan *p)
+{
+    if (shard__membership_edit(b->d, apply_plan, p) != 0)
+        return false;
+    /* What it changed shows in the next interval's figures, not in these: count again. */
+    for (long i = 0; i < rd->n; i++)
+        m[i].s->over = 0;
+    for (uint32_t i = 0; i < p->nunpins; i++)
+        own_drop(b, 0);
+    for (uint32_t i = 0; i < p->nmoves; i++) {
+        b->own_to[b->nown] = name_hash(p->to[i]);
+        b->own[b->nown++] = p->hash[i];
+    }
+    if (p->isolate) {
+        /* A member's name, at most SHARD_NAME_MAX bytes (ring.c checks it); copied by length, which
+         * GCC can see is bounded where it cannot for "%s". */
+        size_t len = strnlen(p->isolate, sizeof b->isolated - 1);
+        memcpy(b->isolated, p->isolate, len);
+        b->isolated[len] = '\0';
+        b->isolated_hash = p->isolated_hash;
+    }
+    return true;
+}
+
+/* One round on the ring r in force, with the members measured: judge, plan, apply, report. */
+static void round_on(struct balancer *b, struct member *m, const shard_ring *r, struct round *rd)
+{
+    forget_lost_placements(b, r);
+    double max = 0;
+    for (long i = 0; i < rd->n; i++) {
+        rd->total += m[i].load;
+        if (m[i].load > max)
+            max = m[i].load;
+    }
+    rd->mean = rd->total / (double)rd->n;
+    rd->ratio = rd->mean > 0 ? max / rd->mean : 1;
+    /* A trickle is noise, not skew: under 5 % busy (100 jobs a worker), nothing is decided but the
+     * end of an isolation whose key has gone quiet. */
+    double floor = b->cfg.by_jobs ? 100.0 * (double)rd->n : 0.05 * (double)b->cfg.interval_ms * 1e6 * (double)rd->n;
+    if (rd->total < floor) {
+        for (long i = 0; i < rd->n; i++)
+            m[i].s->over = 0;
+        uint64_t weights = b->isolated[0] && ++b->calm >= ISOLATION_CALM ? end_isolation(b) : 0;
+        report(b, rd->ratio, 0, 0, 0, weights);
+        return;
+    }
+    find_unsplittable(b, m, rd);
+    if (rd->holder)
+        b->calm = 0;
+    if (!rd->holder && b->isolated[0] && ++b->calm >= ISOLATION_CALM) {
+        report(b, rd->ratio, 0, 0, 0, end_isolation(b));
+        return;
+    }
+    double share = rd->total > 0 ? rd->unsplittable_load / rd->total : 0;
+    bool over = judge_members(b, m, rd);
+    bool isolate = rd->holder && !b->isolated[0] && isolation_fits(r, rd->holder);
+    if (!over && !isolate) {
+        report(b, rd->ratio, rd->unsplittable, share, 0, 0);
+        return;
+    }
+    struct plan p = { 0 };
+    uint64_t moves = over ? plan_moves(b, r, m, rd, &p) : 0;
+    /* A key no worker can share: its worker keeps it (pinned) and sends its cold keys away (the
+     * others' weights times ISOLATION_FACTOR), until the key cools. In the same change as the moves. */
+    if (isolate) {
+        p.isolate = rd->holder;
+        p.isolated_hash = rd->unsplittable;
+        save_weights(b, r);
+    }
+    plan_own_bound(b, &p);
+    bool applied = (p.nmoves || p.isolate || p.nunpins) && commit_plan(b, m, rd, &p);
+    report(b, rd->ratio, rd->unsplittable, share, applied ? moves : 0, applied && p.isolate);
+}
+
+void shard__balance_round(struct balancer *b)
+{
+    struct round rd = { .n = shard__balance_measure(b, b->m) };
+    shard_ring *r;
+    if (rd.n < 2 || shard_dispatcher_ring(b->d, &r) != 0)
+        return;
+    round_on(b, b->m, r, &rd);
+    shard_ring_destroy(r);
+}
