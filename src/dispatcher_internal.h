@@ -9,7 +9,11 @@
  *   d->lock    the worker registry, the settled epoch and fence counts, crash hand-over flags,
  *              drain marks;
  *   w->inbox_lock  jobs rerouted to the worker by a crash;
- *   d->crash.lock  what crashes still owe (crash.h), a leaf.
+ *   d->crash's stripe locks  what crashes still owe (crash.h): one a key's stripe, a leaf; or, for
+ *              what spans keys, every stripe's, in stripe order.
+ * d->multi_lock (multi-key jobs' parts entering the queues, multi.c) takes only side locks and
+ * allocates; d->pool_lock (their kept blocks) and d->balance_report.lock (the balancer's figures) are
+ * leaves.
  * w->outbox.busy (a spin flag: one delivery of a worker's outbox, outbox.c) is taken under w->lock
  * (the worker's loop) or ctl (a crash's rescue) or neither; its holder takes only side locks, d->lock
  * (a destroy's wake-up) and an RCU read-side section.

@@ -182,7 +182,7 @@ bool shard__key_waits_older(shard_dispatcher *d, struct shard_worker *w, uint64_
 
 bool shard__job_may_run(shard_dispatcher *d, struct shard_worker *w, struct job *j)
 {
-    SHARD_CHECK_W(w);
+    SHARD_CHECK_HELD(&w->lock);
     /* The common case: j's epoch is settled, every older owner is done; no read-side section. */
     uint64_t until = j->epoch > j->moved_epoch ? j->epoch : j->moved_epoch;
     if (until > atomic_load_explicit(&d->settled, memory_order_acquire)) {

@@ -8,7 +8,7 @@
 #include "dispatcher_internal.h"
 
 /* Whether j may run now. If not, j notes what it waits for and w (its holder) is registered to be
- * kicked when that happens. Context: w's thread or w->lock held. */
+ * kicked when that happens. Context: w->lock held (by w's thread, or by a crash taking w over). */
 bool  shard__job_may_run(shard_dispatcher *d, struct shard_worker *w, struct job *j);
 /* Whether a job of hash routed to w under epoch would wait there for an older owner of its key, one
  * that has not passed its fence yet (what a submit asks a full holder: throttle.h). Marks nothing.

@@ -4,7 +4,7 @@
 
 struct job *shard__inbox_take(struct shard_worker *w, bool close)
 {
-    SHARD_CHECK_W(w);
+    SHARD_CHECK_HELD(&w->lock);
     pthread_mutex_lock(&w->inbox_lock);
     struct job *j = w->inbox.head;
     w->inbox = (struct job_list){ 0 };

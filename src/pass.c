@@ -200,7 +200,7 @@ void shard__pass_held(struct shard_worker *w)
 
 void shard__worker_sync_holding(struct shard_worker *w)
 {
-    SHARD_CHECK_W(w);
+    SHARD_CHECK_HELD(&w->lock);
     bool now = w->held.count > 0;
     if (now == w->holding_now)
         return;

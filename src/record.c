@@ -10,8 +10,7 @@
 /* Records for jobs set aside: spare ones are kept per worker, so steady handoffs do not allocate. */
 struct job *shard__record_alloc(struct shard_worker *w)
 {
-    if (w)
-        SHARD_CHECK_W(w);
+    SHARD_CHECK_W(w);
     struct job *j = w->spare;
     if (j) {
         w->spare = j->next;

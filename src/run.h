@@ -31,7 +31,7 @@ void shard__pass_held(struct shard_worker *w);
 /* Whether a walk may achieve something: an event w waits for happened, or items changed. */
 bool shard__pass_needed(struct shard_worker *w);
 /* Keeps `holding` equal to "has held items", so that kicks reach only such workers.
- * Context: w's thread or w->lock held. */
+ * Context: w->lock held (by w's thread, or a crash). */
 void shard__worker_sync_holding(struct shard_worker *w);
 
 #endif

@@ -10,20 +10,20 @@
 
 #include "dispatcher_internal.h"
 
-/* one job of a key hashed already, as shard_submit (wait) or shard_try_submit.
+/* One job of a key hashed already, as shard_submit (wait) or shard_try_submit.
  * Context: inside a read-side section, and returns inside one; it leaves the section only while
  * registered as a waiter for room. After -ESHUTDOWN the caller must not touch d again (destroy may
  * have freed it). */
 int  shard__submit_hashed(shard_dispatcher *d, uint64_t h, shard_job_fn fn, void *arg, bool wait);
-/* waits (wait), as shard__submit_hashed would, until a job of h would go into its
+/* Waits (wait), as shard__submit_hashed would, until a job of h would go into its
  * owner's ring at once, and pushes nothing (multi.c's submit, before it pushes its parts without
  * waiting). Not for a worker's thread. Context: as shard__submit_hashed. Return: 0; -EAGAIN (not
  * wait: it would have waited); -ESHUTDOWN. */
 int  shard__submit_room(shard_dispatcher *d, uint64_t h, bool wait);
-/* whether a job of h must wait (wait) or be refused for its key's set-aside jobs
+/* Whether a job of h must wait (wait) or be refused for its key's set-aside jobs
  * (throttle.h); never for a job a worker submits with wait, which never waits. Context: any thread. */
 bool shard__submit_throttled(shard_dispatcher *d, uint64_t h, bool wait);
-/* the rest of shard__submit_full, once the ring in force is found not settled. */
+/* The rest of shard__submit_full, once the ring in force is found not settled. */
 bool shard__submit_full_slow(shard_dispatcher *d, uint64_t epoch, struct shard_worker *w, uint64_t h, bool wait);
 /* Whether a job of h routed to w with snapshot s must wait (wait) or be refused because w is full of
  * set-aside jobs while a change is not done (throttle.h's gate); never for a job a worker submits with

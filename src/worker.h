@@ -177,7 +177,7 @@ static inline void shard__worker_wake(struct shard_worker *w)
 /* inbox.c. Jobs a crash rerouted to w, jobs that followed their key to it (follow.c) and drain
  * marks sent with them arrive in its inbox. */
 /* Detaches the jobs rerouted to w (a list through next); close: for good (w crashed), later
- * deliveries go to the key's current owner. Context: w's thread or w->lock held. */
+ * deliveries go to the key's current owner. Context: w->lock held (by w's thread, or a crash). */
 struct job *shard__inbox_take(struct shard_worker *w, bool close);
 /* Moves the inbox into the front of w's held jobs. Context: w's thread. */
 void shard__inbox_pull(struct shard_worker *w);

@@ -4,12 +4,17 @@ they take from one another (include_cycles.py checks the headers' includes).
 
 A file's room is its .c and its .h together (`queue.c` and `queue.h` are one room; a header with no
 .c, as job.h or ring_internal.h, is a room of its own). Room A uses room B when A's text names an
-external `shard_` or `shard__` symbol that B defines: a function or variable defined at file scope
-and not static in B.c, or a static inline function (or a macro) of B.h. A header's text counts only
-in its inline functions' bodies and its macros: a prototype uses nothing. Types are not counted: a
-struct shared through a header is the include graph's business.
+external `shard_` or `shard__` symbol that B defines (a function or variable defined at file scope
+and not static in B.c), or any static inline function or macro of B.h, whatever its name. A header's
+text counts only in its inline functions' bodies and its macros: a prototype uses nothing. Naming a
+function counts whether or not the name is called (a function pointer compared is a use too). Types
+are not counted: a struct shared through a header is the include graph's business.
 
-Usage: call_cycles.py SRC_DIR. Prints the circles; exits 1 on any."""
+With LAYOUT (docs/layout.md), also checks that its src/ section names every room and lists them so
+that each calls only rooms named before it (its reading order, bottom layer first).
+
+Usage: call_cycles.py SRC_DIR [LAYOUT]. Prints the circles; exits 1 on any, or on a layout that is
+out of order."""
 import os
 import re
 import sys
@@ -33,7 +38,7 @@ def room(name):
     return name.rsplit('.', 1)[0]
 
 
-IDENT = re.compile(r'(?<!struct )(?<!union )(?<!enum )\bshard_\w+')
+IDENT = re.compile(r'(?<!struct )(?<!union )(?<!enum )\b[A-Za-z_]\w*')
 defines = {}  # symbol -> room
 for name, text in texts.items():
     body = strip(text)
@@ -54,10 +59,12 @@ for name, text in texts.items():
                         continue
             defines.setdefault(sym, room(name))
     else:
-        for m in re.finditer(r'^static\s+inline\b[^;{]*?\b(shard_\w+)\s*\(', body, re.M):
+        # A header's inline functions and macros, whatever their names (pin_as_node, SHARD_CHECK_W).
+        for m in re.finditer(r'^static\s+inline\b[^;{]*?\b(\w+)\s*\(', body, re.M):
             defines.setdefault(m.group(1), room(name))
-        for m in re.finditer(r'^#\s*define\s+(shard_\w+)', text, re.M):
-            defines.setdefault(m.group(1), room(name))
+        for m in re.finditer(r'^#\s*define\s+(\w+)', text, re.M):
+            if not re.fullmatch(r'SHARD_SRC_\w+_H', m.group(1)):  # include guards
+                defines.setdefault(m.group(1), room(name))
 
 def inline_bodies(text):
     """A header's code: the bodies of its static inline functions and its macros (its prototypes
@@ -122,6 +129,24 @@ for c in circles:
             if b in members:
                 print(f"  {a} -> {b}: {' '.join(sorted(syms))}")
 failed = 1 if circles else 0
+if len(sys.argv) > 2:
+    with open(sys.argv[2]) as f:
+        layout = f.read()
+    start = layout.find('\nsrc/')
+    end = layout.find('\ntests/', start)
+    order = []
+    for m in re.finditer(r'\b(\w+)\.[ch]\b', layout[start:end]):
+        if m.group(1) not in order:
+            order.append(m.group(1))
+    pos = {r: i for i, r in enumerate(order)}
+    for r in sorted(uses):
+        if r not in pos:
+            failed = 1
+            print(f"call_cycles: {sys.argv[2]} does not list {r}")
+        for t in sorted(uses[r]):
+            if r in pos and t in pos and pos[t] > pos[r]:
+                failed = 1
+                print(f"call_cycles: {sys.argv[2]} lists {r} before {t}, which it calls")
 rooms = len(uses)
 arrows = sum(len(t) for t in uses.values())
 print(f"call_cycles: {rooms} rooms, {arrows} arrows, {len(circles)} circle(s)")

@@ -168,7 +168,7 @@ static bool          want_on[MAXK];       /* set before the jobs that read it ar
 static int           hook_key = -1;       /* removed: the key whose jobs must see hook_state */
 static int           hook_state;          /* written by the release hook that hands hook_key over */
 static bool          drop_any;            /* mixed-drop: a crash may drop any job */
-/* A job's submits are delivered when its batch ends, or sooner (to a parked worker: dispatcher.c).
+/* A job's submits are delivered when its batch ends, or sooner (to a parked worker: shard__outbox_gather).
  * Those a job made before a change may so have been queued before it: early_droppable (a DROP crash
  * of the submitter's worker may drop them with its queue) and early_on (they may run there, under
  * the ring before, before its release hook), set while such a job submits. */
@@ -598,12 +598,11 @@ enum { SK = 0, SL = 1, SM = 2 }; /* K: the stuck job's key (w0); L: w1's; M: ano
 static sem_t st_in, st_go;
 static atomic_int st_done;
 static bool st_drop; /* the crash is DROP */
-static shard_worker *st_a;
 
 static void st_stuck(shard_worker *w, void *a)
 {
+    (void)w;
     (void)a;
-    st_a = w;
     early_droppable = st_drop;
     osubmit(D, 0, SK, SUB, false);
     osubmit(D, 0, SL, SUB, false);
@@ -627,12 +626,22 @@ static void st_on_dropped(shard_job_fn fn, void *arg, void *user)
     on_dropped_common(fn, arg);
 }
 
+static atomic_int st_stopped; /* the crashed worker's on_worker_stop ran */
+
+static void st_on_stop(shard_worker *w, void *user)
+{
+    (void)user;
+    if (shard_worker_crashed(w))
+        atomic_store(&st_stopped, 1);
+}
+
 static void scen_stuck(int it, enum shard_crash_policy pol)
 {
     (void)it;
     oreset();
     atomic_store(&st_done, 0);
-    struct shard_config cfg = { .on_dropped = st_on_dropped };
+    atomic_store(&st_stopped, 0);
+    struct shard_config cfg = { .on_dropped = st_on_dropped, .on_worker_stop = st_on_stop };
     D = make(3, &cfg);
     key_on(D, "w0", "k", keys[SK]);
     key_on(D, "w1", "l", keys[SL]);
@@ -654,16 +663,12 @@ static void scen_stuck(int it, enum shard_crash_policy pol)
     osubmit(D, 1, SM, SUB, false);
     sem_post(&st_go);
     spin_until(&st_done);
-    while (atomic_load(&st_a->outbox.open)) /* returned, what it gathered delivered */
-        sched_yield();
     /* A drain waits for no job of a key stuck on a crashed worker (docs/crash.md). The stuck job has
      * returned, but its key is released only once its worker has paid its stuck entry, after it
-     * delivered its outbox: until then a drain may return before the key's jobs have run. */
-    for (bool stuck = true; stuck; sched_yield()) {
-        pthread_mutex_lock(&st_a->lock);
-        stuck = st_a->crash_stuck;
-        pthread_mutex_unlock(&st_a->lock);
-    }
+     * delivered its outbox: until then a drain may return before the key's jobs have run. The
+     * crashed worker's on_worker_stop comes after both (docs/handoff.md). */
+    while (!atomic_load(&st_stopped))
+        sched_yield();
     CHECK(shard_drain(D) == 0, "drain");
     ocheck_all(drop);
     shard_dispatcher_destroy(D);

@@ -446,8 +446,8 @@ static void stuck_job(shard_worker *w, void *arg)
 static void stuck_stop(shard_worker *w, void *user)
 {
     (void)user;
-    /* Runs on the crashed worker after its stuck job returned and paid its entry (worker.c's
-     * run_job): relaxed, so the main thread learns when, but orders nothing. */
+    /* Runs on the crashed worker after its stuck job returned and paid its entry (run.c's
+     * job_returned): relaxed, so the main thread learns when, but orders nothing. */
     if (shard_worker_crashed(w))
         atomic_store_explicit(&victim_stopped, true, memory_order_relaxed);
 }

@@ -37,15 +37,15 @@ Test(check, a_mutex_is_mine_only_while_this_thread_holds_it)
     cr_assert_not(shard__mutex_mine(&m), "another thread holds it");
     sem_post(&done);
     pthread_join(t, NULL);
-    pthread_mutex_t rec;
+    pthread_mutex_t ec;
     pthread_mutexattr_t a;
     pthread_mutexattr_init(&a);
     pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ERRORCHECK);
-    pthread_mutex_init(&rec, &a);
-    pthread_mutex_lock(&rec);
-    cr_assert(shard__mutex_mine(&rec), "an error-checking mutex too");
-    pthread_mutex_unlock(&rec);
-    pthread_mutex_destroy(&rec);
+    pthread_mutex_init(&ec, &a);
+    pthread_mutex_lock(&ec);
+    cr_assert(shard__mutex_mine(&ec), "an error-checking mutex too");
+    pthread_mutex_unlock(&ec);
+    pthread_mutex_destroy(&ec);
     pthread_mutexattr_destroy(&a);
 }
 
