@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "bench_common.h"
-#include "ring_internal.h" /* shard__ring_owner_index, the lookup a submit makes */
+#include "ring_layout.h" /* shard__ring_owner_index, the lookup a submit makes */
 
 #define WINDOW 256
 #define WARM_KEYS 4096

@@ -8,9 +8,9 @@
 #include <string.h>
 
 #include "hash.h"
-#include "ring_internal.h"
+#include "ring_layout.h"
 
-/* A new points_id (ring_internal.h). relaxed: only its uniqueness matters, which the atomic
+/* A new points_id (ring_layout.h). relaxed: only its uniqueness matters, which the atomic
  * increment gives on its own. */
 static uint64_t new_points_id(void)
 {

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ring_internal.h"
+#include "ring_layout.h"
 
 /* One boundary of the union of both rings' points, with each ring's owner of the arc ending there
  * (as member indices; -1 for an empty ring). Between two consecutive boundaries both owners are

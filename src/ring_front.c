@@ -1,10 +1,10 @@
 /* The ring's lookup tables: the front table and its blocks, rebuilt over the sorted points after every
  * add and remove, and the PINNED marks of the buckets that hold pins (layout and lookup:
- * ring_internal.h). SPDX-License-Identifier: LGPL-2.1-or-later */
+ * ring_layout.h). SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <stdbool.h>
 #include <string.h>
 
-#include "ring_internal.h"
+#include "ring_layout.h"
 
 /* Front table entries for npoints points: a power of two, the fewest at least 8 a point while that
  * is at most 2^19 (1 MiB, a core's L2 on the machines measured), else the fewest at least 4 a point.
@@ -93,7 +93,7 @@ static void front_fill(shard_ring *r)
     }
 }
 
-/* The layout of PINNED_OWNER entries (ring_internal.h): the owner's bits, then a bit a sub-bucket, as
+/* The layout of PINNED_OWNER entries (ring_layout.h): the owner's bits, then a bit a sub-bucket, as
  * many sub-buckets as fit below bit 14, up to 8 (8,000 pins in 8 members' 65,536 buckets mark 11.5 % of
  * the hash space, but with 8 sub-buckets a bucket send 2.6 % of lookups to the pins: 1.4 % in their
  * sub-buckets, 1.3 % in mixed buckets, which have no room for the bits), and none narrower than a

@@ -3,7 +3,7 @@
  *
  * Kept in a pin trie (pin_trie.h) that clones share: a dispatcher publishes every placement as a
  * clone of the ring in force with one pin more, which then costs one path of the trie, not a copy of
- * every pin. Lookups ask it only in the buckets marked PINNED (ring_internal.h).
+ * every pin. Lookups ask it only in the buckets marked PINNED (ring_layout.h).
  *
  * Entries carry a number per member (ring_member.pin_no), mapped to the member's index by pin_member.
  * An add renumbers the members: only the map changes. A remove may not allocate, and the entries are
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ring_internal.h"
+#include "ring_layout.h"
 
 static uint32_t member_of(const shard_ring *r, uint32_t num)
 {

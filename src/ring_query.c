@@ -8,7 +8,7 @@
 #include <xxhash.h>
 
 #include "hash.h"
-#include "ring_internal.h"
+#include "ring_layout.h"
 
 SHARD_API size_t shard_ring_member_count(const shard_ring *r)
 {

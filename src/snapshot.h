@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ring_internal.h"
+#include "ring_layout.h"
 #include "shard/dispatcher.h"
 
 /* An immutable ring snapshot, published through RCU. Kept while a handoff may need it: back to the

@@ -14,7 +14,7 @@
 #include "hash.h"
 #include "outbox.h"
 #include "rcu.h"
-#include "ring_internal.h"
+#include "ring_layout.h"
 #include "space.h"
 #include "submit.h"
 

@@ -3,7 +3,7 @@
 they take from one another (include_cycles.py checks the headers' includes).
 
 A file's room is its .c and its .h together (`queue.c` and `queue.h` are one room; a header with no
-.c, as job.h or ring_internal.h, is a room of its own). Room A uses room B when A's text names an
+.c, as job.h or ring_layout.h, is a room of its own). Room A uses room B when A's text names an
 external `shard_` or `shard__` symbol that B defines (a function or variable defined at file scope
 and not static in B.c), or any static inline function or macro of B.h, whatever its name. A header's
 text counts only in its inline functions' bodies and its macros: a prototype uses nothing. Naming a

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ring_internal.h" /* pins_dead: whether the purge happened */
+#include "ring_layout.h" /* pins_dead: whether the purge happened */
 
 static _Thread_local long fail_countdown; /* 0: off; 1: the next allocation fails */
 

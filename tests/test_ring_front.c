@@ -1,4 +1,4 @@
-/* The ring's front table (ring_internal.h): lookups through it equal a brute-force model of placement
+/* The ring's front table (ring_layout.h): lookups through it equal a brute-force model of placement
  * for random rings after random adds and removes, at every point, next to every point, at bucket
  * edges and at random hashes; and the edges the table has to get right on its own: rings of one
  * point, equal points, points at 0 and 2^64-1, crowded blocks, rings too wide for 15-bit entries.
@@ -10,7 +10,7 @@
 #include <string.h>
 #include <xxhash.h>
 
-#include "ring_internal.h"
+#include "ring_layout.h"
 
 static uint64_t mix(uint64_t *s)
 {
@@ -460,7 +460,7 @@ Test(ring_front, widest_rings)
     }
 }
 
-/* The bound ring.h and ring_internal.h state: under 45 bytes a point, under 29 past 65,536 points. */
+/* The bound ring.h and ring_layout.h state: under 45 bytes a point, under 29 past 65,536 points. */
 Test(ring_front, memory_bound)
 {
     for (uint32_t vnodes = 1; vnodes <= 64; vnodes++) {

@@ -1,4 +1,4 @@
-/* Pins in the front table (src/ring_internal.h): a bucket is marked exactly while it holds a live pin
+/* Pins in the front table (src/ring_layout.h): a bucket is marked exactly while it holds a live pin
  * (with the sub-buckets that hold one, where the entry keeps its owner), every other entry is what a
  * ring with the same members and no pins has, byte for byte, and once the last pin goes the table is
  * that ring's again; through pins, unpins, adds, removes and new weights, for rings whose points
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ring_internal.h"
+#include "ring_layout.h"
 
 static uint64_t mix(uint64_t *s)
 {

@@ -1,6 +1,7 @@
-/* Internal: ring layout and the lookup used by the dispatcher. SPDX-License-Identifier: LGPL-2.1-or-later */
-#ifndef SHARD_SRC_RING_INTERNAL_H
-#define SHARD_SRC_RING_INTERNAL_H
+/* Internal: the ring's layout (its points, members, front table and pins) and the inline lookup every
+ * submit makes; below every ring_*.c file. SPDX-License-Identifier: LGPL-2.1-or-later */
+#ifndef SHARD_SRC_RING_LAYOUT_H
+#define SHARD_SRC_RING_LAYOUT_H
 
 #include <stdbool.h>
 #include <stddef.h>
