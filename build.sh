@@ -121,6 +121,9 @@ valgrind)
         [[ -x $t ]] || continue
         # 100,000-key single-threaded suites: minutes under valgrind, and ASan covers them.
         [[ $t == */test_ring_movement || $t == */test_ring_diff ]] && continue
+        # test_check's abort test kills its child by design, and valgrind then reports what Criterion's
+        # child still held; the suite allocates nothing of shard's, and runs in every other build.
+        [[ $t == */test_check ]] && continue
         log=build/$(basename "$t").valgrind.log
         # Criterion runs each test in a child whose exit status valgrind cannot pass up: with -q,
         # any line valgrind prints is an error or a leak, so the log decides.
