@@ -39,19 +39,6 @@ int shard__outbox_gather(struct shard_worker *w, uint64_t hash, shard_job_fn fn,
     return rc;
 }
 
-/* Beyond the room in x's ring, or while threads wait for that room (a worker leaves the free slots
- * to them, as shard__submit_hashed says), a job goes after the ring's contents on the side list.
- * Return: false when no memory could be had. */
-static bool push_beyond(struct shard_worker *x, const struct outbox_entry *e, uint64_t epoch)
-{
-    struct job *j = calloc(1, sizeof *j);
-    if (!j)
-        return false;
-    *j = (struct job){ .fn = e->fn, .arg = e->arg, .hash = e->hash, .epoch = epoch, .routed = x, .kind = JOB_RUN };
-    shard__queue_push_side(&x->q, j);
-    return true;
-}
-
 /* Delivers the entries of ob in [i, end) bound for to[i] (to[] is cleared for each entry dealt with):
  * one claim of as many slots as there are such entries, the rest beyond; an entry that found no
  * memory stays (keep), and so do those after it, in order. */
@@ -72,7 +59,9 @@ static void deliver_to(struct outbox *ob, struct shard_worker **to, bool *keep, 
         const struct outbox_entry *e = &ob->e[k];
         if (used < got)
             shard__queue_write(&x->q, first + used++, e->fn, e->arg, e->hash, epoch);
-        else if ((stuck = stuck || !push_beyond(x, e, epoch)))
+        /* Beyond the room in x's ring, or while threads wait for that room (a worker leaves the free
+         * slots to them, as shard__submit_hashed says), after the ring's contents on the side list. */
+        else if ((stuck = stuck || !shard__queue_push_side_new(&x->q, x, e->fn, e->arg, e->hash, epoch)))
             keep[k] = true;
         delivered += !keep[k];
     }

@@ -47,6 +47,17 @@ bool shard__queue_has_room(struct queue *q)
     return pos - atomic_load_explicit(&q->head_pub, memory_order_seq_cst) < q->mask + 1;
 }
 
+bool shard__queue_push_side_new(struct queue *q, struct shard_worker *routed, shard_job_fn fn, void *arg,
+                                uint64_t hash, uint64_t epoch)
+{
+    struct job *j = calloc(1, sizeof *j);
+    if (!j)
+        return false;
+    *j = (struct job){ .fn = fn, .arg = arg, .hash = hash, .epoch = epoch, .routed = routed, .kind = JOB_RUN };
+    shard__queue_push_side(q, j);
+    return true;
+}
+
 void shard__queue_push_side(struct queue *q, struct job *j)
 {
     pthread_mutex_lock(&q->side_lock);

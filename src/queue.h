@@ -125,6 +125,11 @@ void shard__queue_void(shard_worker *w, void *arg);
 bool shard__queue_has_room(struct queue *q);
 /* Appends a record to the side list, ordered after every slot claimed so far. Never fails. */
 void shard__queue_push_side(struct queue *q, struct job *j);
+/* A new record for a job of hash (routed to routed under epoch), pushed on the side list: the way in
+ * when the ring is full and the submitter may not wait (a worker's submit, its outbox's delivery).
+ * Return: false when no memory could be had (nothing pushed). */
+bool shard__queue_push_side_new(struct queue *q, struct shard_worker *routed, shard_job_fn fn, void *arg,
+                                uint64_t hash, uint64_t epoch);
 
 /* Consumer (the worker, or a crash holding the worker's lock). The next item in order: a side record
  * whose position has come (returned as is), or the next ring slot copied into *scratch (returned as

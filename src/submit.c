@@ -128,11 +128,8 @@ int shard__submit_hashed(shard_dispatcher *d, uint64_t h, shard_job_fn fn, void 
         if (!ok && wait && shard__current_worker) {
             /* A worker never waits: it could be the very worker that must make room. The job goes
              * after the ring's current contents, through the side list. */
-            struct job *j = calloc(1, sizeof *j);
-            if (!j)
+            if (!shard__queue_push_side_new(&w->q, w, fn, arg, h, s->epoch))
                 return -ENOMEM;
-            *j = (struct job){ .fn = fn, .arg = arg, .hash = h, .epoch = s->epoch, .routed = w, .kind = JOB_RUN };
-            shard__queue_push_side(&w->q, j);
             ok = true;
         }
         if (ok) {
