@@ -6,18 +6,21 @@
  * Runs under ThreadSanitizer too (smaller). */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <string.h>
 
 #include "stress_common.h"
 
 #define PRODUCERS 3
 #define KEYS 300
+#define PACED_CHANGES 8
 
 static int jobs_per_producer;
 static struct stress_key keys[KEYS];
 static struct stress_job *jobs[PRODUCERS];
 static shard_dispatcher *disp;
 static atomic_int producers_done;
+static atomic_int changes_made; /* the producers keep pace with the control thread: the jobs span changes */
 static atomic_long executed;
 
 static void run(shard_worker *w, void *arg)
@@ -40,8 +43,12 @@ static void *producer(void *arg)
     unsigned x = 12345u + (unsigned)p;
     struct shard_job batch[40];
     char names[40][16];
-    int nb = 0, want = 1;
+    int nb = 0, want = 1, step = jobs_per_producer / PACED_CHANGES + 1;
     for (int i = 0; i < jobs_per_producer; i++) {
+        /* A loaded machine (a sanitizer beside other builds) makes the changes slower, not fewer: each
+         * eighth of the jobs waits for one more change, so they span at least PACED_CHANGES. */
+        while (atomic_load(&changes_made) < i / step)
+            sched_yield();
         x = x * 1103515245u + 12345u;
         int k = (int)((x >> 8) % KEYS);
         struct stress_job *j = &jobs[p][i];
@@ -116,10 +123,10 @@ static void *control(void *arg)
         }
         CHECK(err == 0, "membership change: %s", shard_strerror(err));
         changes++;
+        atomic_fetch_add(&changes_made, 1);
     }
     printf("control: %u membership changes, %u crashes, %u weight changes, %u placements\n", changes, crashes,
            reweights, placements);
-    CHECK(changes >= 5, "only %u membership changes happened during the run", changes);
     return NULL;
 }
 
