@@ -28,52 +28,15 @@
  * full and for its step (a job_block, so that the worker that runs a part or a step from such a record
  * frees it as any record: the block goes with the last reference, the multi's own or a record's).
  * Blocks of jobs of few keys are kept in the dispatcher for the next job (d->pool). */
-#include <errno.h>
 #include <stdalign.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctl.h"
 #include "dispatcher_internal.h"
 #include "follow.h"
 #include "handoff.h"
-#include "hash.h"
 #include "multi.h"
-#include "outbox.h"
-#include "rcu.h"
-#include "space.h"
-#include "submit.h"
-#include "shard/multi.h"
-
-struct multi;
-
-/* A key of the caller's: its hash and where it first occurs in keys[]. */
-struct key_ref {
-    uint64_t hash;
-    uint32_t index;
-};
-
-struct multi_part {
-    struct job    claim;   /* its key's entry in the crash table while it holds the key */
-    struct multi *m;
-    uint32_t      key;     /* I: the index in the caller's keys of its key's first occurrence */
-    struct job   *step;    /* its step's record, once every key is held (with steps) */
-    bool          claimed; /* m->lock (or the one part or step running): claim is in the table */
-};
-
-struct multi {
-    shard_dispatcher   *d;
-    shard_job_fn        fn;      /* the job; with steps, what runs after them (may be NULL) */
-    shard_multi_step_fn step;    /* NULL: no steps */
-    void               *arg;
-    struct job_block   *block;   /* the allocation this lives in */
-    struct crash_record owner;   /* owes its claims (the table counts entries by record) */
-    pthread_mutex_t     lock;    /* dropped, arrived and the parts' claimed; the crash table's lock nests inside */
-    bool                dropped; /* lock: a DROP crash dropped one of its parts */
-    uint32_t            arrived; /* lock: parts come up or dropped */
-    uint32_t            n;       /* I: parts, one a distinct key */
-    struct multi_part   parts[];
-};
+#include "multi_layout.h"
 
 static size_t multi_offset(size_t n)
 {
@@ -134,7 +97,7 @@ static struct job_block *block_get(shard_dispatcher *d, size_t n)
     return b ? b : malloc(multi_offset(2 * n) + sizeof(struct multi) + n * sizeof(struct multi_part));
 }
 
-static struct multi *multi_new(shard_dispatcher *d, const struct key_ref *h, size_t n, shard_job_fn fn,
+struct multi *shard__multi_new(shard_dispatcher *d, const struct key_ref *h, size_t n, shard_job_fn fn,
                                shard_multi_step_fn step, void *arg)
 {
     /* The records are written whole when used: only the block's head, the multi and its parts are
@@ -325,157 +288,3 @@ void shard__multi_dropped_end(void *arg, bool first)
         finish(m, NULL);
 }
 
-/* Queues part p (key hash h) where a job of h goes now, never waiting: beyond a full ring (or one
- * whose slots a waiting thread is owed, for a worker) through the side list, in a record of m's
- * block. Context: d->multi_lock, inside a read-side section. */
-static void push_part(shard_dispatcher *d, struct multi *m, struct multi_part *p, bool worker)
-{
-    uint64_t h = p->claim.hash;
-    /* acquire: pairs with the release store that published the snapshot (membership.c's publish). */
-    struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire);
-    struct shard_worker *w = snap_worker(s, shard__ring_owner_index(s->ring, h));
-    if ((worker && shard__space_waited(w)) || !shard__queue_push_mp(&w->q, shard__multi_part, p, h, s->epoch)) {
-        struct job_block *b = m->block;
-        struct job *j = &b->recs[b->used++];
-        *j = (struct job){ .fn = shard__multi_part, .arg = p, .hash = h, .epoch = s->epoch, .routed = w,
-                           .kind = JOB_RUN, .block = b };
-        atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed); /* before anyone can run it */
-        shard__queue_push_side(&w->q, j);
-    }
-    shard__worker_wake(w);
-}
-
-static int by_hash(const void *a, const void *b)
-{
-    const struct key_ref *x = a, *y = b;
-    if (x->hash != y->hash)
-        return x->hash < y->hash ? -1 : 1;
-    return x->index < y->index ? -1 : x->index > y->index;
-}
-
-static int by_index(const void *a, const void *b)
-{
-    const struct key_ref *x = a, *y = b;
-    return x->index < y->index ? -1 : x->index > y->index;
-}
-
-/* The distinct hashes of keys[0..n) into h, each with the index of its first occurrence, in that
- * order. Return: how many, or -EINVAL. */
-static int distinct_hashes(shard_dispatcher *d, const struct shard_key *keys, size_t n, struct key_ref *h)
-{
-    for (size_t i = 0; i < n; i++) {
-        if (!keys[i].key && keys[i].len > 0)
-            return -EINVAL;
-        h[i] = (struct key_ref){ shard__hash_key_cfg(&d->cfg.ring, keys[i].key, keys[i].len), (uint32_t)i };
-    }
-    size_t k = 0;
-    if (n <= 16) { /* a few keys: pairwise */
-        for (size_t i = 0; i < n; i++) {
-            size_t j = 0;
-            while (j < k && h[j].hash != h[i].hash)
-                j++;
-            if (j == k)
-                h[k++] = h[i];
-        }
-        return (int)k;
-    }
-    qsort(h, n, sizeof *h, by_hash);
-    for (size_t i = 0; i < n; i++)
-        if (i == 0 || h[i].hash != h[i - 1].hash)
-            h[k++] = h[i];
-    qsort(h, k, sizeof *h, by_index);
-    return (int)k;
-}
-
-/* Waits (wait) until each key's queue would take a job at once; for a thread that may not wait, or
- * a worker, only whether the try variant must refuse. Context: inside a read-side section.
- * Return: 0, -EAGAIN or -ESHUTDOWN. */
-static int make_room(shard_dispatcher *d, const struct key_ref *h, size_t k, bool wait)
-{
-    bool worker = shard__current_worker && shard__current_worker->d == d;
-    if (wait && (worker || shard__rcu_in_outer_section() || shard__ctl_held(d)))
-        return 0; /* as their submits: they go in without waiting (submit.c) */
-    for (size_t i = 0; i < k; i++) {
-        int rc = shard__submit_room(d, h[i].hash, wait);
-        if (rc)
-            return rc;
-    }
-    return 0;
-}
-
-static int submit_multi(shard_dispatcher *d, const struct shard_key *keys, size_t n, shard_job_fn fn,
-                        shard_multi_step_fn step, void *arg, bool wait)
-{
-    if (!d || !keys || (!fn && !step) || n == 0)
-        return -EINVAL;
-    if (n > SHARD_MULTI_MAX_KEYS)
-        return -E2BIG;
-    struct key_ref few[16], *h = n <= 16 ? few : malloc(n * sizeof *h);
-    if (!h)
-        return -ENOMEM;
-    int k = distinct_hashes(d, keys, n, h);
-    if (k < 0 || (k == 1 && !step)) {
-        if (h != few)
-            free(h);
-        if (k < 0)
-            return k;
-        return wait ? shard_submit(d, keys[0].key, keys[0].len, fn, arg)
-                    : shard_try_submit(d, keys[0].key, keys[0].len, fn, arg);
-    }
-    /* d is read only inside a read-side section from here on, as in submit (submit.c). */
-    shard__rcu_read_lock();
-    struct shard_worker *me = shard__current_worker;
-    bool worker = me && me->d == d;
-    int rc = 0;
-    if (worker && !shard__outbox_deliver(me))
-        rc = -ENOMEM; /* the job's earlier submits go first */
-    if (!rc) {
-        rc = make_room(d, h, (size_t)k, wait);
-        if (rc == -ESHUTDOWN) {
-            shard__rcu_read_unlock(); /* d may be freed: touch it no more */
-            if (h != few)
-                free(h);
-            return rc;
-        }
-    }
-    if (!rc && atomic_load_explicit(&d->shutdown, memory_order_relaxed))
-        rc = -ESHUTDOWN;
-    struct multi *m = rc ? NULL : multi_new(d, h, (size_t)k, fn, step, arg);
-    if (!rc && !m)
-        rc = -ENOMEM;
-    if (!rc) {
-        atomic_fetch_add_explicit(&d->multi_open, 1, memory_order_relaxed);
-        pthread_mutex_lock(&d->multi_lock);
-        for (int i = 0; i < k; i++)
-            push_part(d, m, &m->parts[i], worker);
-        pthread_mutex_unlock(&d->multi_lock);
-    }
-    shard__rcu_read_unlock();
-    if (h != few)
-        free(h);
-    return rc;
-}
-
-SHARD_API int shard_submit_multi(shard_dispatcher *d, const struct shard_key *keys, size_t n, shard_job_fn fn,
-                                 void *arg)
-{
-    return fn ? submit_multi(d, keys, n, fn, NULL, arg, true) : -EINVAL;
-}
-
-SHARD_API int shard_try_submit_multi(shard_dispatcher *d, const struct shard_key *keys, size_t n, shard_job_fn fn,
-                                     void *arg)
-{
-    return fn ? submit_multi(d, keys, n, fn, NULL, arg, false) : -EINVAL;
-}
-
-SHARD_API int shard_submit_multi_each(shard_dispatcher *d, const struct shard_key *keys, size_t n,
-                                      shard_multi_step_fn step, shard_job_fn done, void *arg)
-{
-    return step ? submit_multi(d, keys, n, done, step, arg, true) : -EINVAL;
-}
-
-SHARD_API int shard_try_submit_multi_each(shard_dispatcher *d, const struct shard_key *keys, size_t n,
-                                          shard_multi_step_fn step, shard_job_fn done, void *arg)
-{
-    return step ? submit_multi(d, keys, n, done, step, arg, false) : -EINVAL;
-}

@@ -1,5 +1,5 @@
-/* The consistent-hash ring: create, add, remove (its lookup tables: ring_front.c; reading it:
- * ring_query.c; comparing two: ring_diff.c).
+/* The consistent-hash ring: create, add, remove (its points: ring_points.c; its lookup tables:
+ * ring_front.c; reading it: ring_query.c; comparing two: ring_diff.c).
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <stdatomic.h>
@@ -7,31 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hash.h"
 #include "ring_layout.h"
-
-/* A new points_id (ring_layout.h). relaxed: only its uniqueness matters, which the atomic
- * increment gives on its own. */
-static uint64_t new_points_id(void)
-{
-    static atomic_uint_fast64_t last;
-    return atomic_fetch_add_explicit(&last, 1, memory_order_relaxed) + 1;
-}
-
-/* The lookup tables over the points as they are now, the buckets of the pins marked. */
-static void tables_build(shard_ring *r)
-{
-    shard__ring_front_build(r);
-    shard__ring_pins_mark(r);
-    r->points_id = new_points_id();
-}
-
-static uint64_t member_point(const struct shard_ring *r, const char *member, uint32_t i)
-{
-    if (r->cfg.point)
-        return r->cfg.point(member, i, r->cfg.ctx);
-    return shard__hash_point(member, i, r->cfg.seed);
-}
+#include "ring_points.h"
 
 SHARD_API int shard_ring_create(shard_ring **out, const struct shard_ring_config *cfg)
 {
@@ -44,7 +21,7 @@ SHARD_API int shard_ring_create(shard_ring **out, const struct shard_ring_config
         r->cfg = *cfg;
     if (r->cfg.vnodes == 0)
         r->cfg.vnodes = SHARD_DEFAULT_VNODES;
-    r->points_id = new_points_id();
+    r->points_id = shard__ring_new_points_id();
     *out = r;
     return 0;
 }
@@ -119,42 +96,6 @@ fail:
     return -ENOMEM;
 }
 
-/* Makes room for npoints points, their front table and blocks; on failure nothing changes but
- * capacities (realloc keeps what grew, and the old arrays, contents included, when it fails). */
-static int reserve_points(shard_ring *r, size_t npoints)
-{
-    if (npoints > r->points_cap) {
-        size_t cap = r->points_cap ? r->points_cap : 64;
-        while (cap < npoints)
-            cap *= 2;
-        uint64_t *p = realloc(r->points, cap * sizeof *p);
-        if (!p)
-            return -ENOMEM;
-        r->points = p;
-        uint32_t *o = realloc(r->owners, cap * sizeof *o);
-        if (!o)
-            return -ENOMEM; /* points_cap stays: owners has only the old capacity */
-        r->owners = o;
-        r->points_cap = cap;
-    }
-    size_t nf = shard__ring_front_count(npoints), nb = shard__ring_blocks_count(nf);
-    if (nf > r->front_cap) {
-        uint16_t *f = realloc(r->front, nf * sizeof *f);
-        if (!f)
-            return -ENOMEM;
-        r->front = f;
-        r->front_cap = nf;
-    }
-    if (nb > r->blocks_cap) {
-        uint32_t *bl = realloc(r->blocks, nb * sizeof *bl);
-        if (!bl)
-            return -ENOMEM;
-        r->blocks = bl;
-        r->blocks_cap = nb;
-    }
-    return 0;
-}
-
 static int reserve_members(shard_ring *r, size_t n)
 {
     if (n <= r->members_cap)
@@ -188,64 +129,6 @@ static int check_member(const shard_ring *r, const char *name, uint32_t weight, 
     if (shard__ring_member_index(r, name) >= 0)
         return -EEXIST;
     return 0;
-}
-
-struct point_rec {
-    uint64_t point;
-    uint32_t owner;
-};
-
-/* Stable LSD radix sort by point, 11 bits a pass, skipping passes where every digit is equal (the high
- * bits of 32-bit ketama points, say). Stability keeps equal points in owner (= name) order. Written by
- * hand because libc has only qsort, several times slower here (bench_rebuild measures both). */
-static void radix_sort(struct point_rec *a, struct point_rec *tmp, size_t n)
-{
-    enum { BITS = 11, BUCKETS = 1 << BITS };
-    size_t count[BUCKETS];
-    struct point_rec *src = a, *dst = tmp;
-    for (unsigned shift = 0; shift < 64 && n > 1; shift += BITS) {
-        memset(count, 0, sizeof count);
-        for (size_t i = 0; i < n; i++)
-            count[(src[i].point >> shift) & (BUCKETS - 1)]++;
-        if (count[(src[0].point >> shift) & (BUCKETS - 1)] == n)
-            continue;
-        size_t sum = 0;
-        for (size_t d = 0; d < BUCKETS; d++) {
-            size_t c = count[d];
-            count[d] = sum;
-            sum += c;
-        }
-        for (size_t i = 0; i < n; i++)
-            dst[count[(src[i].point >> shift) & (BUCKETS - 1)]++] = src[i];
-        struct point_rec *t = src;
-        src = dst;
-        dst = t;
-    }
-    if (src != a)
-        memcpy(a, src, n * sizeof *a);
-}
-
-/* Merges the sorted new points (owners already final indices) into the ring, whose old owners at or
- * above each inserted member's position have been renumbered. Requires reserve_points(total). */
-static void merge_points(shard_ring *r, const struct point_rec *add, size_t nadd)
-{
-    size_t i = r->npoints, j = nadd, k = r->npoints + nadd;
-    /* Merge from the back so the ring's arrays serve as the destination without a copy. */
-    while (j > 0) {
-        bool take_old = i > 0 && (r->points[i - 1] > add[j - 1].point ||
-                                  (r->points[i - 1] == add[j - 1].point && r->owners[i - 1] > add[j - 1].owner));
-        k--;
-        if (take_old) {
-            i--;
-            r->points[k] = r->points[i];
-            r->owners[k] = r->owners[i];
-        } else {
-            j--;
-            r->points[k] = add[j].point;
-            r->owners[k] = add[j].owner;
-        }
-    }
-    r->npoints += nadd;
 }
 
 static int cmp_name_ptr(const void *a, const void *b)
@@ -329,7 +212,7 @@ SHARD_API int shard_ring_add_many(shard_ring *r, const struct shard_ring_member 
     if ((err = sort_batch(members, n, sorted, names)) != 0)
         goto out;
     err = -ENOMEM;
-    if (reserve_members(r, old_n + n) || reserve_points(r, r->npoints + total))
+    if (reserve_members(r, old_n + n) || shard__ring_reserve_points(r, r->npoints + total))
         goto out;
     plan_members(r, sorted, names, n, merged, remap, newpos);
     /* Hook calls happen before anything of the ring changes. Generated in member order, so the stable
@@ -338,17 +221,17 @@ SHARD_API int shard_ring_add_many(shard_ring *r, const struct shard_ring_member 
     for (size_t j = 0; j < n; j++) {
         uint32_t np = r->cfg.vnodes * sorted[j]->weight;
         for (uint32_t p = 0; p < np; p++)
-            recs[m++] = (struct point_rec){ member_point(r, names[j], p), newpos[j] };
+            recs[m++] = (struct point_rec){ shard__ring_member_point(r, names[j], p), newpos[j] };
     }
-    radix_sort(recs, recs + total, m);
+    shard__ring_points_sort(recs, recs + total, m);
     /* From here on nothing fails. */
     for (size_t i = 0; i < r->npoints; i++)
         r->owners[i] = remap[r->owners[i]];
     shard__ring_pins_remap(r, remap);
     memcpy(r->members, merged, (old_n + n) * sizeof *merged);
     r->nmembers = old_n + n;
-    merge_points(r, recs, m);
-    tables_build(r);
+    shard__ring_points_merge(r, recs, m);
+    shard__ring_tables_build(r);
     free(names); /* the names belong to the ring now */
     names = NULL;
     err = 0;
@@ -370,36 +253,6 @@ SHARD_API int shard_ring_add(shard_ring *r, const char *member, uint32_t weight)
     return shard_ring_add_many(r, &one, r ? 1 : 0);
 }
 
-/* The points member owns with vnode numbers [from, to), sorted. NULL when out of memory. */
-static struct point_rec *member_points(const shard_ring *r, uint32_t idx, uint32_t from, uint32_t to)
-{
-    size_t n = to - from;
-    struct point_rec *recs = malloc((2 * n + 1) * sizeof *recs);
-    if (!recs)
-        return NULL;
-    for (uint32_t p = from; p < to; p++)
-        recs[p - from] = (struct point_rec){ member_point(r, r->members[idx].name, p), idx };
-    radix_sort(recs, recs + n, n);
-    return recs;
-}
-
-/* Drops the sorted points gone (all of member idx) from the ring: one pass, as both are sorted. */
-static void drop_points(shard_ring *r, uint32_t idx, const struct point_rec *gone, size_t ngone)
-{
-    size_t k = 0, g = 0;
-    for (size_t i = 0; i < r->npoints; i++) {
-        while (g < ngone && gone[g].point < r->points[i])
-            g++; /* cannot happen for points the ring has, kept for a hook that changed its mind */
-        if (g < ngone && r->owners[i] == idx && gone[g].point == r->points[i]) {
-            g++;
-            continue;
-        }
-        r->points[k] = r->points[i];
-        r->owners[k++] = r->owners[i];
-    }
-    r->npoints = k;
-}
-
 SHARD_API int shard_ring_set_weight(shard_ring *r, const char *member, uint32_t weight)
 {
     if (!r || !member || weight == 0 || (uint64_t)r->cfg.vnodes * weight > SHARD_RING_MAX_POINTS)
@@ -415,18 +268,18 @@ SHARD_API int shard_ring_set_weight(shard_ring *r, const char *member, uint32_t 
         return 0;
     /* The vnode numbers are the member's: weight w owns numbers [0, vnodes * w), so a change adds or
      * removes only the numbers between the two weights, and the other members' points stay. */
-    struct point_rec *recs = member_points(r, idx, to > from ? from : to, to > from ? to : from);
-    if (!recs || (to > from && reserve_points(r, r->npoints + (to - from)))) {
+    struct point_rec *recs = shard__ring_member_points(r, idx, to > from ? from : to, to > from ? to : from);
+    if (!recs || (to > from && shard__ring_reserve_points(r, r->npoints + (to - from)))) {
         free(recs);
         return -ENOMEM;
     }
     if (to > from)
-        merge_points(r, recs, to - from);
+        shard__ring_points_merge(r, recs, to - from);
     else
-        drop_points(r, idx, recs, from - to);
+        shard__ring_points_drop(r, idx, recs, from - to);
     free(recs);
     r->members[idx].weight = weight;
-    tables_build(r); /* room reserved above, or fewer points: cannot fail */
+    shard__ring_tables_build(r); /* room reserved above, or fewer points: cannot fail */
     return 0;
 }
 
@@ -451,6 +304,6 @@ SHARD_API int shard_ring_remove(shard_ring *r, const char *member)
     free(r->members[gone].name);
     memmove(&r->members[gone], &r->members[gone + 1], (r->nmembers - gone - 1) * sizeof *r->members);
     r->nmembers--;
-    tables_build(r); /* fewer points never need more front entries or blocks: cannot fail */
+    shard__ring_tables_build(r); /* fewer points never need more front entries or blocks: cannot fail */
     return 0;
 }

@@ -44,8 +44,8 @@ struct ring_member {
  * 12n + 2.0625 * entries + 4 bytes: under 45 bytes a point up to 65,536 points (the table at most
  * 1 MiB), under 29 above. At the default vnodes 64 members get 2^19 entries (1 MiB), 1,000 members 2^22
  * (8 MiB, beyond L2: see ring_front.c, shard__ring_front_count).
- * Every add and remove rebuilds all of it (ring.c), so it is published with the ring; a published ring
- * is read-only.
+ * Every add and remove rebuilds all of it (ring.c, through ring_points.c), so it is published with
+ * the ring; a published ring is read-only.
  *
  * Pins (ring_pin.c) live in a pin trie (pin_trie.h) that a clone shares, so a pin costs one path of it,
  * not a copy of every pin. Its entries carry numbers, which pin_member maps to member indices: adding

@@ -1,0 +1,51 @@
+/* Internal: a multi-key job's layout, between its life (multi.c) and its submit (multi_submit.c).
+ * SPDX-License-Identifier: LGPL-2.1-or-later */
+#ifndef SHARD_SRC_MULTI_LAYOUT_H
+#define SHARD_SRC_MULTI_LAYOUT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "crash.h"
+#include "job.h"
+#include "shard/multi.h"
+
+struct multi;
+
+/* A key of the caller's: its hash and where it first occurs in keys[]. */
+struct key_ref {
+    uint64_t hash;
+    uint32_t index;
+};
+
+struct multi_part {
+    struct job    claim;   /* its key's entry in the crash table while it holds the key */
+    struct multi *m;
+    uint32_t      key;     /* I: the index in the caller's keys of its key's first occurrence */
+    struct job   *step;    /* its step's record, once every key is held (with steps) */
+    bool          claimed; /* m->lock (or the one part or step running): claim is in the table */
+};
+
+struct multi {
+    shard_dispatcher   *d;
+    shard_job_fn        fn;      /* the job; with steps, what runs after them (may be NULL) */
+    shard_multi_step_fn step;    /* NULL: no steps */
+    void               *arg;
+    struct job_block   *block;   /* the allocation this lives in */
+    struct crash_record owner;   /* owes its claims (the table counts entries by record) */
+    pthread_mutex_t     lock;    /* dropped, arrived and the parts' claimed; the crash table's lock nests inside */
+    bool                dropped; /* lock: a DROP crash dropped one of its parts */
+    uint32_t            arrived; /* lock: parts come up or dropped */
+    uint32_t            n;       /* I: parts, one a distinct key */
+    struct multi_part   parts[];
+};
+
+/* A multi-key job of the n distinct keys h (its parts not yet queued), in one allocation with a
+ * record for each part's full queue and one for its step. Return: NULL when out of memory.
+ * Context: any thread. */
+struct multi *shard__multi_new(shard_dispatcher *d, const struct key_ref *h, size_t n, shard_job_fn fn,
+                               shard_multi_step_fn step, void *arg);
+
+#endif
