@@ -77,7 +77,7 @@ static bool remove_entry(struct crash_table *t, struct job *j)
     shard__keymap_remove(owed, j);
     j->in_table = false;
     atomic_fetch_sub_explicit(&j->owed_to->owed, 1, memory_order_relaxed);
-    /* release: whatever the job did (a stuck job's writes to its key's state) happens before a worker
+    /* release (E7, docs/protocol.md): whatever the job did (a stuck job's writes to its key's state) happens before a worker
      * that reads the lowered count with acquire (shard__crash_blocks) and runs the key's next job
      * without taking the lock. */
     atomic_fetch_sub_explicit(bucket(t, j->hash), 1, memory_order_release);
@@ -100,7 +100,7 @@ static bool older_entry(struct crash_table *t, const struct job *j)
 
 bool shard__crash_blocks(struct crash_table *t, const struct job *j)
 {
-    /* acquire: the counts were raised before a release store this thread has acquired (crash.h).
+    /* acquire (E7): the counts were raised before a release store this thread has acquired (crash.h).
      * `entries` first: one line that every worker reads and only crashes write. */
     if (!atomic_load_explicit(&t->entries, memory_order_acquire) ||
         !atomic_load_explicit(bucket(t, j->hash), memory_order_acquire))

@@ -7,9 +7,9 @@
 #include "dispatcher_internal.h"
 #include "handoff.h"
 #include "multi.h"
-#include "run.h"
 #include "timer.h"
 #include "worker.h"
+#include "worker_crash.h"
 #include "ctl.h"
 
 /* Records for the jobs in a worker's ring, allocated before a crash reaches its point of no return. */
@@ -23,47 +23,12 @@ static struct job_block *block_new(size_t n)
     return b;
 }
 
-
-/* Everything x still holds, in order: held items, then its inbox, then its queue (ring slots copied into
- * records of block). Context: x->lock held, after the grace period that ended pushes to x. */
-static struct job *take_leftovers(struct shard_worker *x, struct job_block *block)
-{
-    SHARD_CHECK_HELD(&x->lock);
-    struct job_list all = { 0 };
-    struct job *held = shard__held_take_all(&x->held);
-    shard__worker_sync_holding(x);
-    for (struct job *j = held, *next; j; j = next) {
-        next = j->next;
-        shard__job_list_append(&all, j);
-    }
-    for (struct job *j = shard__inbox_take(x, true), *next; j; j = next) {
-        next = j->next;
-        shard__job_list_append(&all, j);
-    }
-    struct job scratch = { 0 }, *j;
-    while ((j = shard__queue_pop_sc(&x->q, &scratch))) {
-        if (j == &scratch) {
-            struct job *r = &block->recs[block->used++]; /* as many as the ring has slots */
-            *r = scratch;
-            r->routed = x;
-            r->block = block;
-            atomic_fetch_add_explicit(&block->refs, 1, memory_order_relaxed);
-            j = r;
-        }
-        shard__job_list_append(&all, j);
-    }
-    return all.head;
-}
-
 /* Jobs for one new owner, gathered so that each inbox is locked and woken once. */
 static void deliver(struct shard_worker *dest, struct job_list *list)
 {
     if (!list->head)
         return;
-    pthread_mutex_lock(&dest->inbox_lock);
-    shard__job_list_splice(&dest->inbox, list);
-    atomic_store_explicit(&dest->inbox_flag, true, memory_order_release);
-    pthread_mutex_unlock(&dest->inbox_lock);
+    shard__inbox_put(dest, list);
     shard__worker_wake(dest);
 }
 
@@ -72,11 +37,9 @@ static void deliver(struct shard_worker *dest, struct job_list *list)
 static void deliver_one(struct shard_worker *w, struct job *j)
 {
     SHARD_CHECK_HELD(&w->d->lock);
-    pthread_mutex_lock(&w->inbox_lock);
-    shard__job_list_append(&w->inbox, j);
-    /* release: pairs with shard__inbox_pending's acquire. */
-    atomic_store_explicit(&w->inbox_flag, true, memory_order_release);
-    pthread_mutex_unlock(&w->inbox_lock);
+    struct job_list one = { 0 };
+    shard__job_list_append(&one, j);
+    shard__inbox_put(w, &one);
 }
 
 /* The worker that owns j's key in s. */
@@ -110,7 +73,7 @@ static struct shard_worker *reroute_target(shard_dispatcher *d, struct shard_wor
     SHARD_CHECK(shard__ctl_held(d));
     SHARD_CHECK_HELD(&d->lock);
     if (m->valid && m->hash == j->hash && m->epoch == j->epoch &&
-        (!m->w || atomic_load_explicit(&m->w->passed, memory_order_relaxed) < m->lost))
+        (!m->w || atomic_load_explicit(&m->w->life.passed, memory_order_relaxed) < m->lost))
         return m->w;
     *m = (struct reroute_memo){ .hash = j->hash, .epoch = j->epoch, .valid = true };
     const struct snap *s = now, *after = NULL; /* after: the snapshot right after j's epoch */
@@ -130,7 +93,7 @@ static struct shard_worker *reroute_target(shard_dispatcher *d, struct shard_wor
             lost = lost->next;
         if (!lost)
             return NULL; /* w owns the key now */
-        if (atomic_load_explicit(&w->passed, memory_order_relaxed) < lost->epoch) {
+        if (atomic_load_explicit(&w->life.passed, memory_order_relaxed) < lost->epoch) {
             m->w = w;
             m->lost = lost->epoch;
             return w; /* it has not handed the key on yet */
@@ -203,7 +166,7 @@ static void hand_over(shard_dispatcher *d, struct shard_worker *x, struct job *l
     for (size_t i = 0; i < shard_ring_member_count(now->ring); i++)
         deliver(now->by_member[i], &lists[i]);
     pthread_mutex_lock(&d->lock);
-    x->queue_handed = true;
+    x->leaving.queue_handed = true;
     shard__epochless_if_done(d, x);
     pthread_mutex_unlock(&d->lock);
 }
@@ -227,33 +190,11 @@ void shard__crash_handover_discard(struct crash_handover *ho)
     ho->lists = NULL;
 }
 
-void shard__crash_stop(shard_dispatcher *d, struct shard_worker *x)
-{
-    SHARD_CHECK(shard__ctl_held(d));
-    atomic_store_explicit(&x->crash_pending, true, memory_order_relaxed);
-    pthread_mutex_lock(&x->lock);
-    atomic_store_explicit(&x->crash_pending, false, memory_order_release);
-    shard__worker_set_state(x, SHARD_WORKER_CRASHED);
-    uint64_t hash = x->running_hash;
-    if ((x->in_fn && x->running_job) || shard__run_batch_interrupt(x, &hash)) {
-        /* Before the publication of the next ring: a job routed with it sees the entry. */
-        shard__crash_stick(&d->crash, &x->crash, hash);
-        x->crash_stuck = true;
-    }
-    pthread_mutex_lock(&d->lock);
-    x->hook_at_crash = x->in_fn && !x->running_job; /* its release hook: the keys it moves wait */
-    pthread_mutex_unlock(&d->lock);
-    pthread_mutex_unlock(&x->lock);
-    shard__worker_wake(x);
-}
-
 void shard__crash_handover(shard_dispatcher *d, struct shard_worker *x, enum shard_crash_policy policy,
                            struct crash_handover *ho)
 {
     SHARD_CHECK(shard__ctl_held(d));
-    pthread_mutex_lock(&x->lock);
-    struct job *left = take_leftovers(x, ho->block);
-    pthread_mutex_unlock(&x->lock);
+    struct job *left = shard__worker_take_leftovers(x, ho->block);
     shard__job_block_put(ho->block);
     hand_over(d, x, left, policy, ho->lists);
     free(ho->lists);

@@ -19,11 +19,6 @@ struct crash_handover {
 int  shard__crash_handover_prepare(struct crash_handover *ho, struct shard_worker *x, size_t members);
 void shard__crash_handover_discard(struct crash_handover *ho);
 
-/* x takes no further job; a job it is running keeps its key fenced (a stuck entry), and a release
- * hook it is running makes the keys it releases wait for it. Before the next ring is published.
- * Context: ctl held. */
-void shard__crash_stop(shard_dispatcher *d, struct shard_worker *x);
-
 /* After the next ring's grace period, so nothing is pushed to x any more: everything x held, in
  * order, goes to its keys' owners in the ring now in force, ahead of what they hold (REROUTE), or to
  * on_dropped (DROP). Frees what prepare allocated. Context: ctl held. */

@@ -68,8 +68,8 @@ SHARD_API int shard_dispatcher_create(shard_dispatcher **out, const struct shard
         return -ENOMEM;
     }
     d->next_id = 0; /* the stand-in takes no number: create's workers are 0, 1, ... (shard_worker_id) */
-    atomic_store_explicit(&d->gone->epochless, true, memory_order_relaxed);
-    atomic_store_explicit(&d->gone->state, SHARD_WORKER_EXITED, memory_order_relaxed);
+    atomic_store_explicit(&d->gone->life.epochless, true, memory_order_relaxed);
+    atomic_store_explicit(&d->gone->life.state, SHARD_WORKER_EXITED, memory_order_relaxed);
     err = shard__membership_init(d);
     if (err) {
         shard__dispatcher_free(d);

@@ -1,30 +1,8 @@
-/* Internal: the dispatcher's state, and the order of the core's locks.
+/* Internal: the dispatcher's state.
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * Locks, outermost first (never taken in another order):
- *   d->ctl     serialises membership changes, drain and destroy (held across grace periods);
- *   w->lock    a worker's consumer side: its queue's consumer end, its held jobs, whether it is inside
- *              a job. The worker holds it except while running a job or hook and while parked, so
- *              shard_worker_crash can take over a worker stuck in a job;
- *   d->lock    the worker registry, the settled epoch and fence counts, crash hand-over flags,
- *              drain marks;
- *   w->inbox_lock  jobs rerouted to the worker by a crash;
- *   d->crash's stripe locks  what crashes still owe (crash.h): one a key's stripe, a leaf; or, for
- *              what spans keys, every stripe's, in stripe order.
- * d->multi_lock (multi-key jobs' parts entering the queues, multi.c) takes only side locks and
- * allocates; d->pool_lock (their kept blocks) and d->balance_report.lock (the balancer's figures) are
- * leaves.
- * w->outbox.busy (a spin flag: one delivery of a worker's outbox, outbox.c) is taken under w->lock
- * (the worker's loop) or ctl (a crash's rescue) or neither; its holder takes only side locks, d->lock
- * (a destroy's wake-up) and an RCU read-side section.
- * w->timer_lock (a worker's timing wheel, timer.c) and d->timers.lock (timer records) are leaves:
- * taken under any of the above or none, one at a time.
- * d->space_lock (submitters waiting for queue space or for a throttled key) and then d->throttle.lock
- * (throttled keys, throttle.h) are the innermost: taken under any of the above (a change sends waiters
- * back under ctl; a worker makes room, throttles and releases keys under w->lock, also under
- * w->inbox_lock of another worker as jobs follow their key; a settle wakes the submitters a full
- * holder held back under d->lock), the throttle's alone or inside
- * space_lock (a waiter looks at its key), nothing else inside either. */
+ * The order of the locks is docs/protocol.md's ("Locks"), with the words, the state machines and
+ * the synchronising edges (E1...) the comments cite. */
 #ifndef SHARD_SRC_DISPATCHER_INTERNAL_H
 #define SHARD_SRC_DISPATCHER_INTERNAL_H
 

@@ -30,20 +30,20 @@ static struct job *mark_for_move(struct shard_worker *w)
 static bool into_inbox(struct shard_worker *dest, const struct snap *s, struct job *j, struct job *mark,
                        struct held *from)
 {
-    pthread_mutex_lock(&dest->inbox_lock);
-    bool open = !dest->inbox_closed;
+    pthread_mutex_lock(&dest->inbox.lock);
+    bool open = !dest->inbox.closed;
     if (open) {
         if (from)
             shard__held_remove(from, j);
         j->moved_epoch = s->epoch;
         j->wait_snap = NULL; /* what it waited for where it was */
-        shard__job_list_append(&dest->inbox, j);
+        shard__job_list_append(&dest->inbox.jobs, j);
         if (mark)
-            shard__job_list_append(&dest->inbox, mark);
-        /* release: pairs with shard__inbox_pending's acquire. */
-        atomic_store_explicit(&dest->inbox_flag, true, memory_order_release);
+            shard__job_list_append(&dest->inbox.jobs, mark);
+        /* release (E4, docs/protocol.md): pairs with shard__inbox_pending's acquire. */
+        atomic_store_explicit(&dest->inbox.flag, true, memory_order_release);
     }
-    pthread_mutex_unlock(&dest->inbox_lock);
+    pthread_mutex_unlock(&dest->inbox.lock);
     if (open)
         shard__worker_wake(dest);
     return open;
@@ -79,7 +79,7 @@ static void move_to_owner(struct shard_worker *w, struct job *j)
         j->moved_epoch = s->epoch;
         j->wait_snap = NULL;
     } else {
-        moved = into_inbox(dest, s, j, mark, &w->held);
+        moved = into_inbox(dest, s, j, mark, &w->own.held);
     }
     shard__rcu_read_unlock();
     if (!moved && mark)
@@ -111,11 +111,11 @@ bool shard__follow_deliver(struct shard_worker *me, struct job *j)
 void shard__follow_key(struct shard_worker *w, uint64_t epoch)
 {
     SHARD_CHECK_ON(w);
-    for (struct job *j = w->held.head, *next; j; j = next) {
+    for (struct job *j = w->own.held.head, *next; j; j = next) {
         next = j->next;
         if (j->kind == JOB_RUN && j->owed_to && j->epoch < epoch) {
             move_to_owner(w, j);
-            w->held_dirty = true; /* gone, or waiting for something else */
+            w->own.held_dirty = true; /* gone, or waiting for something else */
         }
     }
 }

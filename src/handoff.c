@@ -4,7 +4,7 @@
  * The protocol. Every job carries the epoch of the ring it was routed with and the worker it was
  * routed to. After publishing epoch e and waiting a grace period (no submit still routes with an older
  * ring), the control thread puts a fence(e) into every worker's queue; a worker passes fence(e)
- * (w->passed = e) once it holds no job of an epoch below e: it has run everything it was given under
+ * (w->life.passed = e) once it holds no job of an epoch below e: it has run everything it was given under
  * older rings. A job j of key k routed to B under epoch e may run once, for every older epoch e' whose
  * owner X of k was not B, X has passed fence(e' + 1): then every job of k routed before j is done.
  * d->settled, the newest epoch whose fences (and all older ones) every fenced worker has passed, bounds
@@ -45,18 +45,19 @@
 
 static bool fence_passed_by(struct shard_worker *x, uint64_t fence)
 {
-    /* acquire: pairs with the (seq_cst, so release) stores of passed (run.c) and epochless (below),
+    /* acquire (E2, E6; docs/protocol.md): pairs with the (seq_cst, so release) stores of passed (run.c)
+     * and epochless (below),
      * so the jobs x ran before them happen before the job about to run. */
-    return atomic_load_explicit(&x->passed, memory_order_acquire) >= fence ||
-           atomic_load_explicit(&x->epochless, memory_order_acquire);
+    return atomic_load_explicit(&x->life.passed, memory_order_acquire) >= fence ||
+           atomic_load_explicit(&x->life.epochless, memory_order_acquire);
 }
 
-/* Who is woken for what. A worker holding jobs marks in its waits_on what they wait for: one bit a
+/* Who is woken for what. A worker holding jobs notes in its waits.on what they wait for: one bit a
  * worker (by id, 63 of them, so unrelated workers may share a bit: a spurious kick at worst) and
  * WAIT_CRASH for the crash table. An event (a fence passed, a hand-over, an exit, a crash entry
- * paid) kicks only the holders whose mark has its bit, so a holder walks its held jobs again only
+ * paid) kicks only the holders whose note has its bit, so a holder walks its held jobs again only
  * when one of them may have become runnable, not on every event anywhere; for a crash entry paid,
- * and a job come in through its inbox, it looks at that one key's first held job alone (pass.c).
+ * and a job come in through its inbox, it looks at that one key's first held job alone (walk.c).
  * The pair: the holder sets the bit and then rereads what it waits for; the waker changes that and
  * then reads the bits, all seq_cst (the stores of passed and epochless included), so either the holder
  * sees the change or the waker sees the bit. For the crash table the pair goes through its lock. */
@@ -69,7 +70,7 @@ static uint64_t wait_bit(const struct shard_worker *x)
 
 static void note_wait(struct shard_worker *h, uint64_t bit)
 {
-    atomic_fetch_or_explicit(&h->waits_on, bit, memory_order_seq_cst);
+    atomic_fetch_or_explicit(&h->waits.on, bit, memory_order_seq_cst);
 }
 
 void shard__wait_on_crashes(struct shard_worker *w)
@@ -83,10 +84,10 @@ static void kick_holders(shard_dispatcher *d, uint64_t bits)
         return;
     for (size_t i = 0; i < d->nworkers; i++) {
         struct shard_worker *h = d->workers[i];
-        if (atomic_load_explicit(&h->holding, memory_order_relaxed) &&
-            (atomic_load_explicit(&h->waits_on, memory_order_seq_cst) & bits)) {
+        if (atomic_load_explicit(&h->waits.holding, memory_order_relaxed) &&
+            (atomic_load_explicit(&h->waits.on, memory_order_seq_cst) & bits)) {
             /* seq_cst: before the parking flag is read (the parking Dekker pair, shard__park_prepare). */
-            atomic_fetch_add_explicit(&h->kick, 1, memory_order_seq_cst);
+            atomic_fetch_add_explicit(&h->waits.kick, 1, memory_order_seq_cst);
             shard__worker_wake(h);
         }
     }
@@ -98,40 +99,40 @@ void shard__wake_waiters_of(shard_dispatcher *d, struct shard_worker *w)
 }
 
 /* As kick_holders for the crash table's entry of hash, paid: each holder waiting on the table is told
- * which key, so that it looks at that key's first held job alone (pass.c). */
+ * which key, so that it looks at that key's first held job alone (walk.c). */
 static void kick_crash_holders(shard_dispatcher *d, uint64_t hash)
 {
     if (!atomic_load_explicit(&d->nholding, memory_order_seq_cst))
         return;
     for (size_t i = 0; i < d->nworkers; i++) {
         struct shard_worker *h = d->workers[i];
-        if (!atomic_load_explicit(&h->holding, memory_order_relaxed) ||
-            !(atomic_load_explicit(&h->waits_on, memory_order_seq_cst) & WAIT_CRASH))
+        if (!atomic_load_explicit(&h->waits.holding, memory_order_relaxed) ||
+            !(atomic_load_explicit(&h->waits.on, memory_order_seq_cst) & WAIT_CRASH))
             continue;
         bool put = false;
-        for (size_t s = 0; hash && !put && s < sizeof h->released / sizeof h->released[0]; s++) {
+        for (size_t s = 0; hash && !put && s < sizeof h->waits.released / sizeof h->waits.released[0]; s++) {
             uint64_t free_slot = 0;
-            put = atomic_compare_exchange_strong_explicit(&h->released[s], &free_slot, hash, memory_order_relaxed,
+            put = atomic_compare_exchange_strong_explicit(&h->waits.released[s], &free_slot, hash, memory_order_relaxed,
                                                           memory_order_relaxed);
         }
         if (!put)
-            atomic_store_explicit(&h->released_lost, true, memory_order_relaxed);
+            atomic_store_explicit(&h->waits.released_lost, true, memory_order_relaxed);
         /* seq_cst (so release): the slot above is seen by the holder that reads the count, and the
          * count is read before the parking flag (the parking Dekker pair, shard__park_prepare). */
-        atomic_fetch_add_explicit(&h->kick_keys, 1, memory_order_seq_cst);
+        atomic_fetch_add_explicit(&h->waits.kick_keys, 1, memory_order_seq_cst);
         shard__worker_wake(h);
     }
 }
 
 /* Whether x, the owner of j's key in snapshot s, is done with what it was given under s. If not,
- * h is marked to be kicked when it is; so the answer is read again after the mark. */
+ * h notes that it is to be kicked when it is; so the answer is read again after the note. */
 static bool owner_done(struct shard_worker *h, struct shard_worker *x, uint64_t epoch)
 {
     if (fence_passed_by(x, epoch + 1))
         return true;
     note_wait(h, wait_bit(x));
-    return atomic_load_explicit(&x->passed, memory_order_seq_cst) >= epoch + 1 ||
-           atomic_load_explicit(&x->epochless, memory_order_seq_cst);
+    return atomic_load_explicit(&x->life.passed, memory_order_seq_cst) >= epoch + 1 ||
+           atomic_load_explicit(&x->life.epochless, memory_order_seq_cst);
 }
 
 /* Whether every job of j's key routed before j elsewhere is done: for each older epoch whose owner x
@@ -167,7 +168,7 @@ static bool older_owners_done(shard_dispatcher *d, struct shard_worker *h, struc
 
 bool shard__key_waits_older(shard_dispatcher *d, struct shard_worker *w, uint64_t epoch, uint64_t hash)
 {
-    /* As older_owners_done for a job not moved, without marks: nothing is kicked for a submitter. */
+    /* As older_owners_done for a job not moved, without notes: nothing is kicked for a submitter. */
     uint64_t settled = atomic_load_explicit(&d->settled, memory_order_acquire);
     for (struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire); s && s->epoch >= settled;
          s = atomic_load_explicit(&s->prev, memory_order_acquire)) {
@@ -183,7 +184,8 @@ bool shard__key_waits_older(shard_dispatcher *d, struct shard_worker *w, uint64_
 bool shard__job_may_run(shard_dispatcher *d, struct shard_worker *w, struct job *j)
 {
     SHARD_CHECK_HELD(&w->lock);
-    /* The common case: j's epoch is settled, every older owner is done; no read-side section. */
+    /* The common case: j's epoch is settled, every older owner is done; no read-side section. acquire
+     * (E3): the fences of the settled epochs happen before j. */
     uint64_t until = j->epoch > j->moved_epoch ? j->epoch : j->moved_epoch;
     if (until > atomic_load_explicit(&d->settled, memory_order_acquire)) {
         shard__rcu_read_lock();
@@ -207,7 +209,7 @@ void shard__settle(shard_dispatcher *d)
     if (s == d->settled_snap)
         return;
     d->settled_snap = s;
-    /* release: a reader that sees the new value also sees the passes and hand-overs behind it. */
+    /* release (E3): a reader that sees the new value also sees the passes and hand-overs behind it. */
     atomic_store_explicit(&d->settled, s->epoch, memory_order_release);
     pthread_cond_broadcast(&d->cond); /* destroy waits for every fence (shard__membership_stop_all) */
     /* Submitters that a full holder held back wait for this too (throttle.h's gate); its increment
@@ -227,20 +229,21 @@ void shard__fence_passed(shard_dispatcher *d, struct shard_worker *w, struct sna
  * x's passed while one of them counts it. */
 static void unfence(shard_dispatcher *d, struct shard_worker *x)
 {
-    uint64_t passed = atomic_load_explicit(&x->passed, memory_order_relaxed);
-    for (struct snap *s = d->settled_snap; s && s->epoch <= x->fenced_upto; s = s->next)
+    uint64_t passed = atomic_load_explicit(&x->life.passed, memory_order_relaxed);
+    for (struct snap *s = d->settled_snap; s && s->epoch <= x->ctl.fenced_upto; s = s->next)
         if (s->epoch > passed)
             s->unpassed--;
 }
 
 void shard__epochless_if_done(shard_dispatcher *d, struct shard_worker *x)
 {
-    if (!x->queue_handed || x->hook_at_crash || atomic_load_explicit(&x->epochless, memory_order_relaxed))
+    if (!x->leaving.queue_handed || x->leaving.hook_at_crash ||
+        atomic_load_explicit(&x->life.epochless, memory_order_relaxed))
         return;
     unfence(d, x);
-    /* release: the deliveries of its queue, and its release hook, happen before anyone who sees x
+    /* release (E6): the deliveries of its queue, and its release hook, happen before anyone who sees x
      * handed over (fence_passed_by() above, and settled). */
-    atomic_store_explicit(&x->epochless, true, memory_order_seq_cst);
+    atomic_store_explicit(&x->life.epochless, true, memory_order_seq_cst);
     shard__settle(d);
     shard__wake_waiters_of(d, x);
 }

@@ -19,7 +19,7 @@
 static inline uint64_t shard__load_start(struct shard_worker *w)
 {
     uint64_t now = shard__now_ns();
-    atomic_store_explicit(&w->head_since, now, memory_order_relaxed);
+    atomic_store_explicit(&w->counts.head_since, now, memory_order_relaxed);
     return now;
 }
 
@@ -29,22 +29,22 @@ void shard__load_sample(struct shard_worker *w, uint64_t now);
 static inline uint64_t shard__load_end(struct shard_worker *w, uint64_t start)
 {
     uint64_t now = shard__now_ns();
-    atomic_store_explicit(&w->busy_ns, atomic_load_explicit(&w->busy_ns, memory_order_relaxed) + (now - start),
-                          memory_order_relaxed);
+    _Atomic uint64_t *busy = &w->counts.busy_ns;
+    atomic_store_explicit(busy, atomic_load_explicit(busy, memory_order_relaxed) + (now - start), memory_order_relaxed);
     return now;
 }
 
 /* W has taken what it ran off its queue (its head is past it), at now: the length, sampled. */
 static inline void shard__load_taken(struct shard_worker *w, uint64_t now)
 {
-    if (now - __atomic_load_n(&w->sampled_at, __ATOMIC_RELAXED) >= LOAD_SAMPLE_NS)
+    if (now - __atomic_load_n(&w->counts.sampled_at, __ATOMIC_RELAXED) >= LOAD_SAMPLE_NS)
         shard__load_sample(w, now);
 }
 
 /* W parks: its queue is empty, whatever arrives next has not waited for it. */
 static inline void shard__load_idle(struct shard_worker *w)
 {
-    atomic_store_explicit(&w->head_since, 0, memory_order_relaxed);
+    atomic_store_explicit(&w->counts.head_since, 0, memory_order_relaxed);
 }
 
 #endif

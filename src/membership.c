@@ -18,6 +18,7 @@
 #include "outbox.h"
 #include "rcu.h"
 #include "registry.h"
+#include "worker_crash.h"
 #include "worker_life.h"
 #include "space.h"
 #include "timer.h"
@@ -106,7 +107,8 @@ static void publish(shard_dispatcher *d, struct change *c)
     pthread_mutex_lock(&d->lock);
     old->next = c->snap; /* settled cannot pass it yet: its fences are not pushed */
     pthread_mutex_unlock(&d->lock);
-    /* release: readers that load the new snapshot see it fully built (pairs with submit's acquire). */
+    /* release (E8, docs/protocol.md): readers that load the new snapshot see it fully built (pairs
+     * with submit's acquire). */
     atomic_store_explicit(&d->snap, c->snap, memory_order_release);
     atomic_store_explicit(&d->epoch, c->snap->epoch, memory_order_relaxed);
     /* Submitters waiting for room in an old owner's queue look the key up again now: one that waits
@@ -131,7 +133,7 @@ static void push_fences(struct change *c)
         if (!f)
             continue;
         struct shard_worker *w = f->routed; /* f is the worker's once pushed, and may be freed */
-        w->fenced_upto = f->epoch;
+        w->ctl.fenced_upto = f->epoch;
         shard__queue_push_side(&w->q, f);
         shard__worker_wake(w);
     }
@@ -160,8 +162,8 @@ static void stop_and_join(struct shard_worker *w)
 {
     shard__queue_push_side(&w->q, &w->stop_item);
     shard__worker_wake(w);
-    pthread_join(w->thread, NULL);
-    w->joined = true;
+    pthread_join(w->ctl.thread, NULL);
+    w->ctl.joined = true;
 }
 
 int shard__membership_init(shard_dispatcher *d)
@@ -192,7 +194,7 @@ int shard__membership_init(shard_dispatcher *d)
         goto fail;
     for (size_t i = 0; i < n; i++) {
         by[shard__ring_member_index(ring, d->workers[i]->name)] = d->workers[i];
-        d->workers[i]->snap_refs = 1;
+        d->workers[i]->ctl.snap_refs = 1;
     }
     s->epoch = 1;
     s->ring = ring;
@@ -210,7 +212,7 @@ int shard__membership_init(shard_dispatcher *d)
     return 0;
 fail:
     for (size_t i = 0; i < d->nworkers; i++)
-        if (d->workers[i]->started)
+        if (d->workers[i]->ctl.started)
             stop_and_join(d->workers[i]);
     free(m);
     free(s);
@@ -360,7 +362,7 @@ SHARD_API int shard_worker_crash(shard_dispatcher *d, const char *name, enum sha
         goto out;
     }
     /* From here on it cannot fail. */
-    shard__crash_stop(d, x);
+    shard__worker_crash_stop(d, x);
     publish(d, &c);
     /* What x's returned jobs submitted goes now, not when a job of its batch stuck after them returns. */
     shard__outbox_rescue(x);
@@ -389,9 +391,9 @@ void shard__membership_stop_all(shard_dispatcher *d)
         }
     }
     for (size_t i = 0; i < d->nworkers; i++)
-        if (d->workers[i]->started && !d->workers[i]->joined) {
-            pthread_join(d->workers[i]->thread, NULL);
-            d->workers[i]->joined = true;
+        if (d->workers[i]->ctl.started && !d->workers[i]->ctl.joined) {
+            pthread_join(d->workers[i]->ctl.thread, NULL);
+            d->workers[i]->ctl.joined = true;
         }
 }
 

@@ -102,7 +102,7 @@ static inline void shard__queue_write(struct queue *q, uint64_t pos, shard_job_f
     s->arg = arg;
     s->hash = hash;
     s->epoch = epoch;
-    /* release: the consumer that sees pos + 1 sees the job. */
+    /* release (E1, docs/protocol.md): the consumer that sees pos + 1 sees the job. */
     atomic_store_explicit(&s->seq, pos + 1, memory_order_release);
 }
 
@@ -138,7 +138,7 @@ struct job *shard__queue_pop_sc(struct queue *q, struct job *scratch);
 /* True when the queue may hold an item (seq_cst: the worker's half of the parking Dekker pair). */
 bool shard__queue_nonempty_sc(struct queue *q);
 /* The fast path's view (run.c's batch): the slot at position pos if its job is written, else NULL.
- * acquire: pairs with the producer's release; the job's fields are visible. Taking it is the caller's
+ * acquire (E1): pairs with the producer's release; the job's fields are visible. Taking it is the caller's
  * business: it sets q->head past it under the worker's lock afterwards (shard__queue_advance_sc). */
 static inline const struct slot *shard__queue_peek_sc(const struct queue *q, uint64_t pos)
 {

@@ -11,10 +11,10 @@
 struct job *shard__record_alloc(struct shard_worker *w)
 {
     SHARD_CHECK_W(w);
-    struct job *j = w->spare;
+    struct job *j = w->own.spare;
     if (j) {
-        w->spare = j->next;
-        w->nspare--;
+        w->own.spare = j->next;
+        w->own.nspare--;
         memset(j, 0, sizeof *j);
         return j;
     }
@@ -31,10 +31,10 @@ void shard__free_record(struct shard_worker *w, struct job *j)
         shard__job_block_put(j->block);
         return;
     }
-    if (w && w->nspare < SPARE_RECORDS) {
-        j->next = w->spare;
-        w->spare = j;
-        w->nspare++;
+    if (w && w->own.nspare < SPARE_RECORDS) {
+        j->next = w->own.spare;
+        w->own.spare = j;
+        w->own.nspare++;
         return;
     }
     free(j);
@@ -52,12 +52,12 @@ void shard__job_block_put(struct job_block *b)
 
 void shard__worker_drop_spares(struct shard_worker *w)
 {
-    free(w->spare_ready);
-    w->spare_ready = NULL;
-    while (w->spare) {
-        struct job *next = w->spare->next;
-        free(w->spare);
-        w->spare = next;
+    free(w->own.spare_ready);
+    w->own.spare_ready = NULL;
+    while (w->own.spare) {
+        struct job *next = w->own.spare->next;
+        free(w->own.spare);
+        w->own.spare = next;
     }
-    w->nspare = 0;
+    w->own.nspare = 0;
 }

@@ -55,7 +55,8 @@ static bool finished_with(struct shard_worker *w)
     if (st != SHARD_WORKER_EXITED && st != SHARD_WORKER_CRASHED)
         return false;
     pthread_mutex_lock(&w->d->lock);
-    bool done = w->finished && (st == SHARD_WORKER_EXITED || atomic_load_explicit(&w->epochless, memory_order_relaxed));
+    bool done = w->leaving.finished &&
+                (st == SHARD_WORKER_EXITED || atomic_load_explicit(&w->life.epochless, memory_order_relaxed));
     pthread_mutex_unlock(&w->d->lock);
     /* Entries owed to its record point at it: its rerouted jobs, and jobs it deferred. */
     return done && shard__crash_settled(&w->d->crash, &w->crash);
@@ -82,7 +83,7 @@ void shard__registry_reap(shard_dispatcher *d)
     bool unnamed = false;
     for (size_t i = 0; i < d->nworkers; i++) {
         struct shard_worker *w = d->workers[i];
-        if (w->snap_refs && reapable(w)) {
+        if (w->ctl.snap_refs && reapable(w)) {
             shard__snap_unname(d, w);
             unnamed = true;
         }
@@ -91,13 +92,13 @@ void shard__registry_reap(shard_dispatcher *d)
         shard__rcu_synchronize(); /* readers that found one of those entries before are done */
     for (size_t i = 0; i < d->nworkers;) {
         struct shard_worker *w = d->workers[i];
-        if (w->snap_refs || !reapable(w)) {
+        if (w->ctl.snap_refs || !reapable(w)) {
             i++;
             continue;
         }
-        if (!w->joined) {
-            pthread_join(w->thread, NULL); /* it is returning */
-            w->joined = true;
+        if (!w->ctl.joined) {
+            pthread_join(w->ctl.thread, NULL); /* it is returning */
+            w->ctl.joined = true;
         }
         pthread_mutex_lock(&d->lock);
         memmove(&d->workers[i], &d->workers[i + 1], (d->nworkers - i - 1) * sizeof *d->workers);

@@ -99,7 +99,8 @@ void shard__ring_points_sort(struct point_rec *a, struct point_rec *tmp, size_t 
 }
 
 /* Merges the sorted new points (owners already final indices) into the ring, whose old owners at or
- * above each inserted member's position have been renumbered. Requires shard__ring_reserve_points(total). */
+ * above each inserted member's position have been renumbered. Requires
+ * shard__ring_reserve_points(total). */
 void shard__ring_points_merge(shard_ring *r, const struct point_rec *add, size_t nadd)
 {
     size_t i = r->npoints, j = nadd, k = r->npoints + nadd;

@@ -19,13 +19,13 @@ struct release_ctx {
 static void run_unlocked(struct shard_worker *w, bool is_job, uint64_t hash, void (*call)(struct shard_worker *, void *),
                          void *ctx)
 {
-    w->in_fn = true;
-    w->running_job = is_job;
-    w->running_hash = hash;
-    w->job_hash = hash;
+    w->own.in_fn = true;
+    w->own.running_job = is_job;
+    w->own.running_hash = hash;
+    w->own.job_hash = hash;
     w->outbox.gathering = is_job;
-    atomic_store_explicit(&w->busy, is_job, memory_order_relaxed);
-    pthread_mutex_unlock(&w->lock);
+    atomic_store_explicit(&w->counts.busy, is_job, memory_order_relaxed);
+    pthread_mutex_unlock(&w->lock); /* E5 (docs/protocol.md): what ran before, to a crash */
     uint64_t started = is_job ? shard__load_start(w) : 0, ended = 0;
     call(w, ctx);
     if (is_job) {
@@ -38,8 +38,8 @@ static void run_unlocked(struct shard_worker *w, bool is_job, uint64_t hash, voi
     pthread_mutex_lock(&w->lock);
     if (is_job)
         shard__load_taken(w, ended); /* under the lock: a crash meanwhile moves the queue's head */
-    atomic_store_explicit(&w->busy, false, memory_order_relaxed);
-    w->in_fn = false;
+    atomic_store_explicit(&w->counts.busy, false, memory_order_relaxed);
+    w->own.in_fn = false;
 }
 
 static void call_job(struct shard_worker *w, void *ctx)
@@ -48,13 +48,13 @@ static void call_job(struct shard_worker *w, void *ctx)
     j->fn(w, j->arg);
 }
 
-/* A job taken from the ring lives in w->scratch until it runs; one that must wait gets a record. */
+/* A job taken from the ring lives in w->own.scratch until it runs; one that must wait gets a record. */
 static struct job *to_record(struct shard_worker *w, struct job *j)
 {
-    if (j != &w->scratch)
+    if (j != &w->own.scratch)
         return j;
-    struct job *r = w->spare_ready;
-    w->spare_ready = NULL;
+    struct job *r = w->own.spare_ready;
+    w->own.spare_ready = NULL;
     *r = *j;
     return r;
 }
@@ -63,17 +63,17 @@ static struct job *to_record(struct shard_worker *w, struct job *j)
  * once taken, cannot be put back. Return: false only when memory is exhausted. */
 bool shard__run_record_ready(struct shard_worker *w)
 {
-    if (!w->spare_ready)
-        w->spare_ready = shard__record_alloc(w);
-    return w->spare_ready != NULL;
+    if (!w->own.spare_ready)
+        w->own.spare_ready = shard__record_alloc(w);
+    return w->own.spare_ready != NULL;
 }
 
 /* After a job returned, with w->lock held again. */
 static void job_returned(struct shard_worker *w)
 {
-    if (w->crash_stuck) {
+    if (w->own.crash_stuck) {
         /* Crashed while this job ran: its key may move on now that it has returned. */
-        w->crash_stuck = false;
+        w->own.crash_stuck = false;
         shard__owed_done(w->d, &w->crash.stuck);
     }
 }
@@ -81,11 +81,11 @@ static void job_returned(struct shard_worker *w)
 void shard__run_job(struct shard_worker *w, struct job *j)
 {
     run_unlocked(w, true, j->hash, call_job, j);
-    shard__count(&w->executed);
+    shard__count(&w->counts.executed);
     job_returned(w);
     if (j->owed_to)
         shard__owed_done(w->d, j);
-    if (j != &w->scratch)
+    if (j != &w->own.scratch)
         shard__free_record(w, j);
 }
 
@@ -107,11 +107,11 @@ bool shard__run_batch(struct shard_worker *w)
     shard_dispatcher *d = w->d;
     struct queue *q = &w->q;
     uint64_t start = q->head, pos = start;
-    if (w->held.count || !shard__queue_peek_sc(q, pos))
+    if (w->own.held.count || !shard__queue_peek_sc(q, pos))
         return false;
     /* Under w->lock: a crash reads it under the lock. */
-    atomic_store_explicit(&w->batch, 2 * pos + 1, memory_order_relaxed);
-    atomic_store_explicit(&w->busy, true, memory_order_relaxed);
+    atomic_store_explicit(&w->batch.word, 2 * pos + 1, memory_order_relaxed);
+    atomic_store_explicit(&w->counts.busy, true, memory_order_relaxed);
     pthread_mutex_unlock(&w->lock);
     uint64_t started = shard__load_start(w), job_start = started;
     w->outbox.gathering = true;
@@ -121,12 +121,12 @@ bool shard__run_batch(struct shard_worker *w)
             break;
         shard_job_fn fn = s->fn;
         void *arg = s->arg;
-        w->batch_hash[pos & 1] = s->hash;
-        w->job_hash = s->hash; /* shard_job_key_hash; not running_hash, which a crash reads */
+        w->batch.hash[pos & 1] = s->hash;
+        w->own.job_hash = s->hash; /* shard_job_key_hash; not running_hash, which a crash reads */
         /* Takes pos unless a crash took the batch back: then the crash hands pos over. release: the
          * crash that ends the batch after this sees that pos was taken, and its hash. */
         uint64_t expect = 2 * pos + 1;
-        if (!atomic_compare_exchange_strong_explicit(&w->batch, &expect, expect + 2, memory_order_release,
+        if (!atomic_compare_exchange_strong_explicit(&w->batch.word, &expect, expect + 2, memory_order_release,
                                                      memory_order_relaxed))
             break;
         /* Its slot is free once taken, as pop frees it: the running job does not count against the
@@ -136,11 +136,11 @@ bool shard__run_batch(struct shard_worker *w)
         if (fn != shard__queue_void) {
             fn(w, arg);
             shard__outbox_seal(&w->outbox); /* a crash may deliver its submits now (outbox.h) */
-            shard__count(&w->executed);
+            shard__count(&w->counts.executed);
             if (w->hot) {
                 /* Each job from the end of the one before: one clock read a job. */
                 uint64_t ended = shard__now_ns();
-                shard__hot_record(w->hot, w->batch_hash[pos & 1], ended - job_start, ended);
+                shard__hot_record(w->hot, w->batch.hash[pos & 1], ended - job_start, ended);
                 job_start = ended;
             }
         }
@@ -150,8 +150,8 @@ bool shard__run_batch(struct shard_worker *w)
     shard__outbox_deliver(w); /* what is left (no memory) goes from the loop */
     uint64_t ended = shard__load_end(w, started);
     pthread_mutex_lock(&w->lock);
-    atomic_store_explicit(&w->busy, false, memory_order_relaxed);
-    if (atomic_exchange_explicit(&w->batch, 0, memory_order_relaxed) == 0) {
+    atomic_store_explicit(&w->counts.busy, false, memory_order_relaxed);
+    if (atomic_exchange_explicit(&w->batch.word, 0, memory_order_relaxed) == 0) {
         /* A crash ended the batch and consumed what it took (shard__run_batch_interrupt). */
         job_returned(w);
         return true;
@@ -164,13 +164,13 @@ bool shard__run_batch(struct shard_worker *w)
 bool shard__run_batch_interrupt(struct shard_worker *w, uint64_t *running_hash)
 {
     /* acquire: pairs with the worker's CAS, so the slot it took is seen as it was written. */
-    uint64_t b = atomic_exchange_explicit(&w->batch, 0, memory_order_acquire);
+    uint64_t b = atomic_exchange_explicit(&w->batch.word, 0, memory_order_acquire);
     if (!b)
         return false;
     uint64_t taken = b >> 1;
     bool running = taken != w->q.head;
     if (running)
-        *running_hash = w->batch_hash[(taken - 1) & 1];
+        *running_hash = w->batch.hash[(taken - 1) & 1];
     shard__queue_advance_sc(&w->q, taken);
     /* The last job taken may have returned already: its stuck entry is then paid at once, when the
      * worker finds its batch ended. */
@@ -200,9 +200,10 @@ static void pass_fence(struct shard_worker *w, const struct job *fence)
 {
     shard_dispatcher *d = w->d;
     pthread_mutex_lock(&d->lock);
-    /* release: every job this worker ran under older epochs happens before a reader of `passed`;
-     * seq_cst: before the waiters' marks are read (handoff.c). */
-    atomic_store_explicit(&w->passed, fence->epoch, memory_order_seq_cst);
+    /* release (E2, docs/protocol.md): every job this worker ran under older epochs happens before a
+     * reader of `passed`;
+     * seq_cst: before the waiters' notes are read (handoff.c). */
+    atomic_store_explicit(&w->life.passed, fence->epoch, memory_order_seq_cst);
     /* The fence's snapshot is kept: settled cannot pass it before this. */
     shard__fence_passed(d, w, (struct snap *)fence->fence_after);
     pthread_mutex_unlock(&d->lock);
@@ -213,7 +214,7 @@ static void hook_returned_after_crash(struct shard_worker *w)
 {
     shard_dispatcher *d = w->d;
     pthread_mutex_lock(&d->lock);
-    w->hook_at_crash = false;
+    w->leaving.hook_at_crash = false;
     shard__epochless_if_done(d, w);
     pthread_mutex_unlock(&d->lock);
 }
@@ -240,7 +241,7 @@ void shard__run_control(struct shard_worker *w, struct job *j)
          * delivered until pass_fence (both under d->lock) once it has. Later ones are not sent here. */
         if (j->loses_keys && shard__inbox_pending(w))
             shard__inbox_pull(w);
-        if (j->loses_keys && w->held.count)
+        if (j->loses_keys && w->own.held.count)
             shard__follow_key(w, j->epoch);
         /* Its timers of keys it lost go with them (all of them, and for good, when it left). */
         long ai = shard__ring_member_index(j->fence_after->ring, w->name);
@@ -261,7 +262,7 @@ void shard__run_control(struct shard_worker *w, struct job *j)
         shard__free_record(w, j);
         break;
     case JOB_STOP:
-        w->stopped = true;
+        w->own.stopped = true;
         break;
     default:
         abort(); /* unreachable: JOB_RUN is never a control item */
@@ -269,17 +270,17 @@ void shard__run_control(struct shard_worker *w, struct job *j)
 }
 
 /* dirty: whether a walk over the held jobs may find something to do now. Not for a job just found
- * blocked while the worker already holds jobs: shard__job_may_run marked what it waits for, and the
+ * blocked while the worker already holds jobs: shard__job_may_run noted what it waits for, and the
  * event kicks this worker (it is counted as holding); one behind a held job of its key goes only after
  * that one, whose going makes the walk go on. A worker that held nothing was not counted when the
- * job marked its wait, so an event in between kicked nobody: it walks once, after publishing that it
- * holds jobs (shard__worker_sync_holding, then the walk marks again). */
+ * job noted its wait, so an event in between kicked nobody: it walks once, after publishing that it
+ * holds jobs (shard__worker_sync_holding, then the walk notes again). */
 static void set_aside(struct shard_worker *w, struct job *j, bool dirty)
 {
     j = to_record(w, j);
-    shard__held_push_back(&w->held, j);
-    shard__count(&w->set_aside);
-    w->held_dirty |= dirty;
+    shard__held_push_back(&w->own.held, j);
+    shard__count(&w->counts.set_aside);
+    w->own.held_dirty |= dirty;
 }
 
 /* A job or control item just taken from the queue. */
@@ -290,16 +291,16 @@ void shard__run_take(struct shard_worker *w, struct job *j)
          * first, so a fence is never passed over them. */
         if (shard__inbox_pending(w))
             shard__inbox_pull(w);
-        if (w->held.count) {
-            shard__held_push_back(&w->held, to_record(w, j));
-            w->held_dirty = true;
+        if (w->own.held.count) {
+            shard__held_push_back(&w->own.held, to_record(w, j));
+            w->own.held_dirty = true;
         } else {
             shard__run_control(w, j);
         }
         return;
     }
-    if ((w->held.count && shard__held_has_key(&w->held, j->hash)) || !shard__job_may_run(w->d, w, j)) {
-        set_aside(w, j, !w->holding_now);
+    if ((w->own.held.count && shard__held_has_key(&w->own.held, j->hash)) || !shard__job_may_run(w->d, w, j)) {
+        set_aside(w, j, !w->own.holding_now);
         return;
     }
     /* The check above may have seen a crashed worker's hand-over; its rerouted jobs, delivered before

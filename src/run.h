@@ -1,4 +1,4 @@
-/* Internal: what a worker does with the items it takes (run.c) and with those it set aside (pass.c).
+/* Internal: what a worker does with the items it takes (run.c) and with those it set aside (walk.c).
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #ifndef SHARD_SRC_RUN_H
 #define SHARD_SRC_RUN_H
@@ -26,10 +26,10 @@ void shard__run_job(struct shard_worker *w, struct job *j);
 /* Acts on a control item that has reached its turn: fence (with the release hook), mark, stop. */
 void shard__run_control(struct shard_worker *w, struct job *j);
 
-/* pass.c. One walk over w's held items in order, running whatever may go now. */
-void shard__pass_held(struct shard_worker *w);
+/* walk.c. One walk over w's held items in order, running whatever may go now. */
+void shard__walk_held(struct shard_worker *w);
 /* Whether a walk may achieve something: an event w waits for happened, or items changed. */
-bool shard__pass_needed(struct shard_worker *w);
+bool shard__walk_needed(struct shard_worker *w);
 /* Keeps `holding` equal to "has held items", so that kicks reach only such workers.
  * Context: w->lock held (by w's thread, or a crash). */
 void shard__worker_sync_holding(struct shard_worker *w);

@@ -7,12 +7,12 @@
 #include "rcu.h"
 #include "ctl.h"
 
-/* Context: ctl held (snap_refs). */
+/* Context: ctl held (ctl.snap_refs). */
 void shard__snap_free(shard_dispatcher *d, struct snap *s)
 {
     for (size_t i = 0; i < shard_ring_member_count(s->ring); i++)
         if (s->by_member[i] != d->gone)
-            s->by_member[i]->snap_refs--;
+            s->by_member[i]->ctl.snap_refs--;
     shard_ring_destroy(s->ring);
     free(s->by_member);
     free(s);
@@ -40,7 +40,7 @@ struct snap *shard__snap_new(shard_dispatcher *d, shard_ring *ring, uint64_t epo
         by[i] = cur->by_member[idx];
     }
     for (size_t i = 0; i < n; i++)
-        by[i]->snap_refs++;
+        by[i]->ctl.snap_refs++;
     s->epoch = epoch;
     s->ring = ring;
     s->by_member = by;
@@ -73,14 +73,14 @@ void shard__snap_reap(shard_dispatcher *d)
 void shard__snap_unname(shard_dispatcher *d, struct shard_worker *w)
 {
     SHARD_CHECK(shard__ctl_held(d));
-    for (struct snap *s = atomic_load_explicit(&d->snap, memory_order_relaxed); s && w->snap_refs;
+    for (struct snap *s = atomic_load_explicit(&d->snap, memory_order_relaxed); s && w->ctl.snap_refs;
          s = atomic_load_explicit(&s->prev, memory_order_relaxed)) {
         long idx = shard__ring_member_index(s->ring, w->name);
         if (idx >= 0 && s->by_member[idx] == w) {
-            /* release: pairs with snap_worker's acquire. registry.c's reapable() acquired w's finishing (its
+            /* release (E9, docs/protocol.md): pairs with snap_worker's acquire. registry.c's reapable() acquired w's finishing (its
              * d->lock section, its crash record's lock), so a reader of d->gone sees it too. */
             __atomic_store_n(&s->by_member[idx], d->gone, __ATOMIC_RELEASE);
-            w->snap_refs--;
+            w->ctl.snap_refs--;
         }
     }
 }

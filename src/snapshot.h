@@ -29,13 +29,14 @@ struct snap {
 static inline struct shard_worker *snap_worker(const struct snap *s, size_t i)
 {
     /* The entry is either the worker, alive until a grace period after the rewrite, or d->gone,
-     * which is never freed before the dispatcher. acquire: pairs with shard__snap_unname's release, so reading
-     * d->gone also sees what made the worker finished (its last jobs, its exit or hand-over). */
+     * which is never freed before the dispatcher. acquire (E9, docs/protocol.md): pairs with
+     * shard__snap_unname's release, so reading d->gone also sees what made the worker finished (its
+     * last jobs, its exit or hand-over). */
     return __atomic_load_n(&s->by_member[i], __ATOMIC_ACQUIRE);
 }
 
 /* A snapshot of ring (taken over) at epoch; its workers are found by name in the snapshot in force,
- * but extra (a worker being added) by itself. Counts in each worker's snap_refs. Return: NULL when
+ * but extra (a worker being added) by itself. Counts in each worker's ctl.snap_refs. Return: NULL when
  * out of memory (the ring is not freed then). Context: ctl held. */
 struct snap *shard__snap_new(shard_dispatcher *d, shard_ring *ring, uint64_t epoch, struct shard_worker *extra);
 /* Frees s and its ring, uncounting its workers. Context: ctl held, s unreachable by readers. */

@@ -116,7 +116,7 @@ bool shard__space_wait_full(shard_dispatcher *d, struct shard_worker *w, uint64_
      * look misses comes after that read, so the wait below sees eased move. One it does not miss was
      * read with eased (acquire), and with it the count or settled stored before the ease: relaxed. */
     f.full = atomic_load_explicit(&d->settled, memory_order_relaxed) < ring_epoch &&
-             shard__throttle_full(&d->throttle, atomic_load_explicit(&w->held.jobs, memory_order_relaxed), true);
+             shard__throttle_full(&d->throttle, atomic_load_explicit(&w->own.held.jobs, memory_order_relaxed), true);
     if (f.full)
         atomic_fetch_add_explicit(&d->throttle.full_waits, 1, memory_order_relaxed);
     shard__rcu_read_unlock();

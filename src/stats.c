@@ -66,44 +66,44 @@ static void fill_stats(const struct shard_worker *w, struct shard_worker_stats *
     memset(o, 0, sizeof *o);
     snprintf(o->name, sizeof o->name, "%s", w->name);
     o->state = (enum shard_worker_state)shard__worker_state(w); /* read once */
-    o->running = atomic_load_explicit(&w->busy, memory_order_relaxed);
+    o->running = atomic_load_explicit(&w->counts.busy, memory_order_relaxed);
     /* A crashed worker's queue was handed over: its positions are no longer advanced. */
-    o->queued = atomic_load_explicit(&w->epochless, memory_order_acquire) ? 0 : shard__queue_length(&w->q);
-    o->executed = atomic_load_explicit(&w->executed, memory_order_relaxed);
-    o->set_aside = atomic_load_explicit(&w->set_aside, memory_order_relaxed);
-    o->held = atomic_load_explicit(&w->held.jobs, memory_order_relaxed);
-    o->handed_over = atomic_load_explicit(&w->handed_over, memory_order_relaxed);
-    o->parked = atomic_load_explicit(&w->parked, memory_order_relaxed);
-    o->woken = atomic_load_explicit(&w->woken, memory_order_relaxed);
+    o->queued = atomic_load_explicit(&w->life.epochless, memory_order_acquire) ? 0 : shard__queue_length(&w->q);
+    o->executed = atomic_load_explicit(&w->counts.executed, memory_order_relaxed);
+    o->set_aside = atomic_load_explicit(&w->counts.set_aside, memory_order_relaxed);
+    o->held = atomic_load_explicit(&w->own.held.jobs, memory_order_relaxed);
+    o->handed_over = atomic_load_explicit(&w->counts.handed_over, memory_order_relaxed);
+    o->parked = atomic_load_explicit(&w->counts.parked, memory_order_relaxed);
+    o->woken = atomic_load_explicit(&w->counts.woken, memory_order_relaxed);
     o->timers = shard__timers_pending((struct shard_worker *)w);
-    o->busy_ns = atomic_load_explicit(&w->busy_ns, memory_order_relaxed);
-    uint64_t bits = atomic_load_explicit(&w->queued_avg, memory_order_relaxed), now = shard__now_ns();
+    o->busy_ns = atomic_load_explicit(&w->counts.busy_ns, memory_order_relaxed);
+    uint64_t bits = atomic_load_explicit(&w->counts.queued_avg, memory_order_relaxed), now = shard__now_ns();
     memcpy(&o->queued_avg, &bits, sizeof o->queued_avg);
     /* Brought up to now with the length now, as the worker would at its next sample: a worker stuck in
      * a long job (or parked) samples nothing meanwhile. sampled_at is W's: a stale read only weighs the
      * length a little more or less. */
-    uint64_t at = __atomic_load_n(&w->sampled_at, __ATOMIC_RELAXED);
+    uint64_t at = __atomic_load_n(&w->counts.sampled_at, __ATOMIC_RELAXED);
     if (at && now > at) {
         double dt = (double)(now - at);
         o->queued_avg += ((double)o->queued - o->queued_avg) * (dt >= LOAD_TAU_NS ? 1.0 : dt / LOAD_TAU_NS);
     }
-    uint64_t since = atomic_load_explicit(&w->head_since, memory_order_relaxed);
+    uint64_t since = atomic_load_explicit(&w->counts.head_since, memory_order_relaxed);
     o->head_wait_ns = o->queued && since && now > since ? now - since : 0;
 }
 
 SHARD_API long shard_worker_hot_keys(shard_dispatcher *d, const char *name, struct shard_hot_key *out, size_t n,
-                                     uint64_t *window_ns)
+                                     uint64_t *window_busy_ns)
 {
     if (!d || !name || (!out && n > 0))
         return -EINVAL;
-    return shard__hot_keys_of(d, name, out, n, window_ns, NULL, NULL);
+    return shard__hot_keys_of(d, name, out, n, window_busy_ns, NULL, NULL);
 }
 
-long shard__hot_keys_of(shard_dispatcher *d, const char *name, struct shard_hot_key *out, size_t n, uint64_t *window_ns,
-                        uint64_t *window_jobs, uint64_t *window_seq)
+long shard__hot_keys_of(shard_dispatcher *d, const char *name, struct shard_hot_key *out, size_t n,
+                        uint64_t *window_busy_ns, uint64_t *window_jobs, uint64_t *window_seq)
 {
-    if (window_ns)
-        *window_ns = 0;
+    if (window_busy_ns)
+        *window_busy_ns = 0;
     if (window_jobs)
         *window_jobs = 0;
     if (window_seq)
@@ -121,7 +121,7 @@ long shard__hot_keys_of(shard_dispatcher *d, const char *name, struct shard_hot_
             found = w;
     }
     if (found)
-        rc = found->hot ? shard__hot_read(found->hot, out, n, window_ns, window_jobs, window_seq) : 0;
+        rc = found->hot ? shard__hot_read(found->hot, out, n, window_busy_ns, window_jobs, window_seq) : 0;
     pthread_mutex_unlock(&d->lock);
     return rc;
 }

@@ -28,7 +28,7 @@ bool shard__submit_full_slow(shard_dispatcher *d, uint64_t epoch, struct shard_w
 {
     /* relaxed: the count is the holder's (its thread's stores); one a moment old lets at most the jobs
      * in flight past, which the bound counts (throttle.h). */
-    if (!shard__throttle_full(&d->throttle, atomic_load_explicit(&w->held.jobs, memory_order_relaxed), false))
+    if (!shard__throttle_full(&d->throttle, atomic_load_explicit(&w->own.held.jobs, memory_order_relaxed), false))
         return false;
     /* Why such a wait ends: it waits for w's held jobs, which wait for older owners of their keys, or
      * for the fences of epochs up to the one it routed with, of which only older work is ahead: no
@@ -78,7 +78,8 @@ static int admit(shard_dispatcher *d, uint64_t h, bool wait, struct snap **sp, s
         }
         return 1;
     }
-    /* acquire: pairs with the release store that published the snapshot (membership.c's publish). */
+    /* acquire (E8, docs/protocol.md): pairs with the release store that published the snapshot
+     * (membership.c's publish). */
     struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire);
     struct shard_worker *w = snap_worker(s, shard__ring_owner_index(s->ring, h));
     if (shard__submit_full(d, s, w, h, wait)) {

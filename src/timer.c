@@ -2,7 +2,7 @@
  * timers on with their keys (the public calls: timer_arm.c; placing records: timer_place.c).
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * A timer is a record (timer_table.h) waiting in a worker's wheel (wheel.h, under its timer_lock),
+ * A timer is a record (timer_table.h) waiting in a worker's wheel (wheel.h, under its timers.lock),
  * and it enters and leaves wheels as its key's state moves, so that it is always held by the worker
  * that holds that state:
  *   - arming puts the record into the wheel of the key's owner when every fence of the ring in force
@@ -12,28 +12,19 @@
  *     state, to their owners in the ring in force (shard__timers_release): they hold the keys once
  *     the owners before them are done; a crash gives the crashed worker's to the same owners
  *     (shard__timers_crash), or to on_dropped. A wheel takes a timer placed by a ring only if its
- *     worker has not lost keys under a newer one (wheel_epoch), so a timer never waits with a
+ *     worker has not lost keys under a newer one (timers.epoch), so a timer never waits with a
  *     worker that has already handed its key on;
  *   - at the deadline the worker submits a job of the key (shard__timer_fire) that runs the user's
  *     job, so every promise about a key's jobs (order, one at a time, handoffs, crashes) holds for it.
  * So a key's timers fire in deadline order: they sit in one wheel, which hands them out by deadline,
  * and the one wheel that holds them changes only at the key's handoff, after which the old holder
- * submits nothing more for the key; the hand-over places them in deadline order, so a new holder that
+ * submits nothing more for the key; handing them on places them in deadline order, so a new holder that
  * fires while they still arrive fires a prefix of them (place_all).
  *
- * Fire or cancel: the record's state word, changed by CAS (timer_table.h has the states):
+ * Fire or cancel: the record's state word, changed by CAS (timer_table.h has the states), is drawn in
+ * docs/protocol.md ("A timer's word"), with who frees the record.
  *
- *   FREE --alloc--> PENDING --fire job--> RUNNING --returns, once--> FREE
- *                     |  ^                  |   \--returns, periodic--> PENDING (again)
- *                     |  |                  cancel
- *                  cancel, drop             v
- *                     v                   RUNNING_CANCELLED --returns--> FREE
- *                  CANCELLED --found by its holder--> FREE
- *
- * Whoever holds the record (the wheel's worker, or whoever took it out of a wheel, or the arm or fire
- * job in flight) frees it.
- *
- * Locks: timer_lock is a leaf, taken under w->lock or none; never two at once. */
+ * Locks: timers.lock is a leaf, taken under w->lock or none; never two at once. */
 #include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -116,19 +107,19 @@ bool shard__timer_dropped(shard_dispatcher *d, void *arg, shard_job_fn *fn, void
 
 void shard__timers_worker_init(struct shard_worker *w)
 {
-    pthread_mutex_init(&w->timer_lock, NULL);
-    shard__wheel_init(&w->wheel, &w->d->timers, shard__now_ns());
-    atomic_init(&w->timer_next, UINT64_MAX);
+    pthread_mutex_init(&w->timers.lock, NULL);
+    shard__wheel_init(&w->timers.wheel, &w->d->timers, shard__now_ns());
+    atomic_init(&w->timers.next, UINT64_MAX);
 }
 
 void shard__timers_worker_destroy(struct shard_worker *w)
 {
-    pthread_mutex_destroy(&w->timer_lock);
+    pthread_mutex_destroy(&w->timers.lock);
 }
 
 bool shard__timers_due(struct shard_worker *w)
 {
-    uint64_t next = atomic_load_explicit(&w->timer_next, memory_order_relaxed);
+    uint64_t next = atomic_load_explicit(&w->timers.next, memory_order_relaxed);
     return next != UINT64_MAX && next <= shard__now_ns();
 }
 
@@ -158,12 +149,12 @@ void shard__timers_fire_due(struct shard_worker *w)
     SHARD_CHECK_HELD(&w->lock);
     shard_dispatcher *d = w->d;
     uint64_t now = shard__now_ns();
-    pthread_mutex_lock(&w->timer_lock);
+    pthread_mutex_lock(&w->timers.lock);
     /* In deadline order: a key's timers are submitted, so run, in the order they fall due. The wheel
      * hands them out in tick order, in no order within a tick. */
-    uint32_t list = shard__timer_taken(&d->timers, shard__wheel_advance(&w->wheel, now));
+    uint32_t list = shard__timer_taken(&d->timers, shard__wheel_advance(&w->timers.wheel, now));
     shard__timer_update_next(w);
-    pthread_mutex_unlock(&w->timer_lock);
+    pthread_mutex_unlock(&w->timers.lock);
     shard__rcu_read_lock();
     while (list) {
         uint32_t idx = list - 1;
@@ -175,9 +166,9 @@ void shard__timers_fire_due(struct shard_worker *w)
 
 uint64_t shard__timers_next(struct shard_worker *w)
 {
-    pthread_mutex_lock(&w->timer_lock);
-    uint64_t next = atomic_load_explicit(&w->timer_next, memory_order_relaxed);
-    pthread_mutex_unlock(&w->timer_lock);
+    pthread_mutex_lock(&w->timers.lock);
+    uint64_t next = atomic_load_explicit(&w->timers.next, memory_order_relaxed);
+    pthread_mutex_unlock(&w->timers.lock);
     return next;
 }
 
@@ -197,13 +188,13 @@ void shard__timers_release(struct shard_worker *w, const struct snap *after, lon
     SHARD_CHECK_W(w);
     SHARD_CHECK_HELD(&w->lock);
     struct keeps k = { after->ring, (uint32_t)after_index };
-    pthread_mutex_lock(&w->timer_lock);
-    uint32_t list = shard__timer_taken(&w->d->timers, after_index < 0 ? shard__wheel_take_all(&w->wheel)
-                                                         : shard__wheel_take_if_not(&w->wheel, still_owned, &k));
-    w->wheel_closed = after_index < 0;
-    w->wheel_epoch = after->epoch;
+    pthread_mutex_lock(&w->timers.lock);
+    uint32_t list = shard__timer_taken(&w->d->timers, after_index < 0 ? shard__wheel_take_all(&w->timers.wheel)
+                                                         : shard__wheel_take_if_not(&w->timers.wheel, still_owned, &k));
+    w->timers.closed = after_index < 0;
+    w->timers.epoch = after->epoch;
     shard__timer_update_next(w);
-    pthread_mutex_unlock(&w->timer_lock);
+    pthread_mutex_unlock(&w->timers.lock);
     if (!list)
         return;
     /* To the owners in the ring in force, not the fence's: the fence's owner of a key may have passed
@@ -216,11 +207,11 @@ void shard__timers_release(struct shard_worker *w, const struct snap *after, lon
 
 void shard__timers_crash(shard_dispatcher *d, struct shard_worker *x, enum shard_crash_policy policy)
 {
-    pthread_mutex_lock(&x->timer_lock);
-    uint32_t list = shard__timer_taken(&d->timers, shard__wheel_take_all(&x->wheel));
-    x->wheel_closed = true;
+    pthread_mutex_lock(&x->timers.lock);
+    uint32_t list = shard__timer_taken(&d->timers, shard__wheel_take_all(&x->timers.wheel));
+    x->timers.closed = true;
     shard__timer_update_next(x);
-    pthread_mutex_unlock(&x->timer_lock);
+    pthread_mutex_unlock(&x->timers.lock);
     if (policy == SHARD_CRASH_REROUTE) {
         shard__rcu_read_lock();
         shard__timer_place_all(d, list);
@@ -242,8 +233,8 @@ void shard__timers_crash(shard_dispatcher *d, struct shard_worker *x, enum shard
 
 uint64_t shard__timers_pending(struct shard_worker *w)
 {
-    pthread_mutex_lock(&w->timer_lock);
-    uint64_t n = w->wheel.count;
-    pthread_mutex_unlock(&w->timer_lock);
+    pthread_mutex_lock(&w->timers.lock);
+    uint64_t n = w->timers.wheel.count;
+    pthread_mutex_unlock(&w->timers.lock);
     return n;
 }

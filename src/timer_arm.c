@@ -100,18 +100,18 @@ static void unlink_if_mine(shard_dispatcher *d, uint32_t idx, uint64_t cancelled
 {
     struct shard_worker *me = shard__current_worker;
     struct timer *t = shard__timer_at(&d->timers, idx);
-    if (!me || me->d != d || atomic_load_explicit(&t->home, memory_order_relaxed) != &me->wheel)
+    if (!me || me->d != d || atomic_load_explicit(&t->home, memory_order_relaxed) != &me->timers.wheel)
         return;
-    pthread_mutex_lock(&me->timer_lock);
+    pthread_mutex_lock(&me->timers.lock);
     /* Still the timer cancelled: a crash may have taken it from this wheel meanwhile and freed it,
      * and the record may be a new timer placed here since (a new generation). */
-    bool mine = atomic_load_explicit(&t->home, memory_order_relaxed) == &me->wheel &&
+    bool mine = atomic_load_explicit(&t->home, memory_order_relaxed) == &me->timers.wheel &&
                 atomic_load_explicit(&t->word, memory_order_relaxed) == cancelled;
     if (mine) {
-        shard__wheel_remove(&me->wheel, idx);
+        shard__wheel_remove(&me->timers.wheel, idx);
         atomic_store_explicit(&t->home, NULL, memory_order_relaxed);
     }
-    pthread_mutex_unlock(&me->timer_lock);
+    pthread_mutex_unlock(&me->timers.lock);
     if (mine)
         shard__timer_free(&d->timers, idx);
 }
@@ -161,22 +161,22 @@ static int rearm_pending(shard_dispatcher *d, uint32_t idx, uint64_t word, uint6
     struct wheel *home = atomic_load_explicit(&t->home, memory_order_acquire); /* pairs with insert_into */
     if (!home)
         return -EAGAIN; /* handed on with its key, its arm job queued, or taken out to fall due */
-    struct shard_worker *w = (struct shard_worker *)((char *)home - offsetof(struct shard_worker, wheel));
-    pthread_mutex_lock(&w->timer_lock);
+    struct shard_worker *w = (struct shard_worker *)((char *)home - offsetof(struct shard_worker, timers.wheel));
+    pthread_mutex_lock(&w->timers.lock);
     /* Still there, still pending, still this generation: a cancel, an expiry or a hand-over may have
      * come first (each changes one or the other under this lock, or the word by CAS). */
     if (atomic_load_explicit(&t->home, memory_order_relaxed) != home ||
         atomic_load_explicit(&t->word, memory_order_acquire) != word) {
-        pthread_mutex_unlock(&w->timer_lock);
+        pthread_mutex_unlock(&w->timers.lock);
         return -EAGAIN;
     }
-    shard__wheel_remove(&w->wheel, idx);
+    shard__wheel_remove(&w->timers.wheel, idx);
     t->deadline = shard__now_ns() + delay; /* the wheel holding it owns it (timer_table.h) */
-    uint64_t before = atomic_load_explicit(&w->timer_next, memory_order_relaxed);
-    shard__wheel_insert(&w->wheel, idx);
+    uint64_t before = atomic_load_explicit(&w->timers.next, memory_order_relaxed);
+    shard__wheel_insert(&w->timers.wheel, idx);
     shard__timer_update_next(w);
-    bool sooner = atomic_load_explicit(&w->timer_next, memory_order_relaxed) < before;
-    pthread_mutex_unlock(&w->timer_lock);
+    bool sooner = atomic_load_explicit(&w->timers.next, memory_order_relaxed) < before;
+    pthread_mutex_unlock(&w->timers.lock);
     if (sooner)
         shard__worker_wake(w); /* as insert_into says */
     return 0;

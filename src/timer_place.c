@@ -7,27 +7,27 @@
 
 void shard__timer_update_next(struct shard_worker *w)
 {
-    atomic_store_explicit(&w->timer_next, shard__wheel_next(&w->wheel), memory_order_relaxed);
+    atomic_store_explicit(&w->timers.next, shard__wheel_next(&w->timers.wheel), memory_order_relaxed);
 }
 
 bool shard__timer_insert_into(struct shard_worker *w, uint32_t idx, uint64_t epoch)
 {
     struct timer *t = shard__timer_at(&w->d->timers, idx);
-    pthread_mutex_lock(&w->timer_lock);
-    if (w->wheel_closed || w->wheel_epoch > epoch) {
-        pthread_mutex_unlock(&w->timer_lock);
+    pthread_mutex_lock(&w->timers.lock);
+    if (w->timers.closed || w->timers.epoch > epoch) {
+        pthread_mutex_unlock(&w->timers.lock);
         return false;
     }
-    uint64_t before = atomic_load_explicit(&w->timer_next, memory_order_relaxed);
-    uint64_t at = shard__wheel_insert(&w->wheel, idx);
+    uint64_t before = atomic_load_explicit(&w->timers.next, memory_order_relaxed);
+    uint64_t at = shard__wheel_insert(&w->timers.wheel, idx);
     /* release: a rearm that finds w through home (acquire in rearm_pending) sees w initialised, as
      * this thread does (it found w through a published snapshot, or is w). */
-    atomic_store_explicit(&t->home, &w->wheel, memory_order_release);
+    atomic_store_explicit(&t->home, &w->timers.wheel, memory_order_release);
     bool sooner = at < before;
     if (sooner)
-        atomic_store_explicit(&w->timer_next, at, memory_order_relaxed);
-    pthread_mutex_unlock(&w->timer_lock);
-    /* A worker asleep until a later deadline (or for ever) looks again. It read timer_next under the
+        atomic_store_explicit(&w->timers.next, at, memory_order_relaxed);
+    pthread_mutex_unlock(&w->timers.lock);
+    /* A worker asleep until a later deadline (or for ever) looks again. It read timers.next under the
      * lock after announcing that it parks, so this wake-up is not lost (park.h). The caller may be w
      * itself, in its idle hook, about to wait with the old deadline: it is woken too (a worker in a
      * job is not parked, and the wake is one load). */

@@ -23,7 +23,7 @@ static inline uint32_t timer_index(void *arg)
     return (uint32_t)((uintptr_t)arg - 1);
 }
 
-/* Recomputes w's next wake-up. Context: timer_lock. */
+/* Recomputes w's next wake-up. Context: timers.lock. */
 void shard__timer_update_next(struct shard_worker *w);
 /* Puts timer idx into w's wheel unless w left the ring, or lost keys at a fence of a ring newer than
  * epoch (then the caller's ring is out of date for it). Return: false when it did not. */
@@ -32,7 +32,7 @@ bool shard__timer_insert_into(struct shard_worker *w, uint32_t idx, uint64_t epo
  * state); one that left the ring (a crashed worker's job) places it by the ring. */
 void shard__timer_own_insert(struct shard_worker *w, uint32_t idx);
 /* Detaches a list taken out of a wheel from it (home NULL: no cancel unlinks it from there now) and
- * sorts it by deadline. Context: the wheel's timer_lock. */
+ * sorts it by deadline. Context: the worker's timers.lock. */
 uint32_t shard__timer_taken(const struct timer_table *tt, uint32_t list);
 /* A list of records taken out of a wheel (through next, by deadline): each is placed again, or freed
  * if it was cancelled meanwhile. In deadline order: a worker that was idle fires the first one as it

@@ -23,9 +23,9 @@ SHARD_API void shard_worker_set_user(shard_worker *w, void *user)
 SHARD_API uint64_t shard_job_key_hash(const shard_worker *w)
 {
     /* busy: set by w's own thread around a job or a batch of them, not around a hook (run.c). */
-    if (!w || w != shard__current_worker || !atomic_load_explicit(&w->busy, memory_order_relaxed))
+    if (!w || w != shard__current_worker || !atomic_load_explicit(&w->counts.busy, memory_order_relaxed))
         return 0;
-    return w->job_hash;
+    return w->own.job_hash;
 }
 
 SHARD_API uint32_t shard_worker_id(const shard_worker *w)
@@ -35,7 +35,7 @@ SHARD_API uint32_t shard_worker_id(const shard_worker *w)
 
 SHARD_API bool shard_worker_crashed(const shard_worker *w)
 {
-    return w && atomic_load_explicit(&w->state, memory_order_relaxed) == SHARD_WORKER_CRASHED;
+    return w && atomic_load_explicit(&w->life.state, memory_order_relaxed) == SHARD_WORKER_CRASHED;
 }
 
 SHARD_API shard_dispatcher *shard_worker_dispatcher(const shard_worker *w)

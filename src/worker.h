@@ -20,112 +20,145 @@
 #include "wheel.h"
 #include "shard/dispatcher.h"
 
-/* Fields: I set before the worker is published and then read-only; C under d->ctl; L under d->lock;
- * W the worker's thread, or the control thread holding w->lock; A atomic (ordering at the access).
+/* Fields: I set before the worker is published and then read-only; W the worker's thread, or the
+ * control thread holding w->lock. The rest is grouped by guard, one guard a group, named at its
+ * struct: own (W), waits (atomics), inbox (inbox.lock), life (atomics), leaving (d->lock), ctl
+ * (d->ctl), batch (its word), counts (atomics written by W), timers (timers.lock).
  *
- * Lifecycle (state, with the flags that qualify it):
- *
- *   RUNNING --remove--> RETIRING --passes its last fence, runs STOP--> EXITED (finished) --> freed
- *      |
- *      +--crash--> CRASHED --queue handed over, release hook (if one ran) returned--> epochless
- *                     --last job returned--> finished --crash record owes nothing--> freed
- *
- * A worker is freed (shard__registry_reap) once it is finished with and no snapshot or waiting
- * submitter can reach it. */
-struct shard_worker {
-    struct queue     q;             /* its own discipline: producers any thread, consumer W (queue.h) */
-    struct parking   park;          /* A: parked by W, woken by anyone (park.h) */
+ * Its life (life.state and the flags that qualify it) is drawn in docs/protocol.md, "A worker's life". */
 
-    pthread_mutex_t  lock;          /* held by W except while it runs a job or hook or is parked */
-    struct held      held;          /* W */
-    bool             in_fn;         /* W: running a job or hook */
-    uint64_t         running_hash;  /* W: key hash of the job in_fn runs */
+/* W: the ordering machine as the worker's own thread runs it. */
+struct worker_own {
+    struct held      held;          /* its set-aside jobs, in order (held.h) */
+    bool             in_fn;         /* running a job or hook */
+    uint64_t         running_hash;  /* key hash of the job in_fn runs */
     uint64_t         job_hash;      /* the worker's thread alone: key hash of the job running, in_fn
                                      * or in a batch (shard_job_key_hash) */
-    bool             running_job;   /* W: in_fn for a job, not a hook */
-    bool             stopped;       /* W: processed its STOP */
-    bool             held_dirty;    /* W: held items may be able to go: walk them */
-    bool             holding_now;   /* W: what `holding` says */
-    uint64_t         seen_kick;     /* W: kick when its held jobs were last walked */
-    /* Keys whose crash table entries were paid while it held jobs behind them (handoff.c): it looks
-     * at those keys' first held jobs alone, not at everything it holds (pass.c). */
-    _Atomic uint64_t released[8];   /* A: hashes, 0 for a free slot (a hash of 0 goes to lost) */
-    _Atomic bool     released_lost; /* A: a release found no free slot: walk everything */
-    _Atomic uint64_t kick_keys;     /* A: bumped after each release is put in */
-    uint64_t         seen_kick_keys; /* W: kick_keys when released was last emptied */
+    bool             running_job;   /* in_fn for a job, not a hook */
+    bool             stopped;       /* processed its STOP */
+    bool             held_dirty;    /* held items may be able to go: walk them */
+    bool             holding_now;   /* what waits.holding says */
+    uint64_t         seen_kick;     /* waits.kick when its held jobs were last walked */
+    uint64_t         seen_kick_keys; /* waits.kick_keys when waits.released was last emptied */
     /* Keys of the jobs its inbox brought in since the last look (inbox.c): an arrival changes only
-     * what its own key may run, so it looks at those keys alone (pass.c). */
-    uint64_t         arrived[32];   /* W */
-    uint32_t         narrived;      /* W: how many (one more than fits: held_dirty instead) */
-    struct job       scratch;       /* W: the job just taken from the ring */
-    struct job      *spare_ready;   /* W: a record at hand in case that job must wait */
-    struct job      *spare;         /* W: spare records (record.c) */
-    uint32_t         nspare;        /* W: length of spare */
-    bool             crash_stuck;   /* W: set by the crash: the running job holds a stuck entry */
+     * what its own key may run, so it looks at those keys alone (walk.c). */
+    uint64_t         arrived[32];
+    uint32_t         narrived;      /* how many (one more than fits: held_dirty instead) */
+    struct job       scratch;       /* the job just taken from the ring */
+    struct job      *spare_ready;   /* a record at hand in case that job must wait */
+    struct job      *spare;         /* spare records (record.c) */
+    uint32_t         nspare;        /* length of spare */
+    bool             crash_stuck;   /* set by the crash: the running job holds a stuck entry */
+};
 
-    pthread_mutex_t  inbox_lock;
-    struct job_list  inbox;         /* inbox_lock */
-    bool             inbox_closed;  /* inbox_lock: crashed and its inbox handed over, or stopped and
-                                     * exiting: deliver elsewhere */
-    _Atomic bool     inbox_flag;    /* A: inbox not empty; set under inbox_lock with release */
+/* Atomics (ordering at the access): what its held jobs wait for, and the kicks that wake them. */
+struct worker_waits {
+    _Atomic bool     holding;       /* holds set-aside jobs (counted in d->nholding) */
+    _Atomic uint64_t on;            /* wait_bit() of workers, and WAIT_CRASH (handoff.c); rebuilt on
+                                     * every walk */
+    _Atomic uint64_t kick;          /* bumped by a waker whose event it waits for */
+    /* Keys whose crash table entries were paid while it held jobs behind them (handoff.c): it looks
+     * at those keys' first held jobs alone, not at everything it holds (walk.c). */
+    _Atomic uint64_t released[8];   /* hashes, 0 for a free slot (a hash of 0 goes to lost) */
+    _Atomic bool     released_lost; /* a release found no free slot: walk everything */
+    _Atomic uint64_t kick_keys;     /* bumped after each release is put in */
+};
 
-    _Atomic uint64_t passed;        /* A: every job of an epoch below this is done */
-    _Atomic int      state;         /* A: enum shard_worker_state, changed under w->lock or ctl, or
-                                     * under d->lock to EXITED by the exiting worker */
-    _Atomic bool     epochless;     /* A, set under L: crashed, queue handed over, no release hook
+/* lock: jobs a crash rerouted to it, and jobs that followed their key to it (inbox.c). */
+struct worker_inbox {
+    pthread_mutex_t  lock;
+    struct job_list  jobs;
+    bool             closed;        /* crashed and its inbox handed over, or stopped and exiting:
+                                     * deliver elsewhere */
+    _Atomic bool     flag;          /* jobs not empty; set under lock with release */
+};
+
+/* Atomics: how far it is, as every other thread reads it. */
+struct worker_life {
+    _Atomic int      state;         /* enum shard_worker_state, changed under w->lock or ctl, or under
+                                     * d->lock to EXITED by the exiting worker */
+    _Atomic uint64_t passed;        /* every job of an epoch below this is done */
+    _Atomic bool     epochless;     /* set under d->lock: crashed, queue handed over, no release hook
                                      * running: counts by epochs no more */
-    _Atomic bool     crash_pending; /* A: a crash waits for lock: the worker lets go of it */
-    _Atomic bool     holding;       /* A: holds set-aside jobs (counted in d->nholding) */
-    _Atomic uint64_t waits_on;      /* A: what its held jobs wait for: wait_bit() of workers, and
-                                     * WAIT_CRASH (handoff.c); rebuilt on every walk */
-    _Atomic uint64_t kick;          /* A: bumped by a waker whose event it waits for */
-    uint32_t         id;            /* I: shard_worker_id, and which bit of waits_on stands for it
-                                     * (d->gone shares 0 with the first worker: no job waits on it) */
-    bool             queue_handed;  /* L: the crash has handed its queue over */
-    bool             hook_at_crash; /* L: crashed while running its release hook, not returned */
-    struct crash_record crash;      /* the crash table's lock */
-    uint64_t         fenced_upto;   /* C: epoch of the last fence pushed to it */
-    uint32_t         snap_refs;     /* C: snapshots that name it */
+    _Atomic bool     crash_pending; /* a crash waits for w->lock: the worker lets go of it */
+};
 
-    shard_dispatcher *d;            /* I */
-    char             name[SHARD_NAME_MAX + 1]; /* I */
-    pthread_t        thread;        /* C */
-    bool             started, joined; /* C */
-    bool             finished;      /* L: its thread is returning and touches it no more */
-    void            *user;          /* the user's (shard_worker_set_user); shard never reads it */
-    struct job       stop_item;     /* I: its STOP control item, embedded; pushed once (ctl) */
+/* d->lock: how its crash or exit went. */
+struct worker_leaving {
+    bool             queue_handed;  /* the crash has handed its queue over */
+    bool             hook_at_crash; /* crashed while running its release hook, not returned */
+    bool             finished;      /* its thread is returning and touches it no more */
+};
 
+/* d->ctl: what the control side keeps of it. */
+struct worker_ctl {
+    uint64_t         fenced_upto;   /* epoch of the last fence pushed to it */
+    uint32_t         snap_refs;     /* snapshots that name it */
+    pthread_t        thread;
+    bool             started, joined;
+};
 
-    /* A: 0, or 2 * p + 1 while W runs ring jobs back to back without w->lock (run.c's batch), having
-     * taken every position below p. Set under w->lock; W moves it on with a CAS before each job; a
-     * crash takes it back to 0 under w->lock, which ends the batch (shard__run_batch_interrupt). */
-    _Atomic uint64_t batch;
+/* The batch word: 0, or 2 * p + 1 while W runs ring jobs back to back without w->lock (run.c's
+ * batch), having taken every position below p. Set under w->lock; W moves it on with a CAS before
+ * each job; a crash takes it back to 0 under w->lock, which ends the batch
+ * (shard__run_batch_interrupt). */
+struct worker_batch {
+    _Atomic uint64_t word;
     /* W writes [p & 1] with the key hash of position p before taking it; the crash that ends the batch
      * reads the entry of the last position taken, which W does not write again (its next write to it
      * would follow a successful CAS). */
-    uint64_t         batch_hash[2];
-    _Atomic bool     busy;          /* A, written by W: a job (or a batch of them) is running (stats) */
-    _Atomic uint64_t executed, set_aside, handed_over, parked; /* A, written by W alone: relaxed */
-    /* Load, written by W alone (load.c): */
-    _Atomic uint64_t busy_ns;       /* A: time in jobs */
-    _Atomic uint64_t queued_avg;    /* A: the smoothed queue length, a double's bits */
-    _Atomic uint64_t head_since;    /* A: when it last began a job or batch (ns); 0: parked since */
+    uint64_t         hash[2];
+};
+
+/* Atomics written by W alone, relaxed (stats and the balancer read them); woken is bumped by wakers. */
+struct worker_counts {
+    _Atomic bool     busy;          /* a job (or a batch of them) is running */
+    _Atomic uint64_t executed, set_aside, handed_over, parked;
+    /* Load (load.c): */
+    _Atomic uint64_t busy_ns;       /* time in jobs */
+    _Atomic uint64_t queued_avg;    /* the smoothed queue length, a double's bits */
+    _Atomic uint64_t head_since;    /* when it last began a job or batch (ns); 0: parked since */
     uint64_t         sampled_at;    /* W (stats read it with a relaxed atomic load): when queued_avg was
                                      * last updated */
-    struct hot      *hot;           /* I: its heaviest keys (hot.h); NULL: not tracked */
-    _Atomic uint64_t woken;         /* A, bumped by wakers with a relaxed load and store: stats may
-                                     * miss a wake-up that raced another */
+    _Atomic uint64_t woken;         /* bumped by wakers with a relaxed load and store: stats may miss a
+                                     * wake-up that raced another */
+};
 
-    /* Keyed timers of the keys it owns (timer.c). timer_lock is a leaf. */
-    pthread_mutex_t  timer_lock;
-    struct wheel     wheel;         /* timer_lock */
-    bool             wheel_closed;  /* timer_lock: it left the ring: timers go elsewhere */
-    uint64_t         wheel_epoch;   /* timer_lock: epoch of the last fence at which it lost keys */
-    _Atomic uint64_t timer_next;    /* A, written under timer_lock: when the wheel next needs W (ns);
+/* timers.lock, a leaf: keyed timers of the keys it owns (timer.c). */
+struct worker_timers {
+    pthread_mutex_t  lock;
+    struct wheel     wheel;
+    bool             closed;        /* it left the ring: timers go elsewhere */
+    uint64_t         epoch;         /* epoch of the last fence at which it lost keys */
+    _Atomic uint64_t next;          /* atomic, written under lock: when the wheel next needs W (ns);
                                      * UINT64_MAX: never */
+};
 
-    struct outbox    outbox;        /* its jobs' submits until their batch ends: W, but for the atomics and
-                                 * what a crash's rescue touches under its busy flag (outbox.h) */
+struct shard_worker {
+    struct queue     q;             /* its own discipline: producers any thread, consumer W (queue.h) */
+    struct parking   park;          /* atomics: parked by W, woken by anyone (park.h) */
+    pthread_mutex_t  lock;          /* held by W except while it runs a job or hook or is parked */
+    struct worker_own    own;
+    struct worker_waits  waits;
+    struct worker_inbox  inbox;
+    struct worker_life   life;
+    struct worker_leaving leaving;
+    struct worker_ctl    ctl;
+    struct worker_batch  batch;
+    struct worker_counts counts;
+    struct worker_timers timers;
+    struct crash_record crash;      /* the crash table's lock */
+    /* its jobs' submits until their batch ends: W, but for the atomics and what a crash's rescue
+     * touches under its busy flag (outbox.h) */
+    struct outbox    outbox;
+
+    uint32_t         id;            /* I: shard_worker_id, and which bit of waits.on stands for it
+                                     * (d->gone shares 0 with the first worker: no job waits on it) */
+    shard_dispatcher *d;            /* I */
+    char             name[SHARD_NAME_MAX + 1]; /* I */
+    struct job       stop_item;     /* I: its STOP control item, embedded; pushed once (ctl) */
+    struct hot      *hot;           /* I: its heaviest keys (hot.h); NULL: not tracked */
+    void            *user;          /* the user's (shard_worker_set_user); shard never reads it */
 };
 
 extern _Thread_local struct shard_worker *shard__current_worker;
@@ -137,14 +170,14 @@ extern _Thread_local struct shard_worker *shard__current_worker;
 
 static inline int shard__worker_state(const struct shard_worker *w)
 {
-    return atomic_load_explicit(&w->state, memory_order_relaxed);
+    return atomic_load_explicit(&w->life.state, memory_order_relaxed);
 }
 
 /* release: a reader that loads the state with acquire sees what was done to w before. The readers
  * here load it relaxed and get their ordering from the locks they hold. */
 static inline void shard__worker_set_state(struct shard_worker *w, int st)
 {
-    atomic_store_explicit(&w->state, st, memory_order_release);
+    atomic_store_explicit(&w->life.state, st, memory_order_release);
 }
 
 /* A counter's plain increment, read relaxed by stats: exact when one thread writes it (the worker's
@@ -159,11 +192,11 @@ static inline bool shard__worker_is_crashed(const struct shard_worker *w)
     return shard__worker_state(w) == SHARD_WORKER_CRASHED;
 }
 
-/* Whether a crash delivered jobs to w's inbox. acquire: pairs with the hand-over's release store, so
- * the jobs are seen. shard__run_take reads it after the check of what a job waits for, and says why. */
+/* Whether jobs were delivered to w's inbox. acquire (E4, docs/protocol.md): pairs with the delivery's
+ * release store, so the jobs are seen. shard__run_take reads it after the check of what a job waits for, and says why. */
 static inline bool shard__inbox_pending(struct shard_worker *w)
 {
-    return atomic_load_explicit(&w->inbox_flag, memory_order_acquire);
+    return atomic_load_explicit(&w->inbox.flag, memory_order_acquire);
 }
 
 /* Wakes w if it is parked. Context: any thread. Inline: every submit calls it, and it is one load when
@@ -172,10 +205,12 @@ static inline void shard__worker_wake(struct shard_worker *w)
 {
     /* Also when w is the caller, in its idle hook: the hook may wait on wake_fd after it submits. */
     if (atomic_load_explicit(&w->park.sleeping, memory_order_seq_cst) && shard__park_wake_sleeper(&w->park))
-        shard__count(&w->woken);
+        shard__count(&w->counts.woken);
 }
 /* inbox.c. Jobs a crash rerouted to w, jobs that followed their key to it (follow.c) and drain
  * marks sent with them arrive in its inbox. */
+/* Appends list (not empty) to w's inbox; the caller wakes w. Context: any thread (takes inbox.lock). */
+void shard__inbox_put(struct shard_worker *w, const struct job_list *list);
 /* Detaches the jobs rerouted to w (a list through next); close: for good (w crashed), later
  * deliveries go to the key's current owner. Context: w->lock held (by w's thread, or a crash). */
 struct job *shard__inbox_take(struct shard_worker *w, bool close);

@@ -1,5 +1,5 @@
 /* A worker from birth to free: create, start, its thread's loop (take in order; run.c acts on what it
- * took, pass.c on what it set aside), polling and parking when idle, exit (worker_life.h).
+ * took, walk.c on what it set aside), polling and parking when idle, exit (worker_life.h).
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <limits.h>
@@ -33,12 +33,12 @@ struct shard_worker *shard__worker_new(shard_dispatcher *d, const char *name, ui
         return NULL;
     }
     pthread_mutex_init(&w->lock, NULL);
-    pthread_mutex_init(&w->inbox_lock, NULL);
-    shard__held_init(&w->held, &d->throttle);
+    pthread_mutex_init(&w->inbox.lock, NULL);
+    shard__held_init(&w->own.held, &d->throttle);
     shard__crash_record_init(&w->crash);
-    atomic_init(&w->passed, epoch);
-    w->fenced_upto = epoch;
-    atomic_init(&w->state, SHARD_WORKER_RUNNING);
+    atomic_init(&w->life.passed, epoch);
+    w->ctl.fenced_upto = epoch;
+    atomic_init(&w->life.state, SHARD_WORKER_RUNNING);
     w->d = d;
     snprintf(w->name, sizeof w->name, "%s", name);
     w->id = d->next_id++;
@@ -59,13 +59,13 @@ int shard__worker_start(struct shard_worker *w)
     if (pthread_attr_init(&attr) != 0)
         return -ENOMEM;
     shard__placement_use(&w->d->placement, &attr);
-    int err = pthread_create(&w->thread, &attr, shard__worker_main, w);
+    int err = pthread_create(&w->ctl.thread, &attr, shard__worker_main, w);
     pthread_attr_destroy(&attr);
     if (err) {
         shard__placement_unuse(&w->d->placement);
         return err == EINVAL ? -EINVAL : -EAGAIN; /* EINVAL: a CPU the process may not run on */
     }
-    w->started = true;
+    w->ctl.started = true;
     return 0;
 }
 
@@ -74,7 +74,7 @@ void shard__worker_free(struct shard_worker *w)
     shard__worker_drop_spares(w);
     shard__queue_destroy(&w->q);
     pthread_mutex_destroy(&w->lock);
-    pthread_mutex_destroy(&w->inbox_lock);
+    pthread_mutex_destroy(&w->inbox.lock);
     shard__timers_worker_destroy(w);
     shard__hot_free(w->hot);
     shard__park_destroy(&w->park);
@@ -86,10 +86,10 @@ void shard__worker_free(struct shard_worker *w)
  * job outside the lists a crash collects. */
 static void yield_to_crash(struct shard_worker *w)
 {
-    if (!atomic_load_explicit(&w->crash_pending, memory_order_relaxed))
+    if (!atomic_load_explicit(&w->life.crash_pending, memory_order_relaxed))
         return;
-    pthread_mutex_unlock(&w->lock);
-    while (atomic_load_explicit(&w->crash_pending, memory_order_acquire))
+    pthread_mutex_unlock(&w->lock); /* E5 (docs/protocol.md): to the crash */
+    while (atomic_load_explicit(&w->life.crash_pending, memory_order_acquire))
         sched_yield();
     pthread_mutex_lock(&w->lock);
 }
@@ -104,25 +104,25 @@ static bool may_exit(struct shard_worker *w)
         shard__inbox_pull(w);
         shard__follow_key(w, UINT64_MAX);
     }
-    if (w->held.count)
+    if (w->own.held.count)
         return false;
-    pthread_mutex_lock(&w->inbox_lock);
-    bool empty = !w->inbox.head;
-    w->inbox_closed |= empty;
-    pthread_mutex_unlock(&w->inbox_lock);
+    pthread_mutex_lock(&w->inbox.lock);
+    bool empty = !w->inbox.jobs.head;
+    w->inbox.closed |= empty;
+    pthread_mutex_unlock(&w->inbox.lock);
     return empty;
 }
 
 static bool has_work(struct shard_worker *w)
 {
     return shard__worker_is_crashed(w) || shard__inbox_pending(w) || shard__queue_nonempty_sc(&w->q) ||
-           shard__pass_needed(w) || shard__timers_due(w);
+           shard__walk_needed(w) || shard__timers_due(w);
 }
 
 /* What polling reads: as has_work, but the next slot instead of the tail (queue.h's ready). */
 static bool work_ready(struct shard_worker *w)
 {
-    return shard__queue_ready_sc(&w->q) || shard__worker_is_crashed(w) || shard__inbox_pending(w) || shard__pass_needed(w);
+    return shard__queue_ready_sc(&w->q) || shard__worker_is_crashed(w) || shard__inbox_pending(w) || shard__walk_needed(w);
 }
 
 /* Polls for work before parking: poll_us of the config, or SPIN_BEFORE_PARK pauses. The clock is
@@ -164,7 +164,7 @@ static void idle_hook(struct shard_worker *w, uint64_t wake_at)
         uint64_t ms = wake_at > now ? (wake_at - now + 999999) / 1000000 : 0; /* rounded up: not early */
         timeout_ms = ms > INT_MAX ? INT_MAX : (int)ms;
     }
-    /* Not in_fn: that marks a job or a release hook, which a crash must wait for or take over. A
+    /* Not own.in_fn: that marks a job or a release hook, which a crash must wait for or take over. A
      * crash treats w as parked (it is, by its flag) and wakes it through the fd. */
     w->d->cfg.on_worker_idle(w, w->park.fd, timeout_ms, w->d->cfg.user);
     shard__park_cancel(&w->park);
@@ -175,7 +175,7 @@ static void idle(struct shard_worker *w)
     shard__queue_publish_head_sc(&w->q); /* the slots taken so far are free for producers again */
     /* Spinning saves a futex round trip when jobs keep coming; a worker that left the ring gets no
      * new jobs, so it parks at once and leaves the cores to workers that have work. */
-    if (atomic_load_explicit(&w->state, memory_order_relaxed) == SHARD_WORKER_RUNNING && poll_before_park(w))
+    if (atomic_load_explicit(&w->life.state, memory_order_relaxed) == SHARD_WORKER_RUNNING && poll_before_park(w))
         return;
     if (w->park.fd >= 0)
         shard__park_clear_fd(&w->park); /* before the flag is set: a later wake-up stays readable */
@@ -189,7 +189,7 @@ static void idle(struct shard_worker *w)
         shard__park_cancel(&w->park);
         return;
     }
-    shard__count(&w->parked);
+    shard__count(&w->counts.parked);
     shard__load_idle(w);
     if (w->hot)
         shard__hot_idle(w->hot, shard__now_ns());
@@ -216,7 +216,7 @@ static void notify_space(struct shard_worker *w)
 
 static void loop(struct shard_worker *w)
 {
-    while (!shard__worker_is_crashed(w) && !(w->stopped && may_exit(w))) {
+    while (!shard__worker_is_crashed(w) && !(w->own.stopped && may_exit(w))) {
         yield_to_crash(w);
         if (shard__worker_is_crashed(w))
             break;
@@ -232,8 +232,8 @@ static void loop(struct shard_worker *w)
         if (shard__inbox_pending(w))
             shard__inbox_pull(w);
         shard__worker_sync_holding(w);
-        if (shard__pass_needed(w)) {
-            shard__pass_held(w);
+        if (shard__walk_needed(w)) {
+            shard__walk_held(w);
             continue;
         }
         if (shard__run_batch(w)) {
@@ -247,12 +247,12 @@ static void loop(struct shard_worker *w)
             pthread_mutex_lock(&w->lock);
             continue;
         }
-        struct job *j = shard__queue_pop_sc(&w->q, &w->scratch);
+        struct job *j = shard__queue_pop_sc(&w->q, &w->own.scratch);
         if (!j) {
             idle(w);
             continue;
         }
-        if (j == &w->scratch) {
+        if (j == &w->own.scratch) {
             j->routed = w;
             notify_space(w);
         }
@@ -286,13 +286,13 @@ void *shard__worker_main(void *arg)
 
     pthread_mutex_lock(&d->lock);
     if (!was_crashed) {
-        if (atomic_load_explicit(&w->state, memory_order_relaxed) == SHARD_WORKER_RETIRING && --d->nretiring == 0)
+        if (atomic_load_explicit(&w->life.state, memory_order_relaxed) == SHARD_WORKER_RETIRING && --d->nretiring == 0)
             pthread_cond_broadcast(&d->cond);
-        atomic_store_explicit(&w->passed, UINT64_MAX, memory_order_seq_cst); /* as in run.c's pass_fence */
+        atomic_store_explicit(&w->life.passed, UINT64_MAX, memory_order_seq_cst); /* as in run.c's pass_fence */
         shard__worker_set_state(w, SHARD_WORKER_EXITED);
         shard__wake_waiters_of(d, w);
     }
-    w->finished = true;
+    w->leaving.finished = true;
     pthread_mutex_unlock(&d->lock);
     shard__current_worker = NULL;
     return NULL;

@@ -1,7 +1,7 @@
 /* Internal: a worker's life, from birth to free, and its thread's loop (worker_life.c).
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * Above everything the loop drives (run.c, pass.c, the timers, follow.c, the inbox and outbox); the
+ * Above everything the loop drives (run.c, walk.c, the timers, follow.c, the inbox and outbox); the
  * control side (dispatcher.c, membership.c, registry.c) makes, starts and frees workers through it.
  * The worker's state and the calls every layer makes on a worker (wake, count, state) are worker.h's. */
 #ifndef SHARD_SRC_WORKER_LIFE_H

@@ -472,12 +472,12 @@ struct shard_hot_key {
 };
 
 /** The heaviest keys of the worker named name over its last whole window (shard_config.hot_keys),
- * heaviest first, up to n into out (out may be NULL with n 0); *window_ns (may be NULL) receives
+ * heaviest first, up to n into out (out may be NULL with n 0); *window_busy_ns (may be NULL) receives
  * the worker's total busy time in that window. Context: any thread. Return: how many there are (at
  * most hot_keys; 0 before the first window ends, or with hot_keys 0); -EINVAL (d or name NULL, out
  * NULL with n > 0); -ENOENT (no such worker, or it was freed) (added in 0.2). */
 SHARD_API long shard_worker_hot_keys(shard_dispatcher *d, const char *name, struct shard_hot_key *out, size_t n,
-                                     uint64_t *window_ns);
+                                     uint64_t *window_busy_ns);
 
 /** The hash d gives key (its ring's hash: the config's hook, or XXH3 with its seed), to match keys
  * against shard_hot_key.hash. Context: any thread. Return: the hash; 0 for d NULL or key NULL with
