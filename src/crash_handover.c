@@ -1,16 +1,16 @@
-/* A crash of one worker: stop it taking jobs, then hand what it held over to its keys' new owners
- * (REROUTE) or to on_dropped (DROP). What crashes owe afterwards is the crash table's (crash.c).
+/* A crash of one worker: what it held (its leftovers, worker_crash.c) handed over to its keys' new
+ * owners (REROUTE) or to on_dropped (DROP). What crashes owe afterwards is the crash table's (crash.c).
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <stdlib.h>
 
 #include "crash_handover.h"
+#include "ctl.h"
 #include "dispatcher_internal.h"
 #include "handoff.h"
 #include "multi.h"
 #include "timer.h"
 #include "worker.h"
 #include "worker_crash.h"
-#include "ctl.h"
 
 /* Records for the jobs in a worker's ring, allocated before a crash reaches its point of no return. */
 static struct job_block *block_new(size_t n)
@@ -73,7 +73,7 @@ static struct shard_worker *reroute_target(shard_dispatcher *d, struct shard_wor
     SHARD_CHECK(shard__ctl_held(d));
     SHARD_CHECK_HELD(&d->lock);
     if (m->valid && m->hash == j->hash && m->epoch == j->epoch &&
-        (!m->w || atomic_load_explicit(&m->w->life.passed, memory_order_relaxed) < m->lost))
+        (!m->w || shard__worker_passed(m->w) < m->lost))
         return m->w;
     *m = (struct reroute_memo){ .hash = j->hash, .epoch = j->epoch, .valid = true };
     const struct snap *s = now, *after = NULL; /* after: the snapshot right after j's epoch */
@@ -93,7 +93,7 @@ static struct shard_worker *reroute_target(shard_dispatcher *d, struct shard_wor
             lost = lost->next;
         if (!lost)
             return NULL; /* w owns the key now */
-        if (atomic_load_explicit(&w->life.passed, memory_order_relaxed) < lost->epoch) {
+        if (shard__worker_passed(w) < lost->epoch) {
             m->w = w;
             m->lost = lost->epoch;
             return w; /* it has not handed the key on yet */
@@ -165,10 +165,7 @@ static void hand_over(shard_dispatcher *d, struct shard_worker *x, struct job *l
     }
     for (size_t i = 0; i < shard_ring_member_count(now->ring); i++)
         deliver(now->by_member[i], &lists[i]);
-    pthread_mutex_lock(&d->lock);
-    x->leaving.queue_handed = true;
-    shard__epochless_if_done(d, x);
-    pthread_mutex_unlock(&d->lock);
+    shard__worker_crash_handed(d, x);
 }
 
 int shard__crash_handover_prepare(struct crash_handover *ho, struct shard_worker *x, size_t members)

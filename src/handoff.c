@@ -237,6 +237,7 @@ static void unfence(shard_dispatcher *d, struct shard_worker *x)
 
 void shard__epochless_if_done(shard_dispatcher *d, struct shard_worker *x)
 {
+    SHARD_CHECK_HELD(&d->lock);
     if (!x->leaving.queue_handed || x->leaving.hook_at_crash ||
         atomic_load_explicit(&x->life.epochless, memory_order_relaxed))
         return;

@@ -11,6 +11,15 @@ void shard__inbox_put(struct shard_worker *w, const struct job_list *list)
     pthread_mutex_unlock(&w->inbox.lock);
 }
 
+bool shard__inbox_close_if_empty(struct shard_worker *w)
+{
+    pthread_mutex_lock(&w->inbox.lock);
+    bool empty = !w->inbox.jobs.head;
+    w->inbox.closed |= empty;
+    pthread_mutex_unlock(&w->inbox.lock);
+    return empty;
+}
+
 struct job *shard__inbox_take(struct shard_worker *w, bool close)
 {
     SHARD_CHECK_HELD(&w->lock);

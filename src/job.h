@@ -87,6 +87,15 @@ static inline void shard__job_list_append(struct job_list *l, struct job *j)
     l->tail = j;
 }
 
+/* Appends a chain of jobs linked through next (may be empty) to l, one by one. */
+static inline void shard__job_list_append_chain(struct job_list *l, struct job *chain)
+{
+    for (struct job *j = chain, *next; j; j = next) {
+        next = j->next;
+        shard__job_list_append(l, j);
+    }
+}
+
 /* Appends the whole of from (not empty) to l. */
 static inline void shard__job_list_splice(struct job_list *l, const struct job_list *from)
 {

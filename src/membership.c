@@ -18,10 +18,10 @@
 #include "outbox.h"
 #include "rcu.h"
 #include "registry.h"
-#include "worker_crash.h"
-#include "worker_life.h"
 #include "space.h"
 #include "timer.h"
+#include "worker_crash.h"
+#include "worker_life.h"
 
 /* A change, prepared in full before it is published. */
 struct change {
@@ -158,14 +158,6 @@ int shard__membership_enter(shard_dispatcher *d)
     return 0;
 }
 
-static void stop_and_join(struct shard_worker *w)
-{
-    shard__queue_push_side(&w->q, &w->stop_item);
-    shard__worker_wake(w);
-    pthread_join(w->ctl.thread, NULL);
-    w->ctl.joined = true;
-}
-
 int shard__membership_init(shard_dispatcher *d)
 {
     uint32_t n = d->cfg.workers;
@@ -212,8 +204,10 @@ int shard__membership_init(shard_dispatcher *d)
     return 0;
 fail:
     for (size_t i = 0; i < d->nworkers; i++)
-        if (d->workers[i]->ctl.started)
-            stop_and_join(d->workers[i]);
+        if (d->workers[i]->ctl.started) {
+            shard__worker_stop(d->workers[i]);
+            shard__worker_join(d->workers[i]);
+        }
     free(m);
     free(s);
     free(by);
@@ -340,8 +334,7 @@ SHARD_API int shard_worker_remove(shard_dispatcher *d, const char *name)
     d->nretiring++;
     pthread_mutex_unlock(&d->lock);
     push_fences(&c); /* x's fence included: it runs x's release hook once x's queue is done */
-    shard__queue_push_side(&x->q, &x->stop_item);
-    shard__worker_wake(x);
+    shard__worker_stop(x);
     shard__ctl_unlock(d);
     return 0;
 }
@@ -385,15 +378,10 @@ void shard__membership_stop_all(shard_dispatcher *d)
     pthread_mutex_unlock(&d->lock);
     for (size_t i = 0; i < d->nworkers; i++) {
         struct shard_worker *w = d->workers[i];
-        if (shard__worker_state(w) == SHARD_WORKER_RUNNING) {
-            shard__queue_push_side(&w->q, &w->stop_item);
-            shard__worker_wake(w);
-        }
+        if (shard__worker_state(w) == SHARD_WORKER_RUNNING)
+            shard__worker_stop(w);
     }
     for (size_t i = 0; i < d->nworkers; i++)
-        if (d->workers[i]->ctl.started && !d->workers[i]->ctl.joined) {
-            pthread_join(d->workers[i]->ctl.thread, NULL);
-            d->workers[i]->ctl.joined = true;
-        }
+        shard__worker_join(d->workers[i]);
 }
 

@@ -46,27 +46,11 @@ void shard__registry_drop_last(shard_dispatcher *d)
     pthread_mutex_unlock(&d->lock);
 }
 
-/* Whether a worker that left the ring is done with: its thread is returning, and, crashed, its queue
- * has been handed over; and its crash record owes nothing (its stuck job returned, every job it
- * rerouted or deferred has run: those entries point at it until shard__owed_done). */
-static bool finished_with(struct shard_worker *w)
-{
-    int st = shard__worker_state(w);
-    if (st != SHARD_WORKER_EXITED && st != SHARD_WORKER_CRASHED)
-        return false;
-    pthread_mutex_lock(&w->d->lock);
-    bool done = w->leaving.finished &&
-                (st == SHARD_WORKER_EXITED || atomic_load_explicit(&w->life.epochless, memory_order_relaxed));
-    pthread_mutex_unlock(&w->d->lock);
-    /* Entries owed to its record point at it: its rerouted jobs, and jobs it deferred. */
-    return done && shard__crash_settled(&w->d->crash, &w->crash);
-}
-
 /* Whether w, which left the ring, is finished with and no submitter waits for room in its queue. */
 static bool reapable(struct shard_worker *w)
 {
     /* acquire: pairs with the waiters' release decrement; their reads of w come first. */
-    return finished_with(w) && !atomic_load_explicit(&w->q.waiters, memory_order_acquire);
+    return shard__worker_finished_with(w) && !atomic_load_explicit(&w->q.waiters, memory_order_acquire);
 }
 
 /* Frees workers that left the ring (removed, or crashed) once they are finished with and nothing can
@@ -96,10 +80,7 @@ void shard__registry_reap(shard_dispatcher *d)
             i++;
             continue;
         }
-        if (!w->ctl.joined) {
-            pthread_join(w->ctl.thread, NULL); /* it is returning */
-            w->ctl.joined = true;
-        }
+        shard__worker_join(w); /* it is returning */
         pthread_mutex_lock(&d->lock);
         memmove(&d->workers[i], &d->workers[i + 1], (d->nworkers - i - 1) * sizeof *d->workers);
         d->nworkers--;

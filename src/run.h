@@ -30,7 +30,7 @@ void shard__run_control(struct shard_worker *w, struct job *j);
 void shard__walk_held(struct shard_worker *w);
 /* Whether a walk may achieve something: an event w waits for happened, or items changed. */
 bool shard__walk_needed(struct shard_worker *w);
-/* Keeps `holding` equal to "has held items", so that kicks reach only such workers.
+/* Keeps `waits.holding` equal to "has held items", so that kicks reach only such workers.
  * Context: w->lock held (by w's thread, or a crash). */
 void shard__worker_sync_holding(struct shard_worker *w);
 

@@ -29,7 +29,8 @@
 
 /* W: the ordering machine as the worker's own thread runs it. */
 struct worker_own {
-    struct held      held;          /* its set-aside jobs, in order (held.h) */
+    struct held      held;          /* its set-aside jobs, in order (held.h); but held.jobs, an atomic
+                                     * count that submitters and stats read */
     bool             in_fn;         /* running a job or hook */
     uint64_t         running_hash;  /* key hash of the job in_fn runs */
     uint64_t         job_hash;      /* the worker's thread alone: key hash of the job running, in_fn
@@ -92,7 +93,8 @@ struct worker_leaving {
 
 /* d->ctl: what the control side keeps of it. */
 struct worker_ctl {
-    uint64_t         fenced_upto;   /* epoch of the last fence pushed to it */
+    uint64_t         fenced_upto;   /* epoch of the last fence pushed to it; read under d->lock too
+                                     * once it has crashed (no fence is pushed to it after that) */
     uint32_t         snap_refs;     /* snapshots that name it */
     pthread_t        thread;
     bool             started, joined;
@@ -187,6 +189,13 @@ static inline void shard__count(_Atomic uint64_t *c)
     atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1, memory_order_relaxed);
 }
 
+/* The newest fence w has passed. relaxed: for a caller whose ordering comes from d->lock (the passes
+ * are stored under it); the handoff's readers load it with acquire themselves (E2). */
+static inline uint64_t shard__worker_passed(const struct shard_worker *w)
+{
+    return atomic_load_explicit(&w->life.passed, memory_order_relaxed);
+}
+
 static inline bool shard__worker_is_crashed(const struct shard_worker *w)
 {
     return shard__worker_state(w) == SHARD_WORKER_CRASHED;
@@ -211,6 +220,9 @@ static inline void shard__worker_wake(struct shard_worker *w)
  * marks sent with them arrive in its inbox. */
 /* Appends list (not empty) to w's inbox; the caller wakes w. Context: any thread (takes inbox.lock). */
 void shard__inbox_put(struct shard_worker *w, const struct job_list *list);
+/* Closes w's inbox for good if it is empty (later deliveries go elsewhere). Return: whether it was.
+ * Context: w's thread, exiting. */
+bool shard__inbox_close_if_empty(struct shard_worker *w);
 /* Detaches the jobs rerouted to w (a list through next); close: for good (w crashed), later
  * deliveries go to the key's current owner. Context: w->lock held (by w's thread, or a crash). */
 struct job *shard__inbox_take(struct shard_worker *w, bool close);

@@ -1,11 +1,14 @@
-/* A worker stopped by a crash: what the crash does to the worker itself, so that the hand-over
- * (crash_handover.c) reaches it through these calls, never through its fields.
+/* A worker stopped by a crash: what the crash does to the worker itself (stop it, take its leftovers,
+ * mark them handed over), so that shard_worker_crash and the hand-over (crash_handover.c) change
+ * none of its fields themselves.
  * SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "worker_crash.h"
+
 #include "ctl.h"
 #include "dispatcher_internal.h"
+#include "handoff.h"
 #include "run.h"
 #include "worker.h"
-#include "worker_crash.h"
 
 void shard__worker_crash_stop(shard_dispatcher *d, struct shard_worker *x)
 {
@@ -29,6 +32,14 @@ void shard__worker_crash_stop(shard_dispatcher *d, struct shard_worker *x)
     shard__worker_wake(x);
 }
 
+void shard__worker_crash_handed(shard_dispatcher *d, struct shard_worker *x)
+{
+    pthread_mutex_lock(&d->lock);
+    x->leaving.queue_handed = true;
+    shard__epochless_if_done(d, x);
+    pthread_mutex_unlock(&d->lock);
+}
+
 struct job *shard__worker_take_leftovers(struct shard_worker *x, struct job_block *block)
 {
     SHARD_CHECK(shard__ctl_held(x->d));
@@ -36,14 +47,8 @@ struct job *shard__worker_take_leftovers(struct shard_worker *x, struct job_bloc
     struct job_list all = { 0 };
     struct job *held = shard__held_take_all(&x->own.held);
     shard__worker_sync_holding(x);
-    for (struct job *j = held, *next; j; j = next) {
-        next = j->next;
-        shard__job_list_append(&all, j);
-    }
-    for (struct job *j = shard__inbox_take(x, true), *next; j; j = next) {
-        next = j->next;
-        shard__job_list_append(&all, j);
-    }
+    shard__job_list_append_chain(&all, held);
+    shard__job_list_append_chain(&all, shard__inbox_take(x, true));
     struct job scratch = { 0 }, *j;
     while ((j = shard__queue_pop_sc(&x->q, &scratch))) {
         if (j == &scratch) {

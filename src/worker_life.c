@@ -69,6 +69,33 @@ int shard__worker_start(struct shard_worker *w)
     return 0;
 }
 
+void shard__worker_stop(struct shard_worker *w)
+{
+    shard__queue_push_side(&w->q, &w->stop_item);
+    shard__worker_wake(w);
+}
+
+void shard__worker_join(struct shard_worker *w)
+{
+    if (w->ctl.started && !w->ctl.joined) {
+        pthread_join(w->ctl.thread, NULL);
+        w->ctl.joined = true;
+    }
+}
+
+bool shard__worker_finished_with(struct shard_worker *w)
+{
+    int st = shard__worker_state(w);
+    if (st != SHARD_WORKER_EXITED && st != SHARD_WORKER_CRASHED)
+        return false;
+    pthread_mutex_lock(&w->d->lock);
+    bool done = w->leaving.finished &&
+                (st == SHARD_WORKER_EXITED || atomic_load_explicit(&w->life.epochless, memory_order_relaxed));
+    pthread_mutex_unlock(&w->d->lock);
+    /* Entries owed to its record point at it: its rerouted jobs, and jobs it deferred. */
+    return done && shard__crash_settled(&w->d->crash, &w->crash);
+}
+
 void shard__worker_free(struct shard_worker *w)
 {
     shard__worker_drop_spares(w);
@@ -106,11 +133,7 @@ static bool may_exit(struct shard_worker *w)
     }
     if (w->own.held.count)
         return false;
-    pthread_mutex_lock(&w->inbox.lock);
-    bool empty = !w->inbox.jobs.head;
-    w->inbox.closed |= empty;
-    pthread_mutex_unlock(&w->inbox.lock);
-    return empty;
+    return shard__inbox_close_if_empty(w);
 }
 
 static bool has_work(struct shard_worker *w)

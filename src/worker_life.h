@@ -7,6 +7,7 @@
 #ifndef SHARD_SRC_WORKER_LIFE_H
 #define SHARD_SRC_WORKER_LIFE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "shard/dispatcher.h"
@@ -19,6 +20,14 @@ struct shard_worker *shard__worker_new(shard_dispatcher *d, const char *name, ui
 /* Return: 0; -EAGAIN when no thread could be started; -EINVAL for a CPU the process may not run on. */
 int   shard__worker_start(struct shard_worker *w);
 void  shard__worker_free(struct shard_worker *w);
+/* Queues w's STOP item: it exits once everything before it is done. Once only. Context: ctl held. */
+void  shard__worker_stop(struct shard_worker *w);
+/* Waits for w's thread to return, if it was started and not joined yet. Context: ctl held. */
+void  shard__worker_join(struct shard_worker *w);
+/* Whether w, which left the ring, is done with: its thread is returning, and, crashed, its queue has
+ * been handed over; and its crash record owes nothing (its stuck job returned, every job it rerouted
+ * or deferred has run: those entries point at it until shard__owed_done). Context: ctl held. */
+bool  shard__worker_finished_with(struct shard_worker *w);
 /* The worker's thread. */
 void *shard__worker_main(void *arg);
 

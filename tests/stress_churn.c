@@ -43,11 +43,11 @@ static void *producer(void *arg)
     unsigned x = 12345u + (unsigned)p;
     struct shard_job batch[40];
     char names[40][16];
-    int nb = 0, want = 1, step = jobs_per_producer / PACED_CHANGES + 1;
+    int nb = 0, want = 1;
     for (int i = 0; i < jobs_per_producer; i++) {
         /* A loaded machine (a sanitizer beside other builds) makes the changes slower, not fewer: each
-         * eighth of the jobs waits for one more change, so they span at least PACED_CHANGES. */
-        while (atomic_load(&changes_made) < i / step)
+         * eighth of the jobs waits for one more change, so the last is submitted after PACED_CHANGES. */
+        while (atomic_load(&changes_made) < (int)((long long)(i + 1) * PACED_CHANGES / jobs_per_producer))
             sched_yield();
         x = x * 1103515245u + 12345u;
         int k = (int)((x >> 8) % KEYS);
