@@ -173,7 +173,7 @@ static bool claim_visit(struct job *c, uint64_t visit, struct job **stack)
  * through any number of multi-key jobs each waiting for the next, or the job itself is running on a
  * crashed worker (its keys are held until it returns). A step stands for its job as its claim does
  * (the key stays held until done has returned). A walk over the jobs the key waits for, each
- * visited once (the claims' pos marks them, a claim being on no queue): linear in the claims it
+ * visited once (the claims' pos records the visit, a claim being on no queue): linear in the claims it
  * reaches, however they chain. Context: every lock; the key's first entry a claim or a step. */
 static bool key_stuck(struct crash_table *t, uint64_t hash)
 {

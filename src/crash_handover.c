@@ -125,7 +125,7 @@ static void hand_over(shard_dispatcher *d, struct shard_worker *x, struct job *l
          * every owner its key has had before this ring (moved_epoch): the key may have moved on
          * from x to a worker that lags, which runs its key's jobs of that ring (after the step)
          * and hands the state on at its fence, and the step must not run before. */
-        if (j->fn == shard__multi_step) {
+        if (j->origin == ORIGIN_MULTI_STEP) {
             j->moved_epoch = now->epoch;
             j->wait_snap = NULL;
             shard__job_list_append(&lists[shard__ring_owner_index(now->ring, j->hash)], j);
@@ -148,8 +148,8 @@ static void hand_over(shard_dispatcher *d, struct shard_worker *x, struct job *l
         void *arg = j->arg;
         /* A timer's arm or fire job stands for the timer's own job: dropped unless it was cancelled.
          * A multi-key job's part stands for the whole job: reported with its first part dropped. */
-        bool report = true, multi = fn == shard__multi_part;
-        if (fn == shard__timer_arm || fn == shard__timer_fire)
+        bool report = true, multi = j->origin == ORIGIN_MULTI_PART;
+        if (j->origin == ORIGIN_TIMER)
             report = shard__timer_dropped(d, j->arg, &fn, &arg);
         else if (multi)
             report = shard__multi_dropped(j->arg, &fn, &arg);

@@ -28,6 +28,16 @@ enum job_kind {
     JOB_CLAIM, /* a multi-key job's hold on one of its keys: only ever a crash table entry (multi.c) */
 };
 
+/* What a job of kind JOB_RUN (a record or a slot) stands for, which a DROP crash must know: a user's
+ * job is reported as itself; shard's own jobs for a timer or a multi-key job stand for the timer's or
+ * the multi-key job's (crash_handover.c asks their owners). Set by whoever submits the job. */
+enum job_origin {
+    ORIGIN_USER,       /* the user's fn */
+    ORIGIN_TIMER,      /* a timer's arm or fire job (timer.c) */
+    ORIGIN_MULTI_PART, /* a multi-key job's part (multi.c) */
+    ORIGIN_MULTI_STEP, /* a multi-key job's step: never dropped (multi.c) */
+};
+
 struct snap;
 struct job_block;
 struct crash_record;
@@ -42,6 +52,7 @@ struct job {
     uint64_t     pos;            /* side list: the ring position it goes before; JOB_CLAIM (never
                                   * queued): the last walk of crash.c's key_stuck that saw it */
     uint8_t      kind;
+    uint8_t      origin;         /* JOB_RUN: enum job_origin */
     bool         loses_keys;     /* JOB_FENCE: this worker loses keys, run the release hook */
     bool         in_prio;        /* held: in the rerouted (front) segment */
     bool         embedded;       /* part of a larger object (a worker's stop item): never freed */

@@ -36,7 +36,7 @@ struct loser_scan {
     struct change     *c;
 };
 
-static void mark_loser(uint64_t first, uint64_t last, const char *owner_a, const char *owner_b, void *ctx)
+static void note_loser(uint64_t first, uint64_t last, const char *owner_a, const char *owner_b, void *ctx)
 {
     struct loser_scan *ls = ctx;
     (void)owner_b;
@@ -90,7 +90,7 @@ static int change_prepare(shard_dispatcher *d, shard_ring *ring, struct shard_wo
         c->snap->unpassed++;
     }
     struct loser_scan ls = { cur, c };
-    if (shard_ring_diff(cur->ring, ring, mark_loser, &ls) != 0)
+    if (shard_ring_diff(cur->ring, ring, note_loser, &ls) != 0)
         goto nomem;
     c->moved /= SHARD_HASH_SPACE;
     return 0;

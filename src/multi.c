@@ -192,8 +192,8 @@ static void start_steps(struct multi *m, struct shard_worker *me)
         struct multi_part *p = &m->parts[i];
         struct job *j = &b->recs[b->used++]; /* the parts are all queued: no other user of used */
         /* sibling: its part's claim, through which the crash table sees its job (crash.c's key_stuck). */
-        *j = (struct job){ .fn = shard__multi_step, .arg = p, .hash = p->claim.hash, .kind = JOB_RUN, .block = b,
-                           .sibling = &p->claim };
+        *j = (struct job){ .fn = shard__multi_step, .arg = p, .hash = p->claim.hash, .kind = JOB_RUN,
+                           .origin = ORIGIN_MULTI_STEP, .block = b, .sibling = &p->claim };
         atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
         shard__crash_swap(&d->crash, &m->owner, &p->claim, j);
         p->claimed = false;

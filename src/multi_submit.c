@@ -24,11 +24,11 @@ static void push_part(shard_dispatcher *d, struct multi *m, struct multi_part *p
     /* acquire: pairs with the release store that published the snapshot (membership.c's publish). */
     struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire);
     struct shard_worker *w = snap_worker(s, shard__ring_owner_index(s->ring, h));
-    if ((worker && shard__space_waited(w)) || !shard__queue_push_mp(&w->q, shard__multi_part, p, h, s->epoch)) {
+    if ((worker && shard__space_waited(w)) || !shard__queue_push_mp(&w->q, shard__multi_part, p, h, s->epoch, ORIGIN_MULTI_PART)) {
         struct job_block *b = m->block;
         struct job *j = &b->recs[b->used++];
         *j = (struct job){ .fn = shard__multi_part, .arg = p, .hash = h, .epoch = s->epoch, .routed = w,
-                           .kind = JOB_RUN, .block = b };
+                           .kind = JOB_RUN, .origin = ORIGIN_MULTI_PART, .block = b };
         atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed); /* before anyone can run it */
         shard__queue_push_side(&w->q, j);
     }

@@ -11,7 +11,7 @@
 #include "space.h"
 #include "ctl.h"
 
-int shard__outbox_add(struct shard_worker *w, uint64_t hash, shard_job_fn fn, void *arg)
+int shard__outbox_add(struct shard_worker *w, uint64_t hash, shard_job_fn fn, void *arg, uint8_t origin)
 {
     SHARD_CHECK_ON(w);
     struct outbox *ob = &w->outbox;
@@ -19,7 +19,7 @@ int shard__outbox_add(struct shard_worker *w, uint64_t hash, shard_job_fn fn, vo
         shard__outbox_deliver(w);
     if (ob->n == OUTBOX_MAX)
         return -ENOMEM;
-    ob->e[ob->n++] = (struct outbox_entry){ .fn = fn, .arg = arg, .hash = hash };
+    ob->e[ob->n++] = (struct outbox_entry){ .fn = fn, .arg = arg, .hash = hash, .origin = origin };
     /* seq_cst: inside the section that read shutdown == 0, so destroy, which sets shutdown and then
      * waits out every such section, sees it open; and a drain called after this submit returned. */
     if (ob->n == 1)
@@ -27,9 +27,9 @@ int shard__outbox_add(struct shard_worker *w, uint64_t hash, shard_job_fn fn, vo
     return 0;
 }
 
-int shard__outbox_gather(struct shard_worker *w, uint64_t hash, shard_job_fn fn, void *arg)
+int shard__outbox_gather(struct shard_worker *w, uint64_t hash, shard_job_fn fn, void *arg, uint8_t origin)
 {
-    int rc = shard__outbox_add(w, hash, fn, arg);
+    int rc = shard__outbox_add(w, hash, fn, arg, origin);
     /* A parked owner would sleep until the batch's end: latency, where batching saves nothing.
      * acquire: pairs with the release store that published the snapshot (membership.c's publish). */
     struct snap *s = atomic_load_explicit(&w->d->snap, memory_order_acquire);
@@ -58,10 +58,10 @@ static void deliver_to(struct outbox *ob, struct shard_worker **to, bool *keep, 
         to[k] = NULL;
         const struct outbox_entry *e = &ob->e[k];
         if (used < got)
-            shard__queue_write(&x->q, first + used++, e->fn, e->arg, e->hash, epoch);
+            shard__queue_write(&x->q, first + used++, e->fn, e->arg, e->hash, epoch, e->origin);
         /* Beyond the room in x's ring, or while threads wait for that room (a worker leaves the free
          * slots to them, as shard__submit_hashed says), after the ring's contents on the side list. */
-        else if ((stuck = stuck || !shard__queue_push_side_new(&x->q, x, e->fn, e->arg, e->hash, epoch)))
+        else if ((stuck = stuck || !shard__queue_push_side_new(&x->q, x, e->fn, e->arg, e->hash, epoch, e->origin)))
             keep[k] = true;
         delivered += !keep[k];
     }
@@ -143,7 +143,7 @@ void shard__outbox_rescue(struct shard_worker *x)
     /* acquire: pairs with shard__outbox_seal's release; the entries below are written. */
     uint32_t upto = atomic_load_explicit(&ob->sealed, memory_order_acquire);
     deliver_range(x->d, ob, 0, upto, keep);
-    /* Delivered ones are marked for the worker's own delivery to skip; the rest it delivers. */
+    /* Delivered ones are cleared (fn NULL) for the worker's own delivery to skip; the rest it delivers. */
     for (uint32_t k = 0; k < upto; k++)
         if (!keep[k])
             ob->e[k].fn = NULL;

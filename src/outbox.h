@@ -40,6 +40,7 @@ struct outbox_entry {
     shard_job_fn fn;
     void        *arg;
     uint64_t     hash;
+    uint8_t      origin; /* enum job_origin */
 };
 
 /* Fields: W the worker's thread alone; A atomic. */
@@ -59,10 +60,10 @@ struct shard_worker;
 /* Accepts a submit of the running job. Context: w's own thread while it gathers, inside a read-side
  * section, shutdown not seen. Return: 0; -ENOMEM (the outbox was full and delivering it found no
  * memory for a queue beyond its capacity). */
-int  shard__outbox_add(struct shard_worker *w, uint64_t hash, shard_job_fn fn, void *arg);
+int  shard__outbox_add(struct shard_worker *w, uint64_t hash, shard_job_fn fn, void *arg, uint8_t origin);
 /* A running job's submit: shard__outbox_add, then the delivery at once when the key's owner is parked.
  * Context and return: as shard__outbox_add. */
-int  shard__outbox_gather(struct shard_worker *w, uint64_t hash, shard_job_fn fn, void *arg);
+int  shard__outbox_gather(struct shard_worker *w, uint64_t hash, shard_job_fn fn, void *arg, uint8_t origin);
 /* Delivers the entries to their keys' owners under the ring in force, one claim and one wake check
  * a destination. Context: w's own thread, with or without w->lock, inside a read-side section or
  * not. Return: true when the outbox is empty; false only when memory for a job beyond a full queue

@@ -48,12 +48,13 @@ bool shard__queue_has_room(struct queue *q)
 }
 
 bool shard__queue_push_side_new(struct queue *q, struct shard_worker *routed, shard_job_fn fn, void *arg,
-                                uint64_t hash, uint64_t epoch)
+                                uint64_t hash, uint64_t epoch, uint8_t origin)
 {
     struct job *j = calloc(1, sizeof *j);
     if (!j)
         return false;
-    *j = (struct job){ .fn = fn, .arg = arg, .hash = hash, .epoch = epoch, .routed = routed, .kind = JOB_RUN };
+    *j = (struct job){ .fn = fn, .arg = arg, .hash = hash, .epoch = epoch, .routed = routed, .kind = JOB_RUN,
+                       .origin = origin };
     shard__queue_push_side(q, j);
     return true;
 }
@@ -120,6 +121,7 @@ struct job *shard__queue_pop_sc(struct queue *q, struct job *scratch)
     scratch->hash = s->hash;
     scratch->epoch = s->epoch;
     scratch->kind = JOB_RUN;
+    scratch->origin = s->origin;
     scratch->owed_to = NULL;
     scratch->wait_snap = NULL;
     scratch->moved_epoch = 0;

@@ -34,6 +34,7 @@ struct slot {
     void            *arg;
     uint64_t         hash;
     uint64_t         epoch;
+    uint8_t          origin;  /* enum job_origin */
 };
 
 /* Each line written by one side only: read-only fields, the producers' line, the consumer's line. */
@@ -95,24 +96,26 @@ static inline uint64_t shard__queue_claim_mp(struct queue *q, uint64_t n, uint64
 
 /* Writes the job of position pos, which the caller claimed. */
 static inline void shard__queue_write(struct queue *q, uint64_t pos, shard_job_fn fn, void *arg, uint64_t hash,
-                                      uint64_t epoch)
+                                      uint64_t epoch, uint8_t origin)
 {
     struct slot *s = &q->slots[pos & q->mask];
     s->fn = fn;
     s->arg = arg;
     s->hash = hash;
     s->epoch = epoch;
+    s->origin = origin;
     /* release (E1, docs/protocol.md): the consumer that sees pos + 1 sees the job. */
     atomic_store_explicit(&s->seq, pos + 1, memory_order_release);
 }
 
 /* One job. Return: false when the ring is full (nothing written). */
-static inline bool shard__queue_push_mp(struct queue *q, shard_job_fn fn, void *arg, uint64_t hash, uint64_t epoch)
+static inline bool shard__queue_push_mp(struct queue *q, shard_job_fn fn, void *arg, uint64_t hash, uint64_t epoch,
+                                        uint8_t origin)
 {
     uint64_t pos;
     if (!shard__queue_claim_mp(q, 1, &pos))
         return false;
-    shard__queue_write(q, pos, fn, arg, hash, epoch);
+    shard__queue_write(q, pos, fn, arg, hash, epoch, origin);
     return true;
 }
 
@@ -129,7 +132,7 @@ void shard__queue_push_side(struct queue *q, struct job *j);
  * when the ring is full and the submitter may not wait (a worker's submit, its outbox's delivery).
  * Return: false when no memory could be had (nothing pushed). */
 bool shard__queue_push_side_new(struct queue *q, struct shard_worker *routed, shard_job_fn fn, void *arg,
-                                uint64_t hash, uint64_t epoch);
+                                uint64_t hash, uint64_t epoch, uint8_t origin);
 
 /* Consumer (the worker, or a crash holding the worker's lock). The next item in order: a side record
  * whose position has come (returned as is), or the next ring slot copied into *scratch (returned as

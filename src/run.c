@@ -14,7 +14,7 @@ struct release_ctx {
     struct shard_handoff  h;
 };
 
-/* Runs fn with w->lock released, marked as inside a job so a crash can take over the worker's lists
+/* Runs fn with w->lock released, flagged as inside a job so a crash can take over the worker's lists
  * meanwhile. Returns with w->lock held. */
 static void run_unlocked(struct shard_worker *w, bool is_job, uint64_t hash, void (*call)(struct shard_worker *, void *),
                          void *ctx)

@@ -99,14 +99,14 @@ static int admit(shard_dispatcher *d, uint64_t h, bool wait, struct snap **sp, s
     return 0;
 }
 
-int shard__submit_hashed(shard_dispatcher *d, uint64_t h, shard_job_fn fn, void *arg, bool wait)
+int shard__submit_hashed(shard_dispatcher *d, uint64_t h, shard_job_fn fn, void *arg, uint8_t origin, bool wait)
 {
     struct shard_worker *me = shard__current_worker;
     if (me && me->d == d && !atomic_load_explicit(&d->shutdown, memory_order_relaxed)) {
         /* A running job's submit waits in its worker's outbox for the batch's end (outbox.h); any
          * other submit of the worker's thread goes after what it holds. */
         if (wait && me->outbox.gathering)
-            return shard__outbox_gather(me, h, fn, arg);
+            return shard__outbox_gather(me, h, fn, arg, origin);
         if (!shard__outbox_deliver(me)) {
             return -ENOMEM;
         }
@@ -125,11 +125,11 @@ int shard__submit_hashed(shard_dispatcher *d, uint64_t h, shard_job_fn fn, void 
         bool yield = shard__current_worker && shard__space_waited(w);
         if (yield && !wait)
             return -EAGAIN;
-        bool ok = !yield && shard__queue_push_mp(&w->q, fn, arg, h, s->epoch);
+        bool ok = !yield && shard__queue_push_mp(&w->q, fn, arg, h, s->epoch, origin);
         if (!ok && wait && shard__current_worker) {
             /* A worker never waits: it could be the very worker that must make room. The job goes
              * after the ring's current contents, through the side list. */
-            if (!shard__queue_push_side_new(&w->q, w, fn, arg, h, s->epoch))
+            if (!shard__queue_push_side_new(&w->q, w, fn, arg, h, s->epoch, origin))
                 return -ENOMEM;
             ok = true;
         }
@@ -170,7 +170,7 @@ static int submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn
     /* From here on d is read only inside a read-side section, or by a registered waiter: destroy
      * frees it after a grace period that follows both (shard_dispatcher_destroy). */
     shard__rcu_read_lock();
-    int rc = shard__submit_hashed(d, shard__hash_key_cfg(&d->cfg.ring, key, len), fn, arg, wait);
+    int rc = shard__submit_hashed(d, shard__hash_key_cfg(&d->cfg.ring, key, len), fn, arg, ORIGIN_USER, wait);
     shard__rcu_read_unlock();
     return rc;
 }

@@ -14,7 +14,7 @@
  * Context: inside a read-side section, and returns inside one; it leaves the section only while
  * registered as a waiter for room. After -ESHUTDOWN the caller must not touch d again (destroy may
  * have freed it). */
-int  shard__submit_hashed(shard_dispatcher *d, uint64_t h, shard_job_fn fn, void *arg, bool wait);
+int  shard__submit_hashed(shard_dispatcher *d, uint64_t h, shard_job_fn fn, void *arg, uint8_t origin, bool wait);
 /* Waits (wait), as shard__submit_hashed would, until a job of h would go into its
  * owner's ring at once, and pushes nothing (multi.c's submit, before it pushes its parts without
  * waiting). Not for a worker's thread. Context: as shard__submit_hashed. Return: 0; -EAGAIN (not

@@ -84,9 +84,9 @@ static size_t push_chunk(shard_dispatcher *d, const struct shard_job *jobs, cons
             continue;
         uint64_t pos = dk->first + dk->used++;
         if (i < cut)
-            shard__queue_write(&dk->w->q, pos, jobs[i].fn, jobs[i].arg, h[i], s->epoch);
+            shard__queue_write(&dk->w->q, pos, jobs[i].fn, jobs[i].arg, h[i], s->epoch, ORIGIN_USER);
         else
-            shard__queue_write(&dk->w->q, pos, shard__queue_void, NULL, h[i], s->epoch);
+            shard__queue_write(&dk->w->q, pos, shard__queue_void, NULL, h[i], s->epoch, ORIGIN_USER);
     }
     for (size_t k = 0; k < nd; k++)
         if (dests[k].got)
@@ -115,7 +115,7 @@ static int submit_many(shard_dispatcher *d, const struct shard_job *jobs, size_t
                 rc = -ESHUTDOWN;
             else
                 rc = shard__outbox_gather(me, shard__hash_key_cfg(&d->cfg.ring, jobs[done].key, jobs[done].len),
-                                          jobs[done].fn, jobs[done].arg);
+                                          jobs[done].fn, jobs[done].arg, ORIGIN_USER);
         }
         n = done;
     } else if (me && me->d == d && !atomic_load_explicit(&d->shutdown, memory_order_relaxed) &&
@@ -140,7 +140,7 @@ static int submit_many(shard_dispatcher *d, const struct shard_job *jobs, size_t
         /* A full queue or a throttled key: this job waits (or, from a worker, goes beyond a full
          * queue) as one submit does; the chunks go on after it. */
         const struct shard_job *j = &jobs[done];
-        rc = shard__submit_hashed(d, h[got], j->fn, j->arg, true);
+        rc = shard__submit_hashed(d, h[got], j->fn, j->arg, ORIGIN_USER, true);
         if (!rc)
             done++;
     }

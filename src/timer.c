@@ -134,7 +134,7 @@ static void fire_one(struct shard_worker *w, uint32_t idx, uint64_t now)
     }
     /* From a worker a submit never waits; it fails only when destroy has begun (the timer is
      * discarded) or no record for a full queue could be had (it tries again a tick later). */
-    int rc = shard__submit_hashed(d, t->hash, shard__timer_fire, timer_arg(idx), true);
+    int rc = shard__submit_hashed(d, t->hash, shard__timer_fire, timer_arg(idx), ORIGIN_TIMER, true);
     if (rc == -ENOMEM) {
         t->deadline = now + (1u << WHEEL_TICK_SHIFT);
         shard__timer_own_insert(w, idx);

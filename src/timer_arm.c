@@ -61,13 +61,13 @@ static int arm(shard_dispatcher *d, const void *key, size_t len, uint64_t delay,
         shard__rcu_read_unlock();
         return 0;
     }
-    int rc = shard__submit_hashed(d, t->hash, shard__timer_arm, timer_arg(idx), false);
+    int rc = shard__submit_hashed(d, t->hash, shard__timer_arm, timer_arg(idx), ORIGIN_TIMER, false);
     if (rc == -EAGAIN) {
         /* Waiting for room is not a cancellation point here: a thread cancelled there would leave
          * the record held by nobody, and after it d may already be gone. */
         int cancel_state;
         pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
-        rc = shard__submit_hashed(d, t->hash, shard__timer_arm, timer_arg(idx), true);
+        rc = shard__submit_hashed(d, t->hash, shard__timer_arm, timer_arg(idx), ORIGIN_TIMER, true);
         pthread_setcancelstate(cancel_state, NULL);
     }
     if (rc == -ENOMEM)

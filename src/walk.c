@@ -206,7 +206,7 @@ void shard__worker_sync_holding(struct shard_worker *w)
         return;
     w->own.holding_now = now;
     atomic_store_explicit(&w->waits.holding, now, memory_order_relaxed);
-    /* seq_cst: before this worker walks its held jobs again, and so before it marks what they wait
+    /* seq_cst: before this worker walks its held jobs again, and so before it notes what they wait
      * for (handoff.c's kick_holders reads nholding, seq_cst, after its event's seq_cst store). */
     if (now)
         atomic_fetch_add_explicit(&w->d->nholding, 1, memory_order_seq_cst);

@@ -24,9 +24,9 @@ Test(ring_queue, fifo_order_capacity_and_wrap)
     for (int lap = 0; lap < 5; lap++) {
         shard__queue_publish_head_sc(&q); /* the worker publishes its position before it goes idle */
         for (uint64_t i = 0; i < 8; i++)
-            cr_assert(shard__queue_push_mp(&q, fn_a, (void *)(uintptr_t)(lap * 8 + i), i * 3, 7), "lap %d push %lu", lap,
-                      (unsigned long)i);
-        cr_assert_not(shard__queue_push_mp(&q, fn_a, NULL, 0, 0), "a full ring must refuse");
+            cr_assert(shard__queue_push_mp(&q, fn_a, (void *)(uintptr_t)(lap * 8 + i), i * 3, 7, (uint8_t)(i % 4)),
+                      "lap %d push %lu", lap, (unsigned long)i);
+        cr_assert_not(shard__queue_push_mp(&q, fn_a, NULL, 0, 0, ORIGIN_USER), "a full ring must refuse");
         cr_assert_not(shard__queue_has_room(&q));
         cr_assert_eq(shard__queue_length(&q), 8);
         for (uint64_t i = 0; i < 8; i++) {
@@ -36,6 +36,7 @@ Test(ring_queue, fifo_order_capacity_and_wrap)
             cr_assert_eq(j->hash, i * 3);
             cr_assert_eq(j->epoch, 7);
             cr_assert_eq(j->kind, JOB_RUN);
+            cr_assert_eq(j->origin, i % 4, "the job's origin (what a crash reports it as) is lost");
         }
         shard__queue_publish_head_sc(&q);
         cr_assert(shard__queue_has_room(&q));
@@ -51,14 +52,14 @@ Test(ring_queue, taken_slots_are_reused_only_once_published)
     cr_assert_eq(shard__queue_init(&q, 256), 0); /* publishes every 32 pops */
     struct job scratch;
     for (int i = 0; i < 256; i++)
-        cr_assert(shard__queue_push_mp(&q, fn_a, NULL, 0, 0));
+        cr_assert(shard__queue_push_mp(&q, fn_a, NULL, 0, 0, ORIGIN_USER));
     for (int i = 0; i < 31; i++)
         cr_assert_not_null(shard__queue_pop_sc(&q, &scratch));
-    cr_assert_not(shard__queue_push_mp(&q, fn_a, NULL, 0, 0), "slots not yet published were reused");
+    cr_assert_not(shard__queue_push_mp(&q, fn_a, NULL, 0, 0, ORIGIN_USER), "slots not yet published were reused");
     cr_assert_not_null(shard__queue_pop_sc(&q, &scratch)); /* the 32nd pop publishes */
     for (int i = 0; i < 32; i++)
-        cr_assert(shard__queue_push_mp(&q, fn_a, NULL, 0, 0), "published slot %d not reusable", i);
-    cr_assert_not(shard__queue_push_mp(&q, fn_a, NULL, 0, 0));
+        cr_assert(shard__queue_push_mp(&q, fn_a, NULL, 0, 0, ORIGIN_USER), "published slot %d not reusable", i);
+    cr_assert_not(shard__queue_push_mp(&q, fn_a, NULL, 0, 0, ORIGIN_USER));
     shard__queue_destroy(&q);
 }
 
@@ -68,10 +69,10 @@ Test(ring_queue, side_items_keep_their_place_in_line)
     cr_assert_eq(shard__queue_init(&q, 8), 0);
     struct job fence = { .kind = JOB_FENCE }, extra = { .kind = JOB_RUN, .arg = (void *)99 };
     struct job scratch;
-    shard__queue_push_mp(&q, fn_a, (void *)1, 0, 0);
-    shard__queue_push_mp(&q, fn_a, (void *)2, 0, 0);
+    shard__queue_push_mp(&q, fn_a, (void *)1, 0, 0, ORIGIN_USER);
+    shard__queue_push_mp(&q, fn_a, (void *)2, 0, 0, ORIGIN_USER);
     shard__queue_push_side(&q, &fence); /* after slots 1 and 2 */
-    shard__queue_push_mp(&q, fn_a, (void *)3, 0, 0);
+    shard__queue_push_mp(&q, fn_a, (void *)3, 0, 0, ORIGIN_USER);
     shard__queue_push_side(&q, &extra); /* after slot 3 */
     cr_assert(shard__queue_nonempty_sc(&q));
     cr_assert_eq(shard__queue_pop_sc(&q, &scratch)->arg, (void *)1);
