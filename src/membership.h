@@ -9,7 +9,9 @@
 #include "dispatcher_internal.h"
 
 /* Takes d's control lock for a change or a drain, after the checks every such call makes, and frees
- * what earlier changes left to reap. Return: 0 with ctl held; -EINVAL (d NULL); -EDEADLK (a thread
+ * what earlier changes left to reap. On entry, not at a change's end: what a change removes or crashes
+ * is not finished when the change returns (its fence and its jobs are still to run), so the end of
+ * the change that made it could never reap it; the next entry finds what finished since. Return: 0 with ctl held; -EINVAL (d NULL); -EDEADLK (a thread
  * that may not wait for a change: shard__ctl_forbidden); -ESHUTDOWN. */
 int  shard__membership_enter(shard_dispatcher *d);
 /* The initial workers and ring, epoch 1. Return: 0 or a negative errno, nothing left running. */
