@@ -85,6 +85,28 @@ Test(ring_queue, side_items_keep_their_place_in_line)
     shard__queue_destroy(&q);
 }
 
+/* A job beyond a full ring (a worker's submit, an outbox's delivery) keeps what it stands for: a DROP
+ * crash reports a timer's or a multi-key job's by it. */
+Test(ring_queue, a_side_record_keeps_the_origin)
+{
+    struct queue q;
+    cr_assert_eq(shard__queue_init(&q, 2), 0);
+    struct job scratch;
+    cr_assert(shard__queue_push_mp(&q, fn_a, (void *)1, 5, 1, ORIGIN_MULTI_PART));
+    cr_assert(shard__queue_push_side_new(&q, NULL, fn_a, (void *)2, 6, 1, ORIGIN_TIMER));
+    struct job *j = shard__queue_pop_sc(&q, &scratch);
+    cr_assert_eq(j, &scratch);
+    cr_assert_eq(j->origin, ORIGIN_MULTI_PART);
+    j = shard__queue_pop_sc(&q, &scratch);
+    cr_assert_neq(j, &scratch, "the side record itself comes out");
+    cr_assert_eq(j->arg, (void *)2);
+    cr_assert_eq(j->origin, ORIGIN_TIMER);
+    cr_assert_eq(j->kind, JOB_RUN);
+    free(j);
+    cr_assert_null(shard__queue_pop_sc(&q, &scratch));
+    shard__queue_destroy(&q);
+}
+
 static struct job mk(uint64_t hash, uint64_t epoch)
 {
     struct job j = { 0 };
