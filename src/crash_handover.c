@@ -103,6 +103,20 @@ static struct shard_worker *reroute_target(shard_dispatcher *d, struct shard_wor
     return NULL;
 }
 
+/* Whether j's origin is the one its function says. The origin is what the hand-over goes by; this
+ * check (debug and sanitizer builds) catches a path that lost or mixed it up, on every job a crash
+ * hands over. */
+#ifdef SHARD_DEBUG_CHECKS
+static bool origin_agrees(const struct job *j)
+{
+    enum job_origin by_fn = j->fn == shard__timer_arm || j->fn == shard__timer_fire ? ORIGIN_TIMER
+                            : j->fn == shard__multi_part                            ? ORIGIN_MULTI_PART
+                            : j->fn == shard__multi_step                            ? ORIGIN_MULTI_STEP
+                                                                                    : ORIGIN_USER;
+    return j->origin == by_fn;
+}
+#endif
+
 /* Reroutes x's leftovers to where their keys' state goes next (reroute_target), or drops them. */
 static void hand_over(shard_dispatcher *d, struct shard_worker *x, struct job *left, enum shard_crash_policy policy,
                       struct job_list *lists)
@@ -119,6 +133,7 @@ static void hand_over(shard_dispatcher *d, struct shard_worker *x, struct job *l
             shard__free_record(NULL, j); /* x's fences: it will never pass them */
             continue;
         }
+        SHARD_CHECK(origin_agrees(j));
         /* A multi-key job's step is never dropped: the job has begun, and some of its steps may
          * have run (multi.c). It has no epoch of its own (0: reroute_target finds no ring of it): it
          * goes to its key's owner now and waits there, as when it was delivered (follow.c), for

@@ -34,6 +34,7 @@ void shard__worker_crash_stop(shard_dispatcher *d, struct shard_worker *x)
 
 void shard__worker_crash_handed(shard_dispatcher *d, struct shard_worker *x)
 {
+    SHARD_CHECK(shard__ctl_held(d));
     pthread_mutex_lock(&d->lock);
     x->leaving.queue_handed = true;
     shard__epochless_if_done(d, x);

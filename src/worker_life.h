@@ -20,9 +20,10 @@ struct shard_worker *shard__worker_new(shard_dispatcher *d, const char *name, ui
 /* Return: 0; -EAGAIN when no thread could be started; -EINVAL for a CPU the process may not run on. */
 int   shard__worker_start(struct shard_worker *w);
 void  shard__worker_free(struct shard_worker *w);
-/* Queues w's STOP item: it exits once everything before it is done. Once only. Context: ctl held. */
+/* Queues w's STOP item: it exits once everything before it is done. Once only. Context: the control
+ * side (ctl held, or create's failure and destroy, which no change can run beside). */
 void  shard__worker_stop(struct shard_worker *w);
-/* Waits for w's thread to return, if it was started and not joined yet. Context: ctl held. */
+/* Waits for w's thread to return, if it was started and not joined yet. Context: as shard__worker_stop. */
 void  shard__worker_join(struct shard_worker *w);
 /* Whether w, which left the ring, is done with: its thread is returning, and, crashed, its queue has
  * been handed over; and its crash record owes nothing (its stuck job returned, every job it rerouted
