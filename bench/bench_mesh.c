@@ -235,6 +235,22 @@ static uint32_t calibrate(double work_ns)
 /* ---- main ---- */
 
 static const char *only_impl;
+static int only_depth, only_workers, only_work = -1; /* 0 (-1 for the work): every one */
+
+static bool int_option(const char *arg, const char *name, long lo, long hi, int *out)
+{
+    size_t n = strlen(name);
+    if (strncmp(arg, name, n) != 0)
+        return false;
+    char *end;
+    long v = strtol(arg + n, &end, 10);
+    if (end == arg + n || *end || v < lo || v > hi) {
+        fprintf(stderr, "bench_mesh: %s takes a number from %ld to %ld\n", name, lo, hi);
+        exit(2);
+    }
+    *out = (int)v;
+    return true;
+}
 
 static bool accept_option(const char *arg)
 {
@@ -248,6 +264,9 @@ static bool accept_option(const char *arg)
         if (end == arg + 10 || *end || v < 1 || v > 1000000)
             return false;
         systems[SHARD_POLL].poll_us = (uint32_t)v;
+    } else if ((int_option(arg, "--depth=", 16, 256, &only_depth) && (only_depth == 16 || only_depth == 64 || only_depth == 256 || (fprintf(stderr, "bench_mesh: --depth= is 16, 64 or 256\n"), exit(2), 0))) || int_option(arg, "--workers=", 1, MESH_MAXW, &only_workers) ||
+               int_option(arg, "--work-ns=", 0, 1000, &only_work)) {
+        /* one configuration, for a profiler */
     } else if (strncmp(arg, "--seconds=", 10) == 0) {
         double v = strtod(arg + 10, &end);
         if (end == arg + 10 || *end || !(v >= 0.001 && v <= 60))
@@ -287,7 +306,8 @@ static void print_line(int s, int workers, int depth, double work_ns, const stru
 int main(int argc, char **argv)
 {
     bool quick = bench_args(argc, argv, accept_option,
-                            " [--no-pin] [--impl=shard|spsc_mesh|ck_mesh] [--poll-us=US] [--seconds=S]");
+                            " [--no-pin] [--impl=shard|spsc_mesh|ck_mesh] [--poll-us=US] [--seconds=S]\n"
+                            "       [--workers=N] [--depth=16|64|256] [--work-ns=0|1000] (one configuration)");
     bool with[NSYS];
     bool named = !only_impl;
     for (int s = 0; s < NSYS; s++) {
@@ -333,9 +353,13 @@ int main(int argc, char **argv)
     for (int wk = 0; wk < 2; wk++)
         for (size_t di = 0; di < sizeof depths / sizeof depths[0]; di++) {
             int depth = depths[di];
+            if ((only_work >= 0 && only_work != (int)works[wk]) || (only_depth && only_depth != depth))
+                continue;
             double rate1[NSYS] = { 0 };
             for (int ci = 0; ci < ncounts; ci++) {
                 int workers = counts[ci];
+                if (only_workers && only_workers != workers && workers != 1)
+                    continue; /* 1 worker still runs: the scaling is over it */
                 double rate[NSYS][3], cpu[NSYS][3], csw[NSYS][3];
                 uint64_t rt[NSYS] = { 0 };
                 for (int rep = 0; rep < reps; rep++)

@@ -11,7 +11,9 @@
 #include "space.h"
 #include "ctl.h"
 
-int shard__outbox_add(struct shard_worker *w, uint64_t hash, shard_job_fn fn, void *arg, uint8_t origin)
+/* Adds a submit; owner is its key's member index in the snapshot of epoch (what a delivery under the
+ * same snapshot uses instead of a second lookup). */
+static int outbox_add(struct shard_worker *w, const struct outbox_entry *e)
 {
     SHARD_CHECK_ON(w);
     struct outbox *ob = &w->outbox;
@@ -19,7 +21,7 @@ int shard__outbox_add(struct shard_worker *w, uint64_t hash, shard_job_fn fn, vo
         shard__outbox_deliver(w);
     if (ob->n == OUTBOX_MAX)
         return -ENOMEM;
-    ob->e[ob->n++] = (struct outbox_entry){ .fn = fn, .arg = arg, .hash = hash, .origin = origin };
+    ob->e[ob->n++] = *e;
     /* seq_cst: inside the section that read shutdown == 0, so destroy, which sets shutdown and then
      * waits out every such section, sees it open; and a drain called after this submit returned. */
     if (ob->n == 1)
@@ -29,11 +31,13 @@ int shard__outbox_add(struct shard_worker *w, uint64_t hash, shard_job_fn fn, vo
 
 int shard__outbox_gather(struct shard_worker *w, uint64_t hash, shard_job_fn fn, void *arg, uint8_t origin)
 {
-    int rc = shard__outbox_add(w, hash, fn, arg, origin);
-    /* A parked owner would sleep until the batch's end: latency, where batching saves nothing.
-     * acquire: pairs with the release store that published the snapshot (membership.c's publish). */
+    /* acquire: pairs with the release store that published the snapshot (membership.c's publish). */
     struct snap *s = atomic_load_explicit(&w->d->snap, memory_order_acquire);
-    struct shard_worker *to = snap_worker(s, shard__ring_owner_index(s->ring, hash));
+    uint32_t owner = (uint32_t)shard__ring_owner_index(s->ring, hash);
+    int rc = outbox_add(w, &(struct outbox_entry){ .fn = fn, .arg = arg, .hash = hash, .epoch = s->epoch,
+                                                    .owner = owner, .origin = origin });
+    /* A parked owner would sleep until the batch's end: latency, where batching saves nothing. */
+    struct shard_worker *to = snap_worker(s, owner);
     if (!rc && to != w && atomic_load_explicit(&to->park.sleeping, memory_order_relaxed))
         shard__outbox_deliver(w);
     return rc;
@@ -79,7 +83,10 @@ static void deliver_range(shard_dispatcher *d, struct outbox *ob, uint32_t from,
     struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire);
     struct shard_worker *to[OUTBOX_MAX];
     for (uint32_t i = from; i < end; i++) {
-        to[i] = ob->e[i].fn ? snap_worker(s, shard__ring_owner_index(s->ring, ob->e[i].hash)) : NULL;
+        const struct outbox_entry *e = &ob->e[i];
+        /* Snapshots' epochs are never reused: the same epoch is the same ring, so the same owner. */
+        size_t owner = e->epoch == s->epoch ? e->owner : shard__ring_owner_index(s->ring, e->hash);
+        to[i] = e->fn ? snap_worker(s, owner) : NULL;
         keep[i] = false;
     }
     /* A destination at a time, in the order of its first entry: O(entries x destinations), at most

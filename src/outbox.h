@@ -40,6 +40,8 @@ struct outbox_entry {
     shard_job_fn fn;
     void        *arg;
     uint64_t     hash;
+    uint64_t     epoch;  /* the snapshot it was gathered under */
+    uint32_t     owner;  /* its key's member index in that snapshot's ring */
     uint8_t      origin; /* enum job_origin */
 };
 
@@ -57,12 +59,10 @@ struct outbox {
 
 struct shard_worker;
 
-/* Accepts a submit of the running job. Context: w's own thread while it gathers, inside a read-side
+/* A running job's submit, kept for the delivery, with its key's owner under the ring in force; delivered
+ * at once when that owner is parked. Context: w's own thread while it gathers, inside a read-side
  * section, shutdown not seen. Return: 0; -ENOMEM (the outbox was full and delivering it found no
  * memory for a queue beyond its capacity). */
-int  shard__outbox_add(struct shard_worker *w, uint64_t hash, shard_job_fn fn, void *arg, uint8_t origin);
-/* A running job's submit: shard__outbox_add, then the delivery at once when the key's owner is parked.
- * Context and return: as shard__outbox_add. */
 int  shard__outbox_gather(struct shard_worker *w, uint64_t hash, shard_job_fn fn, void *arg, uint8_t origin);
 /* Delivers the entries to their keys' owners under the ring in force, one claim and one wake check
  * a destination. Context: w's own thread, with or without w->lock, inside a read-side section or
