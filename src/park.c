@@ -25,9 +25,14 @@ void shard__park_destroy(struct parking *pk)
 
 void shard__park_clear_fd(struct parking *pk)
 {
+    /* A waker bumps seq, then writes 1: while seq is what was read back, nothing is in fd or on its
+     * way (an idle worker parks far more often than it is woken; each read would be an EAGAIN). A
+     * write still on its way is read back at a later call, so fd never stays readable unnoticed. */
+    if (atomic_load_explicit(&pk->seq, memory_order_relaxed) == pk->read_seq)
+        return;
     uint64_t n;
-    ssize_t r = read(pk->fd, &n, sizeof n);
-    (void)r; /* EAGAIN: nothing to clear */
+    if (read(pk->fd, &n, sizeof n) == (ssize_t)sizeof n)
+        pk->read_seq += (uint32_t)n;
 }
 
 static long futex(_Atomic uint32_t *addr, int op, uint32_t val)

@@ -21,12 +21,14 @@ struct parking {
     alignas(SHARD_CACHELINE) _Atomic uint32_t seq;
     _Atomic uint32_t sleeping;
     int              fd; /* an eventfd with the idle hook, else -1 */
+    uint32_t         read_seq; /* the worker's: wake-ups it has read back from fd (each bumps seq, then writes 1) */
 };
 
 /* Return: 0; -ENOMEM when with_fd and no eventfd could be made. */
 int      shard__park_init(struct parking *pk, bool with_fd);
 void     shard__park_destroy(struct parking *pk);
-/* Empties fd of wake-ups already taken. Context: the worker, before shard__park_prepare. */
+/* Empties fd of wake-ups already taken; no system call while none was written since it last did.
+ * Context: the worker, before shard__park_prepare. */
 void     shard__park_clear_fd(struct parking *pk);
 uint32_t shard__park_prepare(struct parking *pk);
 void     shard__park_cancel(struct parking *pk);

@@ -193,13 +193,10 @@ static void idle_hook(struct shard_worker *w, uint64_t wake_at)
     shard__park_cancel(&w->park);
 }
 
-static void idle(struct shard_worker *w)
+/* Parks w: in the user's idle hook until wake_at (wait false: a round of the hook that waits for
+ * nothing), or on the futex until then. Return: false when work came before it could park. */
+static bool park(struct shard_worker *w, bool wait)
 {
-    shard__queue_publish_head_sc(&w->q); /* the slots taken so far are free for producers again */
-    /* Spinning saves a futex round trip when jobs keep coming; a worker that left the ring gets no
-     * new jobs, so it parks at once and leaves the cores to workers that have work. */
-    if (atomic_load_explicit(&w->life.state, memory_order_relaxed) == SHARD_WORKER_RUNNING && poll_before_park(w))
-        return;
     if (w->park.fd >= 0)
         shard__park_clear_fd(&w->park); /* before the flag is set: a later wake-up stays readable */
     uint32_t seq = shard__park_prepare(&w->park);
@@ -207,12 +204,13 @@ static void idle(struct shard_worker *w)
      * seen here even if the per-job check missed it (shard__space_notify). */
     shard__space_notify(w->d);
     /* And a timer placed after this read wakes it (timer_place.c's shard__timer_insert_into). */
-    uint64_t wake_at = shard__timers_next(w);
+    uint64_t wake_at = wait ? shard__timers_next(w) : 0;
     if (has_work(w)) {
         shard__park_cancel(&w->park);
-        return;
+        return false;
     }
-    shard__count(&w->counts.parked);
+    if (wait)
+        shard__count(&w->counts.parked);
     shard__load_idle(w);
     if (w->hot)
         shard__hot_idle(w->hot, shard__now_ns());
@@ -224,6 +222,23 @@ static void idle(struct shard_worker *w)
     else
         shard__park_wait_until(&w->park, seq, wake_at);
     pthread_mutex_lock(&w->lock);
+    return true;
+}
+
+static void idle(struct shard_worker *w)
+{
+    shard__queue_publish_head_sc(&w->q); /* the slots taken so far are free for producers again */
+    bool in_ring = atomic_load_explicit(&w->life.state, memory_order_relaxed) == SHARD_WORKER_RUNNING;
+    /* With an idle hook, one round of it that waits for nothing comes first: its events (a network
+     * loop's input) are work the poll cannot see, and a worker that polled first would keep them
+     * waiting the poll's length each time its queue ran dry. */
+    if (in_ring && w->park.fd >= 0 && (!park(w, false) || has_work(w)))
+        return;
+    /* Spinning saves a futex round trip when jobs keep coming; a worker that left the ring gets no
+     * new jobs, so it parks at once and leaves the cores to workers that have work. */
+    if (in_ring && poll_before_park(w))
+        return;
+    park(w, true);
 }
 
 /* Waiting submitters are woken once half the ring is free, not after every job: one wake-up then

@@ -171,7 +171,9 @@ struct shard_config {
      * once makes the worker poll). It must not read wake_fd. It may do what a job may: submit (to this
      * worker too: such jobs run after it returns, and make wake_fd readable like any other), arm
      * timers, shard_worker_crashed(). A crash or a removal wakes it and lets it return before the
-     * worker goes. The worker first polls its queue as poll_us says. Each worker then holds an
+     * worker goes. Each time its queue runs dry, a worker in the ring first calls it once with
+     * timeout_ms 0 (a round of the hook's events that waits for nothing: they are work too, since
+     * 0.4), then polls its queue as poll_us says, then calls it to wait. Each worker then holds an
      * eventfd: creating a worker fails with -ENOMEM when the process has no descriptor left. NULL:
      * the worker sleeps on a futex. */
     void (*on_worker_idle)(shard_worker *w, int wake_fd, int timeout_ms, void *user);
