@@ -54,6 +54,7 @@ static void deliver_to(struct outbox *ob, struct shard_worker **to, bool *keep, 
     for (uint32_t k = i; k < end; k++)
         want += to[k] == x;
     uint64_t got = shard__space_waited(x) ? 0 : shard__queue_claim_mp(&x->q, want, &first);
+    shard__queue_prefetch_write(&x->q, first, got);
     uint64_t delivered = 0;
     bool stuck = false;
     for (uint32_t k = i; k < end; k++) {

@@ -69,6 +69,7 @@ static size_t push_chunk(shard_dispatcher *d, const struct shard_job *jobs, cons
         /* A worker leaves a queue that threads wait for to them (shard__submit_hashed says why). */
         bool yield = shard__current_worker && shard__space_waited(dk->w);
         dk->got = dk->want && !yield ? shard__queue_claim_mp(&dk->w->q, dk->want, &dk->first) : 0;
+        shard__queue_prefetch_write(&dk->w->q, dk->first, dk->got);
         if (dk->got == dk->want)
             continue;
         /* The prefix ends at this worker's first job without a slot. */
