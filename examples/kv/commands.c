@@ -2,8 +2,10 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * Each cmd_*.c file holds one family of commands and its table (a command_set); command_init sorts
- * pointers to all of them once, before any network thread starts, and a lookup is then a binary
- * search with a case-insensitive compare: about seven compares for a hundred commands. */
+ * pointers to all of them once, before any network thread starts (the order COMMAND lists them in),
+ * and files them in an open-addressing table by a case-folded hash of the name: a lookup, on every
+ * request, is then one hash of a few bytes and usually one compare, where a binary search took about
+ * seven case-insensitive compares (a tenth of a SET's CPU, perf). */
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -44,6 +46,23 @@ static const struct command_set *const sets[] = {
 
 static const struct command **index_by_name;
 static size_t                 indexed;
+/* The table: a power of two of at least twice the commands' slots, NULL for empty; names' lengths beside. */
+static const struct command **by_hash;
+static uint8_t               *by_hash_len;
+static size_t                 hash_mask;
+
+/* No command's name is longer: a longer argument is no command, unhashed. */
+#define NAME_MAX_LEN 32
+
+/* FNV-1a over the name's bytes folded to lower case (ASCII: commands are ASCII, and any other byte
+ * only has to hash the same way each time). */
+static size_t name_hash(const char *p, size_t len)
+{
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (uint8_t)(p[i] | ((p[i] >= 'A' && p[i] <= 'Z') ? 0x20 : 0))) * 16777619u;
+    return h;
+}
 
 static int name_cmp(const char *a, size_t alen, const char *b)
 {
@@ -77,29 +96,50 @@ int command_init(void)
             fprintf(stderr, "kv_server: command %s defined twice\n", index_by_name[i]->name);
             abort(); /* a programming error, found at the first start */
         }
+    size_t size = 64;
+    while (size < 2 * indexed)
+        size *= 2;
+    by_hash = calloc(size, sizeof *by_hash);
+    by_hash_len = calloc(size, 1);
+    if (!by_hash || !by_hash_len) {
+        command_free();
+        return -ENOMEM;
+    }
+    hash_mask = size - 1;
+    for (size_t i = 0; i < indexed; i++) {
+        size_t len = strlen(index_by_name[i]->name);
+        if (len > NAME_MAX_LEN) {
+            fprintf(stderr, "kv_server: command %s is longer than %d bytes\n", index_by_name[i]->name, NAME_MAX_LEN);
+            abort(); /* a programming error, found at the first start */
+        }
+        size_t at = name_hash(index_by_name[i]->name, len) & hash_mask;
+        while (by_hash[at])
+            at = (at + 1) & hash_mask;
+        by_hash[at] = index_by_name[i];
+        by_hash_len[at] = (uint8_t)len;
+    }
     return 0;
 }
 
 void command_free(void)
 {
     free(index_by_name);
+    free(by_hash);
+    free(by_hash_len);
     index_by_name = NULL;
+    by_hash = NULL;
+    by_hash_len = NULL;
     indexed = 0;
 }
 
 const struct command *command_lookup(const struct resp_arg *arg)
 {
-    size_t lo = 0, hi = indexed;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = name_cmp(arg->p, arg->len, index_by_name[mid]->name);
-        if (c == 0)
-            return index_by_name[mid];
-        if (c < 0)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
+    if (arg->len > NAME_MAX_LEN || !by_hash)
+        return NULL;
+    /* The table is at most half full: a probe ends at an empty slot soon. */
+    for (size_t at = name_hash(arg->p, arg->len) & hash_mask; by_hash[at]; at = (at + 1) & hash_mask)
+        if (by_hash_len[at] == arg->len && strncasecmp(arg->p, by_hash[at]->name, arg->len) == 0)
+            return by_hash[at];
     return NULL;
 }
 
