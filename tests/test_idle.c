@@ -18,9 +18,12 @@
 #include <unistd.h>
 
 /* What the hooks of one test saw. */
-static sem_t      entered;  /* posted each time a hook is entered */
+static sem_t      entered;  /* posted each time a hook is entered to wait (a timeout other than 0) */
 static atomic_int calls, woken_by_fd, last_timeout;
-static atomic_int min_timeout = 1 << 30;
+static atomic_int min_timeout = 1 << 30; /* the least timeout above 0 */
+/* Each call's timeout, and whether wake_fd was readable when it was entered (the first LOG calls). */
+#define LOG 8
+static atomic_int log_timeout[LOG], log_readable[LOG];
 
 /* Waits on wake_fd alone. Return: poll's. */
 static int wait_wake(int wake_fd, int timeout_ms)
@@ -33,11 +36,16 @@ static int wait_wake(int wake_fd, int timeout_ms)
 static void wait_hook(shard_worker *w, int wake_fd, int timeout_ms, void *user)
 {
     (void)w, (void)user;
-    atomic_fetch_add(&calls, 1);
+    int n = atomic_fetch_add(&calls, 1);
     atomic_store(&last_timeout, timeout_ms);
-    if (timeout_ms >= 0 && timeout_ms < atomic_load(&min_timeout))
+    if (n < LOG) {
+        atomic_store(&log_timeout[n], timeout_ms);
+        atomic_store(&log_readable[n], wait_wake(wake_fd, 0));
+    }
+    if (timeout_ms > 0 && timeout_ms < atomic_load(&min_timeout))
         atomic_store(&min_timeout, timeout_ms);
-    sem_post(&entered);
+    if (timeout_ms != 0)
+        sem_post(&entered); /* a call that waits; the round before it waits for nothing */
     if (wait_wake(wake_fd, timeout_ms) == 1)
         atomic_fetch_add(&woken_by_fd, 1);
 }
@@ -136,6 +144,26 @@ static void submitting_hook(shard_worker *w, int wake_fd, int timeout_ms, void *
     wait_wake(wake_fd, timeout_ms);
 }
 
+/* Each time its queue runs dry, a worker first gives the hook a round that waits for nothing (its
+ * events are work), then waits in it; the wake-up that ended the last wait was read back before. */
+Test(idle, a_worker_whose_queue_ran_dry_calls_the_hook_with_timeout_0_then_to_wait)
+{
+    shard_dispatcher *d = make(1, wait_hook);
+    sem_wait(&entered); /* waiting, with nothing to do: nothing calls it again until the submit */
+    atomic_store(&calls, 0);
+    sem_t ran;
+    sem_init(&ran, 0, 0);
+    cr_assert_eq(shard_submit(d, "k", 1, post, &ran), 0);
+    cr_assert(within_10s(&ran));
+    cr_assert(within_10s(&entered), "the worker did not wait in its hook again after the job");
+    cr_assert_eq(atomic_load(&calls), 2, "%d calls after the job, not a round and a wait", atomic_load(&calls));
+    cr_assert_eq(atomic_load(&log_timeout[0]), 0, "the first call after the job waits %d ms", atomic_load(&log_timeout[0]));
+    cr_assert_eq(atomic_load(&log_timeout[1]), -1);
+    cr_assert_eq(atomic_load(&log_readable[0]), 0, "the submit's wake-up was not read back: wake_fd stayed readable");
+    cr_assert_eq(atomic_load(&log_readable[1]), 0);
+    shard_dispatcher_destroy(d);
+}
+
 Test(idle, jobs_a_hook_submits_to_its_own_worker_run_after_it_in_order)
 {
     static _Atomic(shard_dispatcher *) dp;
@@ -158,7 +186,7 @@ Test(idle, the_timeout_is_the_next_timer_and_the_timer_fires)
     cr_assert_eq(shard_submit_after(d, "t", 1, 300 * 1000000ull, post, &fired, NULL), 0);
     cr_assert(within_10s(&fired), "the timer did not fire: the hook was not told its time");
     int t = atomic_load(&min_timeout);
-    cr_assert(t >= 0 && t <= 300, "the hook was given %d ms, not the time to a timer due in 300 ms", t);
+    cr_assert(t > 0 && t <= 300, "the hook was given %d ms, not the time to a timer due in 300 ms", t);
     shard_dispatcher_destroy(d);
 }
 
