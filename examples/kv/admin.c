@@ -157,6 +157,8 @@ void admin_stats(struct server *srv, struct request *r)
     }
     long now = shard_dispatcher_worker_stats(srv->d, ws, (size_t)n);
     n = now < n ? now : n; /* workers may have exited since the count */
+    struct net_totals totals;
+    net_totals(srv, &totals);
     struct buf text = { 0 };
     char line[512];
     int k = snprintf(line, sizeof line,
@@ -168,7 +170,7 @@ void admin_stats(struct server *srv, struct request *r)
                      st.epoch, st.ring_checksum, st.workers, st.changes, st.last_moved_share, st.timers,
                      st.placements, st.balance_ratio, st.balance_moves, st.unsplittable_hash, st.unsplittable_share,
                      store_total_keys(), store_transit_keys(), atomic_load(&srv->connections),
-                     atomic_load(&srv->commands), atomic_load(&srv->protocol_errors));
+                     (unsigned long long)totals.commands, atomic_load(&srv->protocol_errors));
     buf_put(&text, line, (size_t)k);
     for (long i = 0; i < n; i++) {
         k = snprintf(line, sizeof line,

@@ -287,7 +287,7 @@ static void config(struct server *srv, struct request *r)
     } else if (is(sub, "SET")) {
         config_set(srv, r);
     } else if (is(sub, "RESETSTAT") && r->argc == 2) {
-        atomic_store_explicit(&srv->commands, 0, memory_order_relaxed);
+        net_reset_commands(srv);
         atomic_store_explicit(&srv->connections, 0, memory_order_relaxed);
         atomic_store_explicit(&srv->protocol_errors, 0, memory_order_relaxed);
         resp_simple(&r->reply, "OK");

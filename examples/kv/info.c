@@ -187,7 +187,7 @@ static void section_stats(struct server *srv, struct buf *b)
 {
     struct net_totals t;
     net_totals(srv, &t);
-    uint64_t commands = atomic_load_explicit(&srv->commands, memory_order_relaxed);
+    uint64_t commands = t.commands;
     int64_t now = clock_ms(CLOCK_MONOTONIC);
     pthread_mutex_lock(&sample_lock);
     /* The rate since the previous sample, taken when it is at least 100 ms old (Redis samples every

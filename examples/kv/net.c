@@ -213,7 +213,7 @@ static void reply_now(struct conn *c, const struct command *cmd, struct resp_arg
 static bool dispatch(struct conn *c, struct resp_arg *argv, uint32_t argc)
 {
     struct server *srv = c->nt->srv;
-    atomic_fetch_add_explicit(&srv->commands, 1, memory_order_relaxed);
+    count_bytes(&c->nt->commands, 1); /* one writer, as the byte counts */
     const struct command *cmd = command_lookup(&argv[0]);
     char why[160];
     if (!cmd) {
@@ -723,6 +723,14 @@ void net_free(struct server *srv)
         close(srv->listen_fd);
 }
 
+static uint64_t commands_since_start(struct server *srv)
+{
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < srv->net_ready; i++)
+        n += atomic_load_explicit(&srv->net[i].commands, memory_order_relaxed);
+    return n;
+}
+
 void net_totals(struct server *srv, struct net_totals *out)
 {
     *out = (struct net_totals){ .clients = clients_count() };
@@ -730,4 +738,11 @@ void net_totals(struct server *srv, struct net_totals *out)
         out->bytes_in += atomic_load_explicit(&srv->net[i].bytes_in, memory_order_relaxed);
         out->bytes_out += atomic_load_explicit(&srv->net[i].bytes_out, memory_order_relaxed);
     }
+    uint64_t all = commands_since_start(srv), reset = atomic_load_explicit(&srv->commands_reset, memory_order_relaxed);
+    out->commands = all > reset ? all - reset : 0; /* a loop's count read before its last reset: 0 */
+}
+
+void net_reset_commands(struct server *srv)
+{
+    atomic_store_explicit(&srv->commands_reset, commands_since_start(srv), memory_order_relaxed);
 }

@@ -65,9 +65,10 @@ struct net_thread {
     struct conn     *conns;
     struct conn     *graveyard; /* unlinked, freed after the current batch of events */
     int64_t          now_ms;    /* CLOCK_MONOTONIC_COARSE, read once per batch of events */
-    /* Bytes read and written: only this thread writes them (relaxed load, add, store: no read-modify-
+    /* Bytes read and written, commands: only this thread writes them (relaxed load, add, store: no read-modify-
      * write on the hot path), INFO sums them on another. */
     atomic_ullong    bytes_in, bytes_out;
+    atomic_ullong    commands; /* dispatched (INFO's total_commands_processed), the same way */
 };
 
 /* One round of nt's loop: waits up to timeout_ms (0: not at all; -1: no limit) for events, handles

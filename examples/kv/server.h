@@ -69,7 +69,11 @@ struct server {
     int                   listen_fd; /* shared by the network threads */
     int                   port;      /* the one bound */
     atomic_bool           stopping;
-    atomic_ullong         connections, commands, protocol_errors;
+    atomic_ullong         connections, protocol_errors;
+    /* Commands are counted by each network loop (net_thread.commands: a line every request wrote
+     * from both workers' cores cost 2 workers a cache miss a request); CONFIG RESETSTAT keeps the sum
+     * it reset from here, which net_totals takes off. */
+    atomic_ullong         commands_reset;
     atomic_ullong         refused; /* connections closed at once for want of a descriptor */
     uint64_t              max_clients; /* connections it holds at most: its descriptors less its own */
 };
@@ -353,8 +357,11 @@ void client_auth(struct server *srv, struct request *r);
 struct net_totals {
     uint64_t clients;        /* connected now */
     uint64_t bytes_in, bytes_out;
+    uint64_t commands;       /* since the start, or the last CONFIG RESETSTAT */
 };
 void net_totals(struct server *srv, struct net_totals *out);
+/* net.c: CONFIG RESETSTAT's part: the command count starts again from 0. */
+void net_reset_commands(struct server *srv);
 /* Appends CLIENT LIST's line of every connection (id_filter: only those ids, n of them; n 0: all) to
  * out. Context: a network thread. */
 void net_client_list(struct buf *out, const uint64_t *id_filter, size_t n);

@@ -164,7 +164,11 @@ expect "CONFIG SET fixed" \
 expect "CONFIG SET unknown" "ERR Unknown option or number of arguments for CONFIG SET - 'nosuch'" \
     "$(cli CONFIG SET nosuch 1)"
 expect "CONFIG SET odd" "ERR wrong number of arguments for 'config|set' command" "$(cli CONFIG SET save)"
+before=$(cli INFO stats | grep '^total_commands_processed:' | tr -dc 0-9)
 expect "CONFIG RESETSTAT" OK "$(cli CONFIG RESETSTAT)"
+# Counted by each network loop: the reset takes every loop's count off (what it ran since is the INFO).
+after=$(cli INFO stats | grep '^total_commands_processed:' | tr -dc 0-9)
+((before >= 500 && after <= 2)) || fail "total_commands_processed: $before before CONFIG RESETSTAT, $after after"
 expect "CONFIG REWRITE" "ERR The server is running without a config file" "$(cli CONFIG REWRITE)"
 expect "CONFIG unknown" "ERR unknown subcommand 'FOO'. Try CONFIG HELP." "$(cli CONFIG FOO)"
 
