@@ -411,7 +411,8 @@ struct shard_worker_stats {
     uint64_t set_aside;   /**< jobs it set aside to wait for a key's previous owner */
     uint64_t handed_over; /**< jobs it received from a crashed worker's queue */
     uint64_t parked;      /**< times it went to sleep for lack of work */
-    uint64_t woken;       /**< times a submitter or the control thread woke it */
+    uint64_t woken;       /**< times a submitter or the control thread woke it (with an idle hook,
+                           * also during the round before it waits: so it may exceed parked) */
     uint64_t timers;      /**< keyed timers waiting in its wheel: those of the keys it holds,
                            * and cancelled ones until their deadline (shard/timer.h; added in 0.2) */
     /* Load (added in 0.2). */
