@@ -264,9 +264,18 @@ static bool accept_option(const char *arg)
         if (end == arg + 10 || *end || v < 1 || v > 1000000)
             return false;
         systems[SHARD_POLL].poll_us = (uint32_t)v;
-    } else if ((int_option(arg, "--depth=", 16, 256, &only_depth) && (only_depth == 16 || only_depth == 64 || only_depth == 256 || (fprintf(stderr, "bench_mesh: --depth= is 16, 64 or 256\n"), exit(2), 0))) || int_option(arg, "--workers=", 1, MESH_MAXW, &only_workers) ||
-               int_option(arg, "--work-ns=", 0, 1000, &only_work)) {
-        /* one configuration, for a profiler */
+    } else if (int_option(arg, "--depth=", 16, 256, &only_depth)) {
+        if (only_depth != 16 && only_depth != 64 && only_depth != 256) {
+            fprintf(stderr, "bench_mesh: --depth= is 16, 64 or 256\n");
+            exit(2);
+        }
+    } else if (int_option(arg, "--work-ns=", 0, 1000, &only_work)) {
+        if (only_work != 0 && only_work != 1000) {
+            fprintf(stderr, "bench_mesh: --work-ns= is 0 or 1000\n");
+            exit(2);
+        }
+    } else if (int_option(arg, "--workers=", 1, MESH_MAXW, &only_workers)) {
+        /* checked against the counts this machine runs in main */
     } else if (strncmp(arg, "--seconds=", 10) == 0) {
         double v = strtod(arg + 10, &end);
         if (end == arg + 10 || *end || !(v >= 0.001 && v <= 60))
@@ -335,6 +344,14 @@ int main(int argc, char **argv)
         counts[ncounts++] = n;
     for (int k = 0; k < MESH_KEYS; k++)
         mesh_key_len[k] = (size_t)snprintf(mesh_keys[k], sizeof mesh_keys[k], "key:%d", k);
+    bool counted = !only_workers;
+    for (int ci = 0; ci < ncounts; ci++)
+        counted |= counts[ci] == only_workers;
+    if (!counted) {
+        fprintf(stderr, "bench_mesh: --workers=%d: this machine runs 1, 2 and powers of 2 up to its %d CPUs\n",
+                only_workers, ncpus);
+        exit(2);
+    }
     int maxw = counts[ncounts - 1];
     for (int i = 0; i < maxw; i++) {
         struct wstate *s = &mesh_ws[i];
