@@ -212,7 +212,7 @@ static bool park(struct shard_worker *w, bool wait)
     if (wait)
         shard__count(&w->counts.parked);
     shard__load_idle(w);
-    if (w->hot)
+    if (wait && w->hot) /* a window that ended is published; the round reads no clock for it */
         shard__hot_idle(w->hot, shard__now_ns());
     pthread_mutex_unlock(&w->lock);
     if (w->park.fd >= 0)
