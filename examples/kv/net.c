@@ -55,7 +55,7 @@ static int64_t monotonic_ms(clockid_t clock)
 }
 
 /* Relaxed load, add, store: the counter has one writer, its thread; readers sum a snapshot. */
-static void count_bytes(atomic_ullong *c, size_t n)
+static void count_add(atomic_ullong *c, size_t n)
 {
     atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n, memory_order_relaxed);
 }
@@ -213,7 +213,7 @@ static void reply_now(struct conn *c, const struct command *cmd, struct resp_arg
 static bool dispatch(struct conn *c, struct resp_arg *argv, uint32_t argc)
 {
     struct server *srv = c->nt->srv;
-    count_bytes(&c->nt->commands, 1); /* one writer, as the byte counts */
+    count_add(&c->nt->commands, 1); /* one writer, as the byte counts */
     const struct command *cmd = command_lookup(&argv[0]);
     char why[160];
     if (!cmd) {
@@ -333,7 +333,7 @@ static bool conn_write(struct conn *c)
         ssize_t n = send(c->fd, c->out.p + off, c->out.len - off, MSG_NOSIGNAL);
         if (n > 0) {
             off += (size_t)n;
-            count_bytes(&c->nt->bytes_out, (size_t)n);
+            count_add(&c->nt->bytes_out, (size_t)n);
         } else if (n < 0 && errno == EINTR) {
             continue;
         } else if (n < 0 && errno == EAGAIN) {
@@ -366,7 +366,7 @@ static bool conn_recv(struct conn *c)
         if (n > 0) {
             c->in.len += (size_t)n;
             got += (size_t)n;
-            count_bytes(&c->nt->bytes_in, (size_t)n);
+            count_add(&c->nt->bytes_in, (size_t)n);
             /* Short: the socket is empty for now, and its level-triggered event says when it is not,
              * so a second call only to hear EAGAIN is saved (as Redis reads once an event). A hung-up
              * connection is not watched: it reads on to its end. */
