@@ -15,9 +15,13 @@
  * Meanwhile a probe thread submits a job of an unrelated key every 50 us (alternating workers; it
  * sleeps between) and records its latency, submit to start: what a pair's atomic step costs everyone
  * else.
- *   bench=multi mode=M ops=N ns_per_op=X cpu_ns_per_op=Y x_single_cpu=R probe_p50_us=P probe_p99_us=Q
- * cpu_ns_per_op is the whole process's CPU (user + system: producer, workers, probe) over the ops,
- * x_single_cpu that against single's, in the same round. Rounds interleave the modes. */
+ *   bench=multi mode=M ops=N ns_per_op=X cpu_ns_per_op=Y x_single_cpu=R probe_cpu_ns_per_op=C
+ *               probe_p50_us=P probe_p99_us=Q
+ * cpu_ns_per_op is the process's CPU (user + system: producer and workers) over the ops, less the
+ * probe thread's own, which is shown apart (probe_cpu_ns_per_op): the probe wakes every 50 us
+ * whatever the mode, so its CPU grows with a mode's run time, not with its work, and on this
+ * machine's 50 us sleeps it is up to a third of a slow mode's CPU. x_single_cpu is cpu_ns_per_op
+ * against single's, in the same round. Rounds interleave the modes. */
 #include <pthread.h>
 #include <shard.h>
 #include <stdatomic.h>
@@ -99,6 +103,7 @@ static void job_mutex(shard_worker *w, void *arg)
 static uint64_t probe_lat[PROBES_MAX];
 static atomic_long probes_done;
 static atomic_int probe_stop;
+static _Atomic uint64_t probe_cpu; /* the probe thread's own CPU so far, ns: not the work measured */
 static void probe_job(shard_worker *w, void *arg)
 {
     (void)w;
@@ -120,6 +125,9 @@ static void *probe_main(void *arg)
         }
         clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
         shard_submit(d, probe_key[i & 1], probe_len[i & 1], probe_job, (void *)(uintptr_t)bench_now_ns());
+        struct timespec c;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c);
+        atomic_store_explicit(&probe_cpu, (uint64_t)c.tv_sec * 1000000000u + (uint64_t)c.tv_nsec, memory_order_relaxed);
     }
     return NULL;
 }
@@ -142,16 +150,17 @@ static uint64_t cpu_ns(void)
 }
 
 struct result {
-    double ns, cpu, p50, p99;
+    double ns, cpu, probe_cpu, p50, p99;
 };
 
 static struct result run(enum mode m, long ops)
 {
     atomic_store(&probes_done, 0);
     atomic_store(&probe_stop, 0);
+    atomic_store(&probe_cpu, 0);
     pthread_t probe;
     pthread_create(&probe, NULL, probe_main, NULL);
-    uint64_t c0 = cpu_ns(), t0 = bench_now_ns();
+    uint64_t c0 = cpu_ns(), t0 = bench_now_ns(), p0 = atomic_load(&probe_cpu);
     for (long i = 0; i < ops; i++) {
         uintptr_t p = m == MULTI_HOT ? 0 : m == MULTI_WARM ? (uintptr_t)(i % WARM) : (uintptr_t)i;
         void *arg = (void *)p;
@@ -174,7 +183,7 @@ static struct result run(enum mode m, long ops)
             abort();
     }
     shard_drain(d);
-    uint64_t t1 = bench_now_ns(), c1 = cpu_ns();
+    uint64_t t1 = bench_now_ns(), c1 = cpu_ns(), p1 = atomic_load(&probe_cpu);
     atomic_store(&probe_stop, 1);
     pthread_join(probe, NULL);
     shard_drain(d);
@@ -182,8 +191,8 @@ static struct result run(enum mode m, long ops)
     if (n > PROBES_MAX)
         n = PROBES_MAX;
     qsort(probe_lat, (size_t)n, sizeof *probe_lat, cmp_u64);
-    struct result r = { (double)(t1 - t0) / (double)ops, (double)(c1 - c0) / (double)ops,
-                        n ? (double)probe_lat[n / 2] / 1000 : 0, n ? (double)probe_lat[n * 99 / 100] / 1000 : 0 };
+    struct result r = { (double)(t1 - t0) / (double)ops, (double)(c1 - c0 - (p1 - p0)) / (double)ops,
+                        (double)(p1 - p0) / (double)ops, n ? (double)probe_lat[n / 2] / 1000 : 0, n ? (double)probe_lat[n * 99 / 100] / 1000 : 0 };
     return r;
 }
 
@@ -240,8 +249,9 @@ int main(int argc, char **argv)
         for (int m = 0; m < MODES; m++)
             if (res[m].ns > 0)
                 printf("bench=multi mode=%s ops=%ld ns_per_op=%.0f cpu_ns_per_op=%.0f x_single_cpu=%.2f "
-                   "probe_p50_us=%.1f probe_p99_us=%.1f\n",
-                   mode_name[m], ops, res[m].ns, res[m].cpu, res[m].cpu / res[SINGLE].cpu, res[m].p50, res[m].p99);
+                       "probe_cpu_ns_per_op=%.0f probe_p50_us=%.1f probe_p99_us=%.1f\n",
+                       mode_name[m], ops, res[m].ns, res[m].cpu, res[m].cpu / res[SINGLE].cpu, res[m].probe_cpu,
+                       res[m].p50, res[m].p99);
     }
     shard_dispatcher_destroy(d);
     return 0;

@@ -11,10 +11,19 @@
  *           makes inline (impl=inline), for 8 and 64 members at the default vnodes, with 0 pins (the
  *           baseline) and 8,000, on 4,096 hashes (warm) and 262,144 (cold); the two rings take turns,
  *           the best of 9 turns each (the machine's other load only ever adds time).
+ *   submit  shard_submit of an empty job, the call a user makes (hash, route, queue), on two dispatchers
+ *           of 8 workers, one with 8,000 keys placed (shard_key_place_hash, spread over the workers)
+ *           and one without, from the main thread over the same 4,096 (warm) and 262,144 (cold) 8-byte
+ *           keys; queues large enough that no submit waits; only the submit loop is timed (a drain
+ *           follows it); the two take turns, the best of 9 each.
  * One line per measurement:
  *   bench=pins op=place|ring|pin pins=N us_per_op=MEAN median_us=X ratio_vs_first=R (of the means)
- *   bench=pins op=lookup impl=public|inline members=M pins=P keys=K ns_per_lookup=X ratio_vs_nopins=R */
+ *   bench=pins op=lookup impl=public|inline members=M pins=P keys=K ns_per_lookup=X ratio_vs_nopins=R
+ *   bench=pins op=submit workers=8 pins=P keys=K ns_per_submit=X ratio_vs_nopins=R */
+#include <errno.h>
+#include <pthread.h>
 #include <shard.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -190,6 +199,134 @@ static int run_lookup(uint32_t members, bool quick)
     return 0;
 }
 
+static void empty_job(shard_worker *w, void *arg)
+{
+    (void)w;
+    (void)arg;
+}
+
+/* The gate: a job on each worker that holds it, asleep, until the timed submits are in, so that a
+ * submit finds its worker busy (no wake-up to make) and the workers take no core from the submitter:
+ * without it the two dispatchers' figures differ by 0.6-2.0x with no pins on either. */
+static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cond = PTHREAD_COND_INITIALIZER;
+static bool gate_open;
+static int gate_in;
+
+static void gate_job(shard_worker *w, void *arg)
+{
+    (void)w;
+    (void)arg;
+    pthread_mutex_lock(&gate_lock);
+    gate_in++;
+    pthread_cond_broadcast(&gate_cond);
+    while (!gate_open)
+        pthread_cond_wait(&gate_cond, &gate_lock);
+    pthread_mutex_unlock(&gate_lock);
+}
+
+/* Holds every worker of d in gate_job (gate[i]: a key of worker i). Return: 0 or an error. */
+static int gate_close(shard_dispatcher *d, const uint64_t *gate, int nworkers)
+{
+    pthread_mutex_lock(&gate_lock);
+    gate_open = false;
+    gate_in = 0;
+    pthread_mutex_unlock(&gate_lock);
+    for (int i = 0; i < nworkers; i++) {
+        int err = shard_submit(d, &gate[i], sizeof gate[i], gate_job, NULL);
+        if (err)
+            return err;
+    }
+    pthread_mutex_lock(&gate_lock);
+    while (gate_in < nworkers)
+        pthread_cond_wait(&gate_cond, &gate_lock);
+    pthread_mutex_unlock(&gate_lock);
+    return 0;
+}
+
+static void gate_release(void)
+{
+    pthread_mutex_lock(&gate_lock);
+    gate_open = true;
+    pthread_cond_broadcast(&gate_cond);
+    pthread_mutex_unlock(&gate_lock);
+}
+
+/* reps rounds of a submit for each of the n keys (8 bytes each, from k), the workers held in the gate
+ * while a round is timed, then drained. Return: ns a submit, or a negative value on an error. */
+static double time_submits(shard_dispatcher *d, const uint64_t *gate, int nworkers, const uint64_t *k, size_t n,
+                           int reps)
+{
+    uint64_t ns = 0;
+    for (int r = 0; r < reps; r++) {
+        if (gate_close(d, gate, nworkers) != 0)
+            return -1;
+        uint64_t t0 = bench_now_ns();
+        int err = 0;
+        for (size_t i = 0; i < n && !err; i++)
+            err = shard_submit(d, &k[i], sizeof k[i], empty_job, NULL);
+        ns += bench_now_ns() - t0;
+        gate_release();
+        shard_drain(d);
+        if (err)
+            return -1;
+    }
+    return (double)ns / ((double)reps * (double)n);
+}
+
+/* gate[i]: an 8-byte key that d's ring gives worker names[i]. Return: 0 or an error. */
+static int gate_keys(shard_dispatcher *d, const char *const *names, int nworkers, uint64_t *gate)
+{
+    shard_ring *r;
+    int err = shard_dispatcher_ring(d, &r);
+    for (int i = 0; i < nworkers && !err; i++)
+        for (gate[i] = 0; strcmp(shard_ring_owner(r, &gate[i], sizeof gate[i]), names[i]) != 0;)
+            gate[i]++;
+    if (!err)
+        shard_ring_destroy(r);
+    return err;
+}
+
+static int run_submit(bool quick)
+{
+    static const char *const names[] = { "w0", "w1", "w2", "w3", "w4", "w5", "w6", "w7" };
+    struct shard_config cfg = { .workers = 8, .queue_capacity = 65536 };
+    shard_dispatcher *d[2] = { NULL, NULL };
+    uint64_t *k = malloc(COLD_KEYS * sizeof *k), seed = 11, gate[2][8];
+    int err = k ? 0 : -ENOMEM;
+    for (int p = 0; p < 2 && !err; p++)
+        err = shard_dispatcher_create(&d[p], &cfg);
+    for (uint32_t i = 0; i < LOOKUP_PINS && !err; i++)
+        err = shard_key_place_hash(d[1], bench_mix(&seed), names[i % 8]);
+    for (int p = 0; p < 2 && !err; p++)
+        err = gate_keys(d[p], names, 8, gate[p]);
+    for (size_t i = 0; k && i < COLD_KEYS; i++)
+        k[i] = bench_mix(&seed);
+    static const size_t sizes[] = { WARM_KEYS, COLD_KEYS };
+    for (int s = 0; s < 2 && !err; s++) {
+        int reps = s == 0 ? (quick ? 4 : 32) : 1;
+        double t[2][TURNS];
+        for (int turn = 0; turn < TURNS && !err; turn++)
+            for (int p = 0; p < 2 && !err; p++)
+                if ((t[p][turn] = time_submits(d[p], gate[p], 8, k, sizes[s], reps)) < 0)
+                    err = -EIO;
+        if (err)
+            break;
+        qsort(t[0], TURNS, sizeof t[0][0], cmp_double);
+        qsort(t[1], TURNS, sizeof t[1][0], cmp_double);
+        for (int p = 0; p < 2; p++)
+            printf("bench=pins op=submit workers=8 pins=%u keys=%zu ns_per_submit=%.1f ratio_vs_nopins=%.2f\n",
+                   p ? LOOKUP_PINS : 0, sizes[s], t[p][0], t[p][0] / t[0][0]);
+        fflush(stdout);
+    }
+    if (err)
+        fprintf(stderr, "bench_pins: submit: %s\n", shard_strerror(err));
+    for (int p = 0; p < 2; p++)
+        shard_dispatcher_destroy(d[p]);
+    free(k);
+    return err ? 1 : 0;
+}
+
 static uint32_t most = SHARD_RING_MAX_PINS;
 static bool lookups = true;
 
@@ -219,7 +356,7 @@ int main(int argc, char **argv)
     int ncounts = quick ? 2 : 3;
     while (ncounts > 1 && counts[ncounts - 1] > most)
         ncounts--;
-    if (lookups && (run_lookup(8, quick) || run_lookup(64, quick)))
+    if (lookups && (run_lookup(8, quick) || run_lookup(64, quick) || run_submit(quick)))
         return 1;
     for (int op = OP_COUNT - 1; op >= 0; op--)
         if (run_op((enum op)op, counts, ncounts) != 0)
