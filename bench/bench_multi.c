@@ -103,7 +103,6 @@ static void job_mutex(shard_worker *w, void *arg)
 static uint64_t probe_lat[PROBES_MAX];
 static atomic_long probes_done;
 static atomic_int probe_stop;
-static _Atomic uint64_t probe_cpu; /* the probe thread's own CPU so far, ns: not the work measured */
 static void probe_job(shard_worker *w, void *arg)
 {
     (void)w;
@@ -125,9 +124,6 @@ static void *probe_main(void *arg)
         }
         clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
         shard_submit(d, probe_key[i & 1], probe_len[i & 1], probe_job, (void *)(uintptr_t)bench_now_ns());
-        struct timespec c;
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c);
-        atomic_store_explicit(&probe_cpu, (uint64_t)c.tv_sec * 1000000000u + (uint64_t)c.tv_nsec, memory_order_relaxed);
     }
     return NULL;
 }
@@ -149,6 +145,16 @@ static uint64_t cpu_ns(void)
            (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000u;
 }
 
+/* The CPU thread t has used so far, ns (read from another thread: the probe's own, not the work). */
+static uint64_t thread_cpu_ns(pthread_t t)
+{
+    clockid_t c;
+    struct timespec ts;
+    if (pthread_getcpuclockid(t, &c) != 0 || clock_gettime(c, &ts) != 0)
+        abort();
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 struct result {
     double ns, cpu, probe_cpu, p50, p99;
 };
@@ -157,10 +163,9 @@ static struct result run(enum mode m, long ops)
 {
     atomic_store(&probes_done, 0);
     atomic_store(&probe_stop, 0);
-    atomic_store(&probe_cpu, 0);
     pthread_t probe;
     pthread_create(&probe, NULL, probe_main, NULL);
-    uint64_t c0 = cpu_ns(), t0 = bench_now_ns(), p0 = atomic_load(&probe_cpu);
+    uint64_t c0 = cpu_ns(), t0 = bench_now_ns(), p0 = thread_cpu_ns(probe);
     for (long i = 0; i < ops; i++) {
         uintptr_t p = m == MULTI_HOT ? 0 : m == MULTI_WARM ? (uintptr_t)(i % WARM) : (uintptr_t)i;
         void *arg = (void *)p;
@@ -183,7 +188,7 @@ static struct result run(enum mode m, long ops)
             abort();
     }
     shard_drain(d);
-    uint64_t t1 = bench_now_ns(), c1 = cpu_ns(), p1 = atomic_load(&probe_cpu);
+    uint64_t t1 = bench_now_ns(), c1 = cpu_ns(), p1 = thread_cpu_ns(probe);
     atomic_store(&probe_stop, 1);
     pthread_join(probe, NULL);
     shard_drain(d);

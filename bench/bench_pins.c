@@ -259,14 +259,12 @@ static double time_submits(shard_dispatcher *d, const uint64_t *gate, int nworke
 {
     uint64_t ns = 0;
     for (int r = 0; r < reps; r++) {
-        if (gate_close(d, gate, nworkers) != 0)
-            return -1;
+        int err = gate_close(d, gate, nworkers);
         uint64_t t0 = bench_now_ns();
-        int err = 0;
         for (size_t i = 0; i < n && !err; i++)
             err = shard_submit(d, &k[i], sizeof k[i], empty_job, NULL);
         ns += bench_now_ns() - t0;
-        gate_release();
+        gate_release(); /* also after an error: a held worker would hold destroy up for ever */
         shard_drain(d);
         if (err)
             return -1;
@@ -274,16 +272,24 @@ static double time_submits(shard_dispatcher *d, const uint64_t *gate, int nworke
     return (double)ns / ((double)reps * (double)n);
 }
 
-/* gate[i]: an 8-byte key that d's ring gives worker names[i]. Return: 0 or an error. */
-static int gate_keys(shard_dispatcher *d, const char *const *names, int nworkers, uint64_t *gate)
+/* gate[i]: an 8-byte key that d's ring gives worker "w<i>"; and whether every worker's share of the n
+ * keys k fits its queue (capacity), as it must: a held worker makes no room, so a submit that waited
+ * for some would wait for ever. Return: 0, -ENOSPC or an error of shard_dispatcher_ring. */
+static int gate_keys(shard_dispatcher *d, int nworkers, uint64_t *gate, const uint64_t *k, size_t n,
+                     uint32_t capacity)
 {
     shard_ring *r;
     int err = shard_dispatcher_ring(d, &r);
+    if (err)
+        return err;
+    uint32_t share[8] = { 0 };
+    for (size_t i = 0; i < n && !err; i++)
+        if (++share[atoi(shard_ring_owner(r, &k[i], sizeof k[i]) + 1) % 8] >= capacity)
+            err = -ENOSPC;
     for (int i = 0; i < nworkers && !err; i++)
-        for (gate[i] = 0; strcmp(shard_ring_owner(r, &gate[i], sizeof gate[i]), names[i]) != 0;)
+        for (gate[i] = 0; atoi(shard_ring_owner(r, &gate[i], sizeof gate[i]) + 1) != i;)
             gate[i]++;
-    if (!err)
-        shard_ring_destroy(r);
+    shard_ring_destroy(r);
     return err;
 }
 
@@ -298,10 +304,10 @@ static int run_submit(bool quick)
         err = shard_dispatcher_create(&d[p], &cfg);
     for (uint32_t i = 0; i < LOOKUP_PINS && !err; i++)
         err = shard_key_place_hash(d[1], bench_mix(&seed), names[i % 8]);
-    for (int p = 0; p < 2 && !err; p++)
-        err = gate_keys(d[p], names, 8, gate[p]);
     for (size_t i = 0; k && i < COLD_KEYS; i++)
         k[i] = bench_mix(&seed);
+    for (int p = 0; p < 2 && !err; p++)
+        err = gate_keys(d[p], 8, gate[p], k, COLD_KEYS, cfg.queue_capacity);
     static const size_t sizes[] = { WARM_KEYS, COLD_KEYS };
     for (int s = 0; s < 2 && !err; s++) {
         int reps = s == 0 ? (quick ? 4 : 32) : 1;
