@@ -326,7 +326,8 @@ static int run_submit(bool quick)
         fflush(stdout);
     }
     if (err)
-        fprintf(stderr, "bench_pins: submit: %s\n", shard_strerror(err));
+        fprintf(stderr, "bench_pins: submit: %s\n",
+                err == -ENOSPC ? "a worker's share of the keys does not fit its queue" : shard_strerror(err));
     for (int p = 0; p < 2; p++)
         shard_dispatcher_destroy(d[p]);
     free(k);
