@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "pin_filter.h"
 #include "pin_trie.h"
 #include "shard/ring.h"
 
@@ -52,7 +53,10 @@ struct ring_member {
  * and removing members renumbers the members by rewriting that small map in place (a remove may not
  * allocate), never the shared entries. The buckets that hold a live pin are marked in the front table
  * (PINNED_OWNER, with the sub-buckets that hold one, or PINNED): every other lookup costs what it costs
- * without pins. (Testing every named entry's sub-bucket bit instead, without a branch, spares the
+ * without pins. A lookup in a marked sub-bucket, or a PINNED bucket, asks the pin filter (pin_filter.h)
+ * before the trie: one read that answers "not pinned" for all but 3 to 6 % of the hashes that are not,
+ * instead of the trie's three or four dependent ones (8,000 pins on 8 members: 2.6 % of lookups reach
+ * it). (Testing every named entry's sub-bucket bit instead, without a branch, spares the
  * marked buckets' mispredictions, but measured it cost every warm lookup 0.6 ns, or 0.7 ns in rings
  * with pins only: not done.) Pins outside [min, max] fall in no bucket; lookups there ask the pins
  * while there are any. */
@@ -69,6 +73,7 @@ struct shard_ring {
     uint8_t   sub_mask;
     /* Read by lookups of pinned buckets. */
     uintptr_t pins;       /* the pin trie, this ring's reference: hash -> number */
+    struct pin_filter *pin_filter; /* a superset of the live pins (pin_filter.h), this ring's reference */
     uint32_t *pin_member; /* number -> member index, or SHARD_PIN_GONE; [0] unused */
     uint32_t  npin_numbers, pin_numbers_cap;
     uint32_t  pins_dead;  /* entries whose member was removed, left when purging them found no memory */
@@ -135,10 +140,16 @@ static inline int64_t shard__ring_pinned(const struct shard_ring *r, uint64_t ha
     return m == SHARD_PIN_GONE ? -1 : (int64_t)m;
 }
 
+/* The member hash is pinned to, or -1, asking the pin filter first: what lookups ask. */
+static inline int64_t shard__ring_pinned_filtered(const struct shard_ring *r, uint64_t hash)
+{
+    return r->npins && shard__pin_filter_may(r->pin_filter, hash) ? shard__ring_pinned(r, hash) : -1;
+}
+
 /* The owner of a hash in a PINNED bucket, or outside [min, max]: its pin, else its point's member. */
 static inline uint32_t shard__ring_owner_pinned(const struct shard_ring *r, uint64_t hash)
 {
-    int64_t m = r->npins ? shard__ring_pinned(r, hash) : -1;
+    int64_t m = shard__ring_pinned_filtered(r, hash);
     return m >= 0 ? (uint32_t)m : r->owners[shard__ring_find(r, hash)];
 }
 
@@ -159,7 +170,7 @@ static inline uint32_t shard__ring_owner_index(const struct shard_ring *r, uint6
         uint32_t owner = e & ((1u << r->owner_bits) - 1);
         if (!(e >> r->owner_bits & 1u << ((off >> r->sub_shift) & r->sub_mask)))
             return owner; /* no pin in this sub-bucket */
-        int64_t m = shard__ring_pinned(r, hash);
+        int64_t m = shard__ring_pinned_filtered(r, hash);
         return m >= 0 ? (uint32_t)m : owner;
     }
     if (__builtin_expect(e == SHARD_RING_FRONT_PINNED, 0))

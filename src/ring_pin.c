@@ -3,7 +3,10 @@
  *
  * Kept in a pin trie (pin_trie.h) that clones share: a dispatcher publishes every placement as a
  * clone of the ring in force with one pin more, which then costs one path of the trie, not a copy of
- * every pin. Lookups ask it only in the buckets marked PINNED (ring_layout.h).
+ * every pin. Lookups ask it only in the buckets marked PINNED (ring_layout.h), and there only when
+ * the pin filter (pin_filter.h), which clones share too, says the hash may be pinned. Every live pin
+ * has its bit set in its ring's filter: a pin sets it, and a filter too full for one more is replaced
+ * by one made from the ring's live pins before.
  *
  * Entries carry a number per member (ring_member.pin_no), mapped to the member's index by pin_member.
  * An add renumbers the members: only the map changes. A remove may not allocate, and the entries are
@@ -90,6 +93,28 @@ static int number_of(shard_ring *r, uint32_t m, uint32_t *num)
     return 0;
 }
 
+static int filter_one(uint64_t hash, uint32_t member, void *ctx)
+{
+    (void)member;
+    shard__pin_filter_add(ctx, hash);
+    return 0;
+}
+
+/* Makes room in r's filter for one more bit: a new filter of r's live pins when it is full (or r has
+ * none yet). Return: 0; -ENOMEM (r's filter unchanged). */
+static int filter_room(shard_ring *r)
+{
+    if (!shard__pin_filter_full(r->pin_filter))
+        return 0;
+    struct pin_filter *f = shard__pin_filter_new((size_t)r->npins + 1);
+    if (!f)
+        return -ENOMEM;
+    shard__ring_pins_each(r, filter_one, f);
+    shard__pin_filter_unref(r->pin_filter);
+    r->pin_filter = f;
+    return 0;
+}
+
 SHARD_API int shard_ring_pin(shard_ring *r, uint64_t hash, const char *member)
 {
     if (!r || !member)
@@ -105,11 +130,14 @@ SHARD_API int shard_ring_pin(shard_ring *r, uint64_t hash, const char *member)
     if (r->pins_dead)
         purge(r);
     uint32_t num, old;
-    int err = number_of(r, (uint32_t)m, &num);
+    int err = filter_room(r);
+    if (!err)
+        err = number_of(r, (uint32_t)m, &num);
     if (!err)
         err = shard__pin_set(&r->pins, hash, num, &old);
     if (err)
-        return err; /* a number given and nodes copied change no pin */
+        return err; /* a new filter, a number given and nodes copied change no pin */
+    shard__pin_filter_add(r->pin_filter, hash); /* before the trie's entry can be read: r is unpublished */
     if (now < 0) {
         r->npins++;
         if (old)
@@ -214,6 +242,7 @@ int shard__ring_pins_copy(shard_ring *c, const shard_ring *r)
         c->npin_numbers = c->pin_numbers_cap = r->npin_numbers;
     }
     c->pins = shard__pin_ref(r->pins);
+    c->pin_filter = shard__pin_filter_ref(r->pin_filter);
     c->npins = r->npins;
     c->pins_dead = r->pins_dead;
     return 0;
@@ -270,6 +299,7 @@ void shard__ring_pins_mark(shard_ring *r)
 void shard__ring_pins_free(shard_ring *r)
 {
     shard__pin_unref(r->pins);
+    shard__pin_filter_unref(r->pin_filter);
     free(r->pin_member);
 }
 

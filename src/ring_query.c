@@ -51,7 +51,8 @@ SHARD_API size_t shard_ring_memory(const shard_ring *r)
     if (!r)
         return 0;
     return r->npoints * (sizeof *r->points + sizeof *r->owners) + r->nfront * sizeof *r->front +
-           r->nblocks * sizeof *r->blocks + shard__pin_memory(r->pins) + r->npin_numbers * sizeof *r->pin_member;
+           r->nblocks * sizeof *r->blocks + shard__pin_memory(r->pins) +
+           shard__pin_filter_memory(r->pin_filter) + r->npin_numbers * sizeof *r->pin_member;
 }
 
 SHARD_API uint64_t shard_ring_hash(const shard_ring *r, const void *key, size_t len)

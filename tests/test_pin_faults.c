@@ -163,3 +163,47 @@ Test(pin_faults, a_remove_without_memory_leaves_its_pins_dead)
     shard_ring_destroy(refc);
     shard_ring_destroy(ref);
 }
+
+/* A pin that finds the ring's pin filter full makes a new one first: when that (or anything after it)
+ * has no memory, the pin is -ENOMEM and the ring answers as it did; with memory, the
+ * pin is made and every pin, old and new, is answered. */
+Test(pin_faults, a_pin_whose_filter_must_be_remade_fails_cleanly)
+{
+    static uint64_t h[4000];
+    int failed = 0, made = 0;
+    for (long n = 1; n < 12; n++) {
+        shard_ring *r;
+        cr_assert_eq(shard_ring_create(&r, NULL), 0);
+        static const char *const names[] = { "w0", "w1", "w2" };
+        for (int i = 0; i < 3; i++)
+            cr_assert_eq(shard_ring_add(r, names[i], 1), 0);
+        uint64_t rng = 9;
+        int k = 0;
+        do {
+            cr_assert_lt(k, 4000);
+            h[k] = mix(&rng);
+            cr_assert_eq(shard_ring_pin(r, h[k], names[k % 3]), 0);
+            k++;
+        } while (!shard__pin_filter_full(r->pin_filter));
+        const struct pin_filter *f = r->pin_filter;
+        uint64_t sum = shard_ring_checksum(r), extra = mix(&rng);
+        fail_countdown = n;
+        int err = shard_ring_pin(r, extra, "w1");
+        fail_countdown = 0;
+        cr_assert(err == 0 || err == -ENOMEM, "n=%ld: %d", n, err);
+        if (err) {
+            failed++;
+            cr_assert_eq(shard_ring_checksum(r), sum, "a failed pin changed the ring (n=%ld)", n);
+            cr_assert_eq(shard_ring_pin_count(r), (size_t)k);
+            cr_assert_null(shard_ring_pin_of(r, extra));
+        } else {
+            made++;
+            cr_assert_neq(r->pin_filter, f, "a full filter was remade (n=%ld)", n);
+            cr_assert_str_eq(shard_ring_owner_of_hash(r, extra), "w1");
+        }
+        for (int i = 0; i < k; i++)
+            cr_assert_str_eq(shard_ring_owner_of_hash(r, h[i]), names[i % 3], "pin %d (n=%ld)", i, n);
+        shard_ring_destroy(r);
+    }
+    cr_assert(failed && made, "failed %d, made %d", failed, made);
+}

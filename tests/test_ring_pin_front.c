@@ -133,6 +133,10 @@ static void check(const struct rig *g)
         }
     }
     free(held);
+    /* Every live pin has its bit in the ring's filter (pin_filter.h): a clear bit answers "not pinned". */
+    for (size_t i = 0; i < g->pins.n; i++)
+        cr_assert(shard__pin_filter_may(r->pin_filter, g->pins.h[i]), "pin %#llx is not in the filter",
+                  (unsigned long long)g->pins.h[i]);
     uint64_t rng = g->pins.n;
     for (size_t i = 0; i < g->pins.n; i++) {
         check_hash(g, clean, g->pins.h[i]);

@@ -184,8 +184,10 @@ SHARD_API uint64_t shard_ring_checksum(const shard_ring *r);
 /** Bytes used by the lookup structures: points and their owners (12 bytes a point), and a direct table
  * that names the owner of most hashes in one load (2 bytes an entry, 8 to 16 entries a point while they
  * take at most 1 MiB, 4 to 8 beyond, plus 4 bytes every 64 entries). Under 45 bytes a point; under 29
- * for rings of more than 65,536 points; pins add 13 to 27 bytes each (their tree, counted in full by
- * every ring that shares it with clones). Member names and the ring header are not counted.
+ * for rings of more than 65,536 points; pins add 13 to 27 bytes each (their tree) and 4 to 8 (a filter
+ * that spares most lookups the tree, sized by the pins there were when it was last made), both shared
+ * with clones and counted in full by every ring that shares them. Member names and the ring header are
+ * not counted.
  * Context: any reader. Return: 0 for NULL r. */
 SHARD_API size_t shard_ring_memory(const shard_ring *r);
 
