@@ -2,6 +2,7 @@
  * and never returns NULL. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <limits.h>
 #include <shard.h>
 #include <stdbool.h>
 #include <string.h>
@@ -22,6 +23,17 @@ Test(strerror, every_code_has_its_own_text)
             cr_assert_neq(strcmp(s, shard_strerror(codes[j])), 0);
     }
     cr_assert_not_null(shard_strerror(5));
+}
+
+/* An errno shard never returns, which a program passes on (bench_pins's -ENOSPC: a worker's share of
+ * its keys would not fit a queue), is named as the C library names it, not "unknown error". */
+Test(strerror, another_errno_gets_the_c_librarys_words)
+{
+    cr_assert_str_eq(shard_strerror(-ENOSPC), "No space left on device");
+    cr_assert_str_eq(shard_strerror(-EPIPE), "Broken pipe");
+    cr_assert_str_eq(shard_strerror(-9999), "unknown error");
+    cr_assert_str_eq(shard_strerror(INT_MIN), "unknown error");
+    cr_assert_str_eq(shard_strerror(ENOSPC), shard_strerror(5), "a positive value is not a code");
 }
 
 /* The list is not written here: a code a header's Return: adds is checked without editing a test. */

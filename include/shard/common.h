@@ -32,7 +32,10 @@ extern "C" {
 #endif
 
 /** A static, human-readable description of a return code of this library (0 or a negative errno).
- * Context: any thread. Return: a string that lives for the whole program; never NULL. */
+ * Any other negative errno (a program's own, or one a system call gave it) gets the C library's
+ * description, where it has one (glibc 2.32 and later: -ENOSPC is "No space left on device"), else
+ * "unknown error"; 0 and positive values that are not a code say so. Context: any thread. Return: a
+ * string that lives for the whole program; never NULL. */
 SHARD_API const char *shard_strerror(int err);
 
 /** The version of the library the program runs with (with a shared library, not necessarily the one
