@@ -2,6 +2,7 @@
  * that clones share and only ever grow is a few lines, and no library here (liburcu, xxhash) has one.
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <stdlib.h>
+#include <string.h>
 
 #include "pin_filter.h"
 
@@ -12,18 +13,21 @@ static unsigned log2_bits(const struct pin_filter *f)
     return 64 - f->shift;
 }
 
+#define MAX_LOG2 24 /* room for 524,288 pins: past SHARD_RING_MAX_PINS */
+
 struct pin_filter *shard__pin_filter_new(size_t pins)
 {
     unsigned lg = MIN_LOG2;
-    while (lg < 40 && ((size_t)1 << lg) < 32 * (pins + 1))
+    while (lg < MAX_LOG2 && ((size_t)1 << lg) < 32 * (pins + 1))
         lg++;
-    size_t words = ((size_t)1 << lg) / 64;
-    struct pin_filter *f = calloc(1, sizeof *f + words * sizeof f->word[0]);
+    size_t words = ((size_t)1 << lg) / 64, bytes = sizeof(struct pin_filter) + words * sizeof(uint64_t);
+    struct pin_filter *f = aligned_alloc(64, (bytes + 63) / 64 * 64); /* the counts' line apart */
     if (!f)
         return NULL;
+    memset(f, 0, bytes); /* zero bits are the words' initial values */
     atomic_init(&f->refs, 1);
     atomic_init(&f->set, 0);
-    f->shift = 64 - lg; /* calloc's zero bits are the words' initial values */
+    f->shift = 64 - lg;
     return f;
 }
 

@@ -10,7 +10,8 @@
  * leave their bits; the filter is rebuilt for one ring (from its live pins, into a new filter of its
  * own) when its set bits reach a sixteenth of its bits, so at most 1 lookup in 16 that reaches it is a
  * false "maybe", and a rebuild, O(pins), comes after at least as many new bits as it had pins: O(1) a
- * pin, amortized. Sized at 32 to 64 bits a pin: 4 to 8 bytes (8,000 pins: 32 KB).
+ * pin, amortized. Made with 32 to 64 bits a pin, and filled to 16 before the next rebuild: 2 to 8 bytes
+ * a pin, 640 bytes at least (8,000 pins placed one at a time: 32 KB); unpins do not shrink it.
  *
  * Concurrency: bits and the count of set bits are atomic, because two clones that share a filter may
  * be changed by two threads at once, and published rings read it meanwhile. A pin's bit is set before
@@ -19,15 +20,18 @@
 #ifndef SHARD_SRC_PIN_FILTER_H
 #define SHARD_SRC_PIN_FILTER_H
 
+#include <stdalign.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+/* The counts, written by every clone and new bit, on a line of their own: lookups read shift and
+ * the words. */
 struct pin_filter {
     atomic_uint      refs;
-    unsigned         shift; /* 64 - log2(bits): a hash's bit is (hash * odd) >> shift */
     atomic_size_t    set;   /* bits set, by every ring that shares the filter */
+    alignas(64) unsigned shift; /* I: 64 - log2(bits): a hash's bit is (hash * odd) >> shift */
     _Atomic uint64_t word[];
 };
 

@@ -100,18 +100,20 @@ static int filter_one(uint64_t hash, uint32_t member, void *ctx)
     return 0;
 }
 
-/* Makes room in r's filter for one more bit: a new filter of r's live pins when it is full (or r has
- * none yet). Return: 0; -ENOMEM (r's filter unchanged). */
-static int filter_room(shard_ring *r)
+/* A filter for r's pins with hash's bit among them: r's own (NULL) while hash's bit is set there or
+ * one more fits; else a new one of r's live pins, which the caller installs once the pin is made (a
+ * pin that fails later leaves r as it was, its filter too). O(pins) then, once in every pins-many new
+ * bits at least: O(1) a pin, amortized. Return: 0; -ENOMEM. */
+static int filter_for(const shard_ring *r, uint64_t hash, struct pin_filter **fresh)
 {
-    if (!shard__pin_filter_full(r->pin_filter))
+    *fresh = NULL;
+    if (r->pin_filter && (shard__pin_filter_may(r->pin_filter, hash) || !shard__pin_filter_full(r->pin_filter)))
         return 0;
     struct pin_filter *f = shard__pin_filter_new((size_t)r->npins + 1);
     if (!f)
         return -ENOMEM;
     shard__ring_pins_each(r, filter_one, f);
-    shard__pin_filter_unref(r->pin_filter);
-    r->pin_filter = f;
+    *fresh = f;
     return 0;
 }
 
@@ -130,14 +132,21 @@ SHARD_API int shard_ring_pin(shard_ring *r, uint64_t hash, const char *member)
     if (r->pins_dead)
         purge(r);
     uint32_t num, old;
-    int err = filter_room(r);
+    struct pin_filter *fresh;
+    int err = filter_for(r, hash, &fresh);
     if (!err)
         err = number_of(r, (uint32_t)m, &num);
     if (!err)
         err = shard__pin_set(&r->pins, hash, num, &old);
-    if (err)
-        return err; /* a new filter, a number given and nodes copied change no pin */
-    shard__pin_filter_add(r->pin_filter, hash); /* before the trie's entry can be read: r is unpublished */
+    if (err) {
+        shard__pin_filter_unref(fresh);
+        return err; /* a number given and nodes copied change no pin */
+    }
+    if (fresh) {
+        shard__pin_filter_unref(r->pin_filter);
+        r->pin_filter = fresh;
+    }
+    shard__pin_filter_add(r->pin_filter, hash); /* before r, unpublished, can be read with the pin */
     if (now < 0) {
         r->npins++;
         if (old)

@@ -165,7 +165,7 @@ Test(pin_faults, a_remove_without_memory_leaves_its_pins_dead)
 }
 
 /* A pin that finds the ring's pin filter full makes a new one first: when that (or anything after it)
- * has no memory, the pin is -ENOMEM and the ring answers as it did; with memory, the
+ * has no memory, the pin is -ENOMEM and the ring is as it was, its filter and memory too; with memory, the
  * pin is made and every pin, old and new, is answered. */
 Test(pin_faults, a_pin_whose_filter_must_be_remade_fails_cleanly)
 {
@@ -186,6 +186,7 @@ Test(pin_faults, a_pin_whose_filter_must_be_remade_fails_cleanly)
             k++;
         } while (!shard__pin_filter_full(r->pin_filter));
         const struct pin_filter *f = r->pin_filter;
+        size_t bytes = shard_ring_memory(r);
         uint64_t sum = shard_ring_checksum(r), extra = mix(&rng);
         fail_countdown = n;
         int err = shard_ring_pin(r, extra, "w1");
@@ -193,6 +194,8 @@ Test(pin_faults, a_pin_whose_filter_must_be_remade_fails_cleanly)
         cr_assert(err == 0 || err == -ENOMEM, "n=%ld: %d", n, err);
         if (err) {
             failed++;
+            cr_assert_eq(r->pin_filter, f, "a failed pin kept its filter (n=%ld)", n);
+            cr_assert_eq(shard_ring_memory(r), bytes, "a failed pin changed the ring's memory (n=%ld)", n);
             cr_assert_eq(shard_ring_checksum(r), sum, "a failed pin changed the ring (n=%ld)", n);
             cr_assert_eq(shard_ring_pin_count(r), (size_t)k);
             cr_assert_null(shard_ring_pin_of(r, extra));
@@ -206,4 +209,34 @@ Test(pin_faults, a_pin_whose_filter_must_be_remade_fails_cleanly)
         shard_ring_destroy(r);
     }
     cr_assert(failed && made, "failed %d, made %d", failed, made);
+}
+
+/* A pin whose hash's bit is set already (a pinned hash moved to another member) needs no new filter,
+ * even a full one: it neither rebuilds it nor fails for want of memory to. */
+Test(pin_faults, moving_a_pin_never_remakes_the_filter)
+{
+    static uint64_t h[4000];
+    shard_ring *r;
+    cr_assert_eq(shard_ring_create(&r, NULL), 0);
+    static const char *const names[] = { "w0", "w1", "w2" };
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(shard_ring_add(r, names[i], 1), 0);
+    uint64_t rng = 21;
+    int k = 0;
+    do {
+        cr_assert_lt(k, 4000);
+        h[k] = mix(&rng);
+        cr_assert_eq(shard_ring_pin(r, h[k], names[k % 3]), 0);
+        k++;
+    } while (!shard__pin_filter_full(r->pin_filter));
+    const struct pin_filter *f = r->pin_filter;
+    for (int i = 0; i < k; i++) {
+        fail_countdown = 1;
+        int err = shard_ring_pin(r, h[i], names[(i + 1) % 3]);
+        fail_countdown = 0;
+        cr_assert_eq(err, 0, "moving pin %d: %d", i, err);
+        cr_assert_eq(r->pin_filter, f, "moving pin %d remade the filter", i);
+        cr_assert_str_eq(shard_ring_owner_of_hash(r, h[i]), names[(i + 1) % 3]);
+    }
+    shard_ring_destroy(r);
 }
