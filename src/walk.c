@@ -27,10 +27,9 @@ static uint64_t defer_crash_blocked(struct shard_worker *w, uint64_t epoch)
     return held_min_epoch(&w->own.held);
 }
 
-/* Runs what may go now of key hash's held jobs, its first first; *ran is set if one did. Return:
- * false when the walk must stop (the worker crashed or stopped, its submits found no memory): then
- * everything is walked next. */
-static bool walk_key(struct shard_worker *w, uint64_t hash, bool *ran)
+/* Runs what may go now of key hash's held jobs, its first first. Return: false when the walk must
+ * stop (the worker crashed or stopped, its submits found no memory): then everything is walked next. */
+static bool walk_key(struct shard_worker *w, uint64_t hash)
 {
     struct job *j;
     while ((j = shard__held_first(&w->own.held, hash)) != NULL && shard__job_may_run(w->d, w, j)) {
@@ -41,7 +40,6 @@ static bool walk_key(struct shard_worker *w, uint64_t hash, bool *ran)
             continue;
         }
         shard__held_remove(&w->own.held, j);
-        *ran = true;
         shard__run_job(w, j);
         if (shard__worker_is_crashed(w) || w->own.stopped) {
             w->own.held_dirty = true; /* as in walk_all */
@@ -157,9 +155,8 @@ static void walk_all(struct shard_worker *w)
      * workers' fences and for its own key's crash entries, whose payment kicks (handoff.c). */
     if (progress && w->own.held.controls)
         w->own.held_dirty = true;
-    bool more = false; /* not needed: progress above has set held_dirty already if controls are held */
     for (size_t i = 0; i < nran && !w->own.held_dirty; i++)
-        if (!walk_key(w, ran[i], &more))
+        if (!walk_key(w, ran[i]))
             return;
 }
 
@@ -179,18 +176,11 @@ void shard__walk_held(struct shard_worker *w)
         }
     }
     /* Everything is walked when something other than such a payment or a job's arrival happened (a
-     * fence passed or a hand-over elsewhere, a control item came in, a walk left work), or a payment
-     * or an arrival found no slot. Held control items alone do not call for it. What a control item
-     * waits for is the going of items ahead of it (run, deferred behind a crash, followed away: each
-     * calls for a walk of everything, below or where it happens) and events elsewhere (kicks). An
-     * arrival, or a payment whose key still cannot go, only adds or keeps an item that cannot go: that
-     * never lets a control item go. A job that does go below may: then everything is walked next.
-     * (No arrival holds a fence back: what comes through the inbox is owed to a crash, and owed jobs
-     * do not count for fences, held_min_epoch. A payment only removes crash entries: it makes no key
-     * stuck, so no mark passable.) Measured (stress_crash_churn 4 3000, 2026-12-04): half as many held jobs
-     * looked at under churn, when every look with a fence held was a walk of everything. */
+     * fence passed or a hand-over elsewhere, a control item came in, a walk left work), a payment or
+     * an arrival found no slot, or control items are held (what a job's going means to them needs
+     * the whole list). */
     bool lost = atomic_exchange_explicit(&w->waits.released_lost, false, memory_order_acquire);
-    if (w->own.held_dirty || lost ||
+    if (w->own.held_dirty || lost || w->own.held.controls ||
         atomic_load_explicit(&w->waits.kick, memory_order_acquire) != w->own.seen_kick) {
         walk_all(w);
         return;
@@ -200,15 +190,12 @@ void shard__walk_held(struct shard_worker *w)
     size_t na = w->own.narrived;
     memcpy(arrived, w->own.arrived, na * sizeof *arrived);
     w->own.narrived = 0;
-    bool ran = false;
     for (size_t i = 0; i < n; i++)
-        if (!walk_key(w, hashes[i], &ran))
+        if (!walk_key(w, hashes[i]))
             return;
     for (size_t i = 0; i < na; i++)
-        if (!walk_key(w, arrived[i], &ran))
+        if (!walk_key(w, arrived[i]))
             return;
-    if (ran && w->own.held.controls)
-        w->own.held_dirty = true; /* a control item may go now */
 }
 
 void shard__worker_sync_holding(struct shard_worker *w)
