@@ -40,11 +40,12 @@ static uint64_t mix(uint64_t *s)
     return z ^ (z >> 31);
 }
 
+static const char *const names[] = { "w0", "w1", "w2" };
+
 static shard_ring *ring_with_pins(int npins, uint64_t *hashes)
 {
     shard_ring *r;
     cr_assert_eq(shard_ring_create(&r, NULL), 0);
-    static const char *const names[] = { "w0", "w1", "w2" };
     for (int i = 0; i < 3; i++)
         cr_assert_eq(shard_ring_add(r, names[i], 1), 0);
     uint64_t rng = 7;
@@ -52,6 +53,21 @@ static shard_ring *ring_with_pins(int npins, uint64_t *hashes)
         hashes[i] = mix(&rng);
         cr_assert_eq(shard_ring_pin(r, hashes[i], names[i % 3]), 0);
     }
+    return r;
+}
+
+/* A ring of w0..w2 pinned to h[0..*k) (names[i % 3]), random from seed, until its pin filter is full:
+ * the next pin of a new hash remakes it. */
+static shard_ring *ring_with_full_filter(uint64_t seed, uint64_t *h, int max, int *k)
+{
+    shard_ring *r = ring_with_pins(0, NULL);
+    *k = 0;
+    do {
+        cr_assert_lt(*k, max);
+        h[*k] = mix(&seed);
+        cr_assert_eq(shard_ring_pin(r, h[*k], names[*k % 3]), 0);
+        (*k)++;
+    } while (!shard__pin_filter_full(r->pin_filter));
     return r;
 }
 
@@ -172,19 +188,9 @@ Test(pin_faults, a_pin_whose_filter_must_be_remade_fails_cleanly)
     static uint64_t h[4000];
     int failed = 0, made = 0;
     for (long n = 1; n < 12; n++) {
-        shard_ring *r;
-        cr_assert_eq(shard_ring_create(&r, NULL), 0);
-        static const char *const names[] = { "w0", "w1", "w2" };
-        for (int i = 0; i < 3; i++)
-            cr_assert_eq(shard_ring_add(r, names[i], 1), 0);
-        uint64_t rng = 9;
-        int k = 0;
-        do {
-            cr_assert_lt(k, 4000);
-            h[k] = mix(&rng);
-            cr_assert_eq(shard_ring_pin(r, h[k], names[k % 3]), 0);
-            k++;
-        } while (!shard__pin_filter_full(r->pin_filter));
+        int k;
+        shard_ring *r = ring_with_full_filter(9, h, 4000, &k);
+        uint64_t rng = 10;
         const struct pin_filter *f = r->pin_filter;
         size_t bytes = shard_ring_memory(r);
         uint64_t sum = shard_ring_checksum(r), extra = mix(&rng);
@@ -216,19 +222,8 @@ Test(pin_faults, a_pin_whose_filter_must_be_remade_fails_cleanly)
 Test(pin_faults, moving_a_pin_never_remakes_the_filter)
 {
     static uint64_t h[4000];
-    shard_ring *r;
-    cr_assert_eq(shard_ring_create(&r, NULL), 0);
-    static const char *const names[] = { "w0", "w1", "w2" };
-    for (int i = 0; i < 3; i++)
-        cr_assert_eq(shard_ring_add(r, names[i], 1), 0);
-    uint64_t rng = 21;
-    int k = 0;
-    do {
-        cr_assert_lt(k, 4000);
-        h[k] = mix(&rng);
-        cr_assert_eq(shard_ring_pin(r, h[k], names[k % 3]), 0);
-        k++;
-    } while (!shard__pin_filter_full(r->pin_filter));
+    int k;
+    shard_ring *r = ring_with_full_filter(21, h, 4000, &k);
     const struct pin_filter *f = r->pin_filter;
     for (int i = 0; i < k; i++) {
         fail_countdown = 1;
@@ -238,5 +233,49 @@ Test(pin_faults, moving_a_pin_never_remakes_the_filter)
         cr_assert_eq(r->pin_filter, f, "moving pin %d remade the filter", i);
         cr_assert_str_eq(shard_ring_owner_of_hash(r, h[i]), names[(i + 1) % 3]);
     }
+    shard_ring_destroy(r);
+}
+
+/* The rare paths together: a remove whose purge found no memory leaves its member's pins dead in the
+ * trie, later pins keep failing to purge them, and one of those pins finds the filter full and remakes
+ * it from the live pins while the dead ones are still there. The new filter must hold every live pin
+ * (and may leave the dead out); the dead read as absent, and once the member is back a dead hash
+ * pinned again is its own. */
+Test(pin_faults, a_filter_remade_beside_dead_pins_keeps_the_live_ones)
+{
+    static uint64_t h[1500], extra[4000];
+    shard_ring *r = ring_with_pins(1500, h), *c, *ref;
+    cr_assert_eq(shard_ring_clone(r, &c), 0); /* shared, as a dispatcher's next ring is */
+    cr_assert_eq(shard_ring_clone(r, &ref), 0);
+    cr_assert_eq(shard_ring_remove(ref, "w1"), 0); /* with memory: the answers c must give */
+    fail_countdown = 1;                           /* the purge's first allocation */
+    cr_assert_eq(shard_ring_remove(c, "w1"), 0);
+    fail_countdown = 0;
+    cr_assert_eq(c->pins_dead, 500);
+    const struct pin_filter *f = c->pin_filter;
+    uint64_t rng = 33;
+    int k = 0;
+    while (c->pin_filter == f) {
+        cr_assert_lt(k, 4000, "the filter was never remade");
+        extra[k] = mix(&rng);
+        fail_countdown = 1; /* the purge fails again; the filter, if it must be remade, has memory */
+        int err = shard_ring_pin(c, extra[k], names[k % 2 ? 2 : 0]);
+        fail_countdown = 0;
+        cr_assert_eq(err, 0, "pin %d", k);
+        cr_assert_eq(c->pins_dead, 500, "pin %d purged the dead", k);
+        cr_assert_eq(shard_ring_pin(ref, extra[k], names[k % 2 ? 2 : 0]), 0);
+        k++;
+    }
+    for (int i = 0; i < 1500; i++)
+        cr_assert_str_eq(shard_ring_owner_of_hash(c, h[i]), shard_ring_owner_of_hash(ref, h[i]), "pin %d", i);
+    for (int i = 0; i < k; i++)
+        cr_assert_str_eq(shard_ring_owner_of_hash(c, extra[i]), names[i % 2 ? 2 : 0], "new pin %d", i);
+    cr_assert_eq(shard_ring_pin_count(c), 1000 + (size_t)k);
+    cr_assert_eq(shard_ring_add(c, "w1", 1), 0);
+    cr_assert_eq(shard_ring_pin(c, h[1], "w1"), 0); /* h[1] was w1's: dead, now live again */
+    cr_assert_str_eq(shard_ring_owner_of_hash(c, h[1]), "w1");
+    cr_assert_eq(c->pins_dead, 0, "purged by that pin");
+    shard_ring_destroy(ref);
+    shard_ring_destroy(c);
     shard_ring_destroy(r);
 }
