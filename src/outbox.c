@@ -36,9 +36,13 @@ int shard__outbox_gather(struct shard_worker *w, uint64_t hash, shard_job_fn fn,
     uint32_t owner = (uint32_t)shard__ring_owner_index(s->ring, hash);
     int rc = outbox_add(w, &(struct outbox_entry){ .fn = fn, .arg = arg, .hash = hash, .epoch = s->epoch,
                                                     .owner = owner, .origin = origin });
-    /* A parked owner would sleep until the batch's end: latency, where batching saves nothing. */
+    /* An owner parked, or polling for work, would wait idle until the batch's end: latency, where
+     * batching saves nothing (its claim is not contended while it has no work). relaxed: hints
+     * (park.h); the delivery's wake-up check is the Dekker half. */
     struct shard_worker *to = snap_worker(s, owner);
-    if (!rc && to != w && atomic_load_explicit(&to->park.sleeping, memory_order_relaxed))
+    if (!rc && to != w &&
+        (atomic_load_explicit(&to->park.sleeping, memory_order_relaxed) ||
+         atomic_load_explicit(&to->park.polling, memory_order_relaxed)))
         shard__outbox_deliver(w);
     return rc;
 }

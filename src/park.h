@@ -20,6 +20,10 @@
 struct parking {
     alignas(SHARD_CACHELINE) _Atomic uint32_t seq;
     _Atomic uint32_t sleeping;
+    /* Set by the worker while it polls for work before parking (a hint, relaxed both ways): a running
+     * job's submit to it is delivered at once rather than at the end of its batch (outbox.c), as to a
+     * parked worker. Missing it costs latency only: the entry is delivered when the batch ends. */
+    _Atomic uint32_t polling;
     int              fd; /* an eventfd with the idle hook, else -1 */
     uint32_t         read_seq; /* the worker's: wake-ups it has read back from fd (each bumps seq, then writes 1) */
 };

@@ -148,33 +148,48 @@ static bool work_ready(struct shard_worker *w)
     return shard__queue_ready_sc(&w->q) || shard__worker_is_crashed(w) || shard__inbox_pending(w) || shard__walk_needed(w);
 }
 
+/* Pauses polled before a poller says so (park.h's polling): a queue that runs dry for a moment
+ * between two deliveries (a few microseconds) is no reason to have other workers' jobs deliver to
+ * it one at a time; one whose partners' batches leave it idle for their length is. */
+#define POLL_QUIET 64
+
+static bool poll_for(struct shard_worker *w, int pauses)
+{
+    for (int i = 0; i < pauses; i++) {
+        if (work_ready(w))
+            return true;
+        caa_cpu_relax();
+    }
+    return false;
+}
+
 /* Polls for work before parking: poll_us of the config, or SPIN_BEFORE_PARK pauses. The clock is
- * read every 64 pauses. Return: whether work came. */
+ * read every POLL_QUIET pauses. After the first POLL_QUIET without work it tells the other workers'
+ * jobs that it polls (park.h): what they submit to it then comes at once, not at the end of their
+ * batch. Return: whether work came. */
 static bool poll_before_park(struct shard_worker *w)
 {
     uint32_t us = w->d->cfg.poll_us;
-    if (!us) {
-        for (int i = 0; i < SPIN_BEFORE_PARK; i++) {
-            if (work_ready(w))
-                return true;
-            caa_cpu_relax();
-        }
-        return false;
-    }
     struct timespec start, now;
-    clock_gettime(CLOCK_MONOTONIC, &start);
-    for (;;) {
-        for (int i = 0; i < 64; i++) {
-            if (work_ready(w))
-                return true;
-            caa_cpu_relax();
+    if (us)
+        clock_gettime(CLOCK_MONOTONIC, &start);
+    if (poll_for(w, POLL_QUIET))
+        return true;
+    atomic_store_explicit(&w->park.polling, 1, memory_order_relaxed);
+    bool found = false;
+    if (!us) {
+        found = poll_for(w, SPIN_BEFORE_PARK - POLL_QUIET);
+    } else {
+        for (;;) {
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            if ((now.tv_sec - start.tv_sec) * 1000000 + (now.tv_nsec - start.tv_nsec) / 1000 >= (long)us)
+                break;
+            if ((found = shard__timers_due(w) || poll_for(w, POLL_QUIET)))
+                break;
         }
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        if ((now.tv_sec - start.tv_sec) * 1000000 + (now.tv_nsec - start.tv_nsec) / 1000 >= (long)us)
-            return false;
-        if (shard__timers_due(w))
-            return true;
     }
+    atomic_store_explicit(&w->park.polling, 0, memory_order_relaxed);
+    return found;
 }
 
 /* Waits in the user's idle hook (shard_config.on_worker_idle) instead of on the futex, until wake_at

@@ -16,6 +16,8 @@
  *                 keys' current owners, in order with its later submits
  *   flush         a job that waits for a job it submitted calls shard_flush first: no deadlock;
  *                 shard_flush(NULL), another worker's, and from a non-worker thread: -EINVAL
+ *   polling       a job submits J to a worker that polls for work (poll_us, never parked): J starts
+ *                 while the job runs, with no shard_flush (dispatcher.h, since 0.4)
  *   mixed, mixed-drop, mixed-jobs
  *                 jobs interleave submit, try_submit, submit_many and submit_after(0) of the same keys,
  *                 over 64 a job (the outbox overflows), while a thread adds, removes and crashes
@@ -716,6 +718,50 @@ static void scen_flush(int it)
     shard_dispatcher_destroy(D);
 }
 
+/* ---- polling: a job's submit to a worker polling for work is delivered at once ---- */
+
+static shard_worker *pl_b;
+static sem_t pl_ran;
+
+static void pl_y(shard_worker *w, void *a)
+{
+    (void)a;
+    pl_b = w;
+    sem_post(&pl_ran);
+}
+
+static void pl_x(shard_worker *w, void *a)
+{
+    (void)w;
+    (void)a;
+    /* w1 has run out of work and says that it polls (it does for poll_us, 30 s: it never parks here,
+     * where a submit to it would be delivered at once as to any parked worker). */
+    while (!atomic_load_explicit(&pl_b->park.polling, memory_order_relaxed))
+        sched_yield();
+    CHECK(shard_submit(D, fl_kb, strlen(fl_kb), pl_y, NULL) == 0, "submit Y");
+    /* No shard_flush: Y must start while this job runs. Bounded, so that a miss fails rather than
+     * hangs (Y then runs once this job returns). */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 10;
+    CHECK(sem_timedwait(&pl_ran, &until) == 0, "Y did not start while the job that submitted it ran");
+}
+
+static void scen_polling(int it)
+{
+    (void)it;
+    D = make(2, &(struct shard_config){ .poll_us = 30u * 1000 * 1000 });
+    key_on(D, "w0", "a", fl_ka);
+    key_on(D, "w1", "b", fl_kb);
+    CHECK(shard_submit(D, fl_kb, strlen(fl_kb), pl_y, NULL) == 0, "submit Y first");
+    sem_wait(&pl_ran); /* pl_b is w1 */
+    CHECK(shard_submit(D, fl_ka, strlen(fl_ka), pl_x, NULL) == 0, "submit X");
+    CHECK(shard_drain(D) == 0, "drain");
+    while (sem_trywait(&pl_ran) == 0) /* a Y that ran after X returned, on a failure */
+        ;
+    shard_dispatcher_destroy(D);
+}
+
 /* ---- mixed: every submit path of a job, over 64 a job, under churn ---- */
 
 #define MX_GENS  3
@@ -1077,6 +1123,7 @@ static const struct scenario {
     { "stuck-reroute", run_reroute, 1 },
     { "stuck-drop", run_drop, 1 },
     { "flush", scen_flush, 1 },
+    { "polling", scen_polling, 1 },
     { "mixed", run_mixed, 4 },
     { "mixed-drop", run_mixed_drop, 4 },
     { "mixed-jobs", run_mixed_jobs, 4 },
@@ -1095,7 +1142,7 @@ int main(int argc, char **argv)
     if (argc > 1 && atoi(argv[1]) > 0)
         iters = atoi(argv[argi++]);
     sem_t *sems[] = { &s_dr.submitted, &s_dc.g_in, &s_dc.g_go, &s_dc.x2_in, &s_dc.x2_go, &s_dc.b_in, &st_in, &st_go,
-                      &fl_started, &rm_in, &rm_go, &ot_started, &tm_armed, &tm_go, &tm_ran };
+                      &fl_started, &pl_ran, &rm_in, &rm_go, &ot_started, &tm_armed, &tm_go, &tm_ran };
     for (size_t i = 0; i < sizeof sems / sizeof *sems; i++)
         sem_init(sems[i], 0, 0);
     int passed = 0, failed = 0;

@@ -153,7 +153,9 @@ struct shard_config {
     bool       pin_per_core;
     /** How long an idle worker in the ring polls its queue before it parks on a futex, in
      * microseconds: polling saves the wake-up's system call and latency when jobs keep coming, at
-     * the price of a busy core. 0: a short spin (a few hundred pause instructions), the default. */
+     * the price of a busy core. 0: a short spin (a few hundred pause instructions), the default.
+     * While it polls, past its first few microseconds, what other workers' jobs submit to it is
+     * delivered at once rather than when their batch ends (shard_submit; since 0.4). */
     uint32_t   poll_us;
     /** Hot keys (added in 0.2): how many of the heaviest keys each worker tracks, by time spent in
      * their jobs, over windows of hot_window_ms (shard_worker_hot_keys). 0 (the default): none, and
@@ -232,7 +234,8 @@ SHARD_API void shard_dispatcher_destroy(shard_dispatcher *d);
  * A running job's shard_submit (and shard_submit_many) to its own worker's dispatcher is gathered and
  * delivered when the job returns, or at the end of the worker's batch of up to 32 jobs that run back
  * to back, with the other submits of that batch: one queue claim and one wake-up check a destination
- * instead of one a job (since 0.3); sooner when a key's owner is parked (it would sleep meanwhile). Order is kept (a key's jobs from one thread in submission order;
+ * instead of one a job (since 0.3); sooner when a key's owner is parked or polling for work (it would be idle
+ * meanwhile; polling since 0.4). Order is kept (a key's jobs from one thread in submission order;
  * the thread's other submits go after what it gathered), and so is what happens before: the job
  * runs after what its submitter did before shard_submit. A job that waits for a job it submitted
  * (which it should not: it holds its worker meanwhile) calls shard_flush first. A long job delays the
