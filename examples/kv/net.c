@@ -126,6 +126,7 @@ static void conn_hangup(struct conn *c)
 static void conn_free(struct conn *c)
 {
     struct net_thread *nt = c->nt;
+    atomic_fetch_sub_explicit(&nt->nconns, 1, memory_order_relaxed);
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -459,6 +460,87 @@ static bool refuse_one(struct net_thread *nt)
     return fd >= 0;
 }
 
+/* Opens an accepted socket as a connection of nt, counted in nt->nconns already. Context: nt's loop. */
+static void conn_open(struct net_thread *nt, int fd)
+{
+    struct conn *c = calloc(1, sizeof *c);
+    if (!c) {
+        close(fd);
+        atomic_fetch_sub_explicit(&nt->nconns, 1, memory_order_relaxed);
+        return;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    *c = (struct conn){ .fd = fd, .nt = nt, .want_in = true, .next = nt->conns,
+                        .id = atomic_fetch_add_explicit(&next_id, 1, memory_order_relaxed),
+                        .authenticated = !auth_required(), .created_ms = nt->now_ms };
+    atomic_init(&c->active_ms, nt->now_ms);
+    atomic_init(&c->last_cmd, NULL);
+    struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
+    if (epoll_ctl(nt->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        close(fd);
+        free(c);
+        atomic_fetch_sub_explicit(&nt->nconns, 1, memory_order_relaxed);
+        return;
+    }
+    describe_address(fd, true, c->addr, sizeof c->addr);
+    describe_address(fd, false, c->laddr, sizeof c->laddr);
+    clients_add(c);
+    if (nt->conns)
+        nt->conns->prev = c;
+    nt->conns = c;
+    atomic_fetch_add_explicit(&nt->srv->connections, 1, memory_order_relaxed);
+}
+
+/* The loop that holds the fewest connections, nt on a tie. relaxed: a count a moment old only makes
+ * the spread a connection less even. */
+static struct net_thread *fewest_connections(struct net_thread *nt)
+{
+    struct server *srv = nt->srv;
+    struct net_thread *best = nt;
+    uint32_t least = atomic_load_explicit(&nt->nconns, memory_order_relaxed);
+    for (uint32_t i = 0; i < srv->net_ready; i++) {
+        uint32_t n = atomic_load_explicit(&srv->net[i].nconns, memory_order_relaxed);
+        if (n < least) {
+            least = n;
+            best = &srv->net[i];
+        }
+    }
+    return best;
+}
+
+/* Hands socket fd to loop to, counted there, and signals it. Return: false when its hand-off list is
+ * full (the caller keeps the connection). Context: any loop. */
+static bool hand_off(struct net_thread *to, int fd)
+{
+    pthread_mutex_lock(&to->handoff_lock);
+    bool room = to->nhandoff < sizeof to->handoff / sizeof to->handoff[0];
+    if (room) {
+        to->handoff[to->nhandoff++] = fd;
+        atomic_fetch_add_explicit(&to->nconns, 1, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&to->handoff_lock);
+    if (room) {
+        uint64_t one = 1;
+        ssize_t n = write(to->event_fd, &one, sizeof one);
+        (void)n; /* EAGAIN: the counter is full, so it is signalled already */
+    }
+    return room;
+}
+
+/* Opens the sockets other loops handed to nt. Context: nt's loop. */
+static void take_handoffs(struct net_thread *nt)
+{
+    int fds[sizeof nt->handoff / sizeof nt->handoff[0]];
+    pthread_mutex_lock(&nt->handoff_lock);
+    uint32_t n = nt->nhandoff;
+    memcpy(fds, nt->handoff, n * sizeof *fds);
+    nt->nhandoff = 0;
+    pthread_mutex_unlock(&nt->handoff_lock);
+    for (uint32_t i = 0; i < n; i++)
+        conn_open(nt, fds[i]);
+}
+
 static void accept_all(struct net_thread *nt)
 {
     for (;;) {
@@ -473,31 +555,11 @@ static void accept_all(struct net_thread *nt)
             atomic_fetch_add_explicit(&nt->srv->refused, 1, memory_order_relaxed);
             continue;
         }
-        struct conn *c = calloc(1, sizeof *c);
-        if (!c) {
-            close(fd);
+        struct net_thread *to = fewest_connections(nt);
+        if (to != nt && hand_off(to, fd))
             continue;
-        }
-        int one = 1;
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        *c = (struct conn){ .fd = fd, .nt = nt, .want_in = true, .next = nt->conns,
-                            .id = atomic_fetch_add_explicit(&next_id, 1, memory_order_relaxed),
-                            .authenticated = !auth_required(), .created_ms = nt->now_ms };
-        atomic_init(&c->active_ms, nt->now_ms);
-        atomic_init(&c->last_cmd, NULL);
-        struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
-        if (epoll_ctl(nt->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
-            close(fd);
-            free(c);
-            continue;
-        }
-        describe_address(fd, true, c->addr, sizeof c->addr);
-        describe_address(fd, false, c->laddr, sizeof c->laddr);
-        clients_add(c);
-        if (nt->conns)
-            nt->conns->prev = c;
-        nt->conns = c;
-        atomic_fetch_add_explicit(&nt->srv->connections, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&nt->nconns, 1, memory_order_relaxed);
+        conn_open(nt, fd);
     }
 }
 
@@ -542,8 +604,10 @@ bool net_round(struct net_thread *nt, int timeout_ms)
         struct conn *c = ev[i].data.ptr;
         if (ev[i].data.ptr == NULL)
             accept_all(nt);
-        else if (ev[i].data.ptr == nt)
+        else if (ev[i].data.ptr == nt) {
+            take_handoffs(nt);
             take_completions(nt, true);
+        }
         else if (c->dead || c->hungup)
             continue; /* out of epoll since an earlier event of this batch */
         else
@@ -606,6 +670,7 @@ static int net_thread_init(struct server *srv, struct net_thread *nt, int listen
     *nt = (struct net_thread){ .srv = srv, .epfd = -1, .listen_fd = listen_fd, .event_fd = -1, .spare_fd = -1,
                                .now_ms = monotonic_ms(CLOCK_MONOTONIC_COARSE) };
     pthread_mutex_init(&nt->drive, NULL);
+    pthread_mutex_init(&nt->handoff_lock, NULL);
     nt->argv = calloc(srv->opt.limits.max_args, sizeof *nt->argv);
     if (!nt->argv)
         return -ENOMEM;
@@ -707,6 +772,9 @@ void net_free(struct server *srv)
             conn_kill(nt->conns);
             conn_free(nt->conns);
         }
+        for (uint32_t k = 0; k < nt->nhandoff; k++) /* handed over, never opened */
+            close(nt->handoff[k]);
+        pthread_mutex_destroy(&nt->handoff_lock);
         bury(nt);
         free(nt->argv);
         if (nt->epfd >= 0)

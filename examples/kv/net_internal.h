@@ -33,7 +33,7 @@ struct conn {
     /* What CLIENT, HELLO and AUTH keep (client.c). Only its thread touches these, but for the fields
      * marked L: written by it under clients_lock (net.c), read by CLIENT LIST on any network thread
      * under that lock; and A: relaxed atomics, for a line that is a snapshot anyway. */
-    uint64_t           id;            /* CLIENT ID: from 1, in accept order over every thread */
+    uint64_t           id;            /* CLIENT ID: from 1, in the order connections are opened, over every thread */
     bool               authenticated; /* AUTH done, or no password asked when it connected */
     bool               listed;        /* L: in the list CLIENT LIST walks */
     int                list_fd;       /* L: the socket's number while listed */
@@ -63,6 +63,16 @@ struct net_thread {
     struct resp_arg *argv; /* parser output, limits.max_args entries */
     struct submit_batch batch; /* the parts of the read being parsed, submitted at its end */
     struct conn     *conns;
+    /* Connections are spread evenly: the loop that accepts one hands it to the loop holding the
+     * fewest (EPOLLEXCLUSIVE wakes whichever loop, and one wake-up accepts every connection waiting,
+     * so 16 connections made at once could all land on one loop and its worker). nconns: the
+     * connections it holds and those handed to it, changed by any loop (atomic adds); handoff: the
+     * sockets handed to it and not yet opened, under handoff_lock, taken at its next round after its
+     * eventfd is signalled. */
+    _Atomic uint32_t nconns;
+    pthread_mutex_t  handoff_lock;
+    int              handoff[64];
+    uint32_t         nhandoff;
     struct conn     *graveyard; /* unlinked, freed after the current batch of events */
     int64_t          now_ms;    /* CLOCK_MONOTONIC_COARSE, read once per batch of events */
     /* Bytes read and written, commands: only this thread writes them (relaxed load, add, store: no read-modify-
