@@ -718,10 +718,17 @@ static void scen_flush(int it)
     shard_dispatcher_destroy(D);
 }
 
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /* ---- polling: a job's submit to a worker polling for work is delivered at once ---- */
 
 static shard_worker *pl_b;
-static sem_t pl_ran;
+static sem_t pl_ran, pl_done;
 
 static void pl_y(shard_worker *w, void *a)
 {
@@ -736,8 +743,10 @@ static void pl_x(shard_worker *w, void *a)
     (void)a;
     /* w1 has run out of work and says that it polls (it does for poll_us, 30 s: it never parks here,
      * where a submit to it would be delivered at once as to any parked worker). */
-    while (!atomic_load_explicit(&pl_b->park.polling, memory_order_relaxed))
+    uint64_t give_up = now_ns() + 10 * 1000000000ull; /* a flag never set fails, not hangs */
+    while (!atomic_load_explicit(&pl_b->park.polling, memory_order_relaxed) && now_ns() < give_up)
         sched_yield();
+    CHECK(atomic_load_explicit(&pl_b->park.polling, memory_order_relaxed), "w1 never said it polls");
     CHECK(shard_submit(D, fl_kb, strlen(fl_kb), pl_y, NULL) == 0, "submit Y");
     /* No shard_flush: Y must start while this job runs. Bounded, so that a miss fails rather than
      * hangs (Y then runs once this job returns). */
@@ -745,6 +754,7 @@ static void pl_x(shard_worker *w, void *a)
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += 10;
     CHECK(sem_timedwait(&pl_ran, &until) == 0, "Y did not start while the job that submitted it ran");
+    sem_post(&pl_done);
 }
 
 static void scen_polling(int it)
@@ -756,6 +766,8 @@ static void scen_polling(int it)
     CHECK(shard_submit(D, fl_kb, strlen(fl_kb), pl_y, NULL) == 0, "submit Y first");
     sem_wait(&pl_ran); /* pl_b is w1 */
     CHECK(shard_submit(D, fl_ka, strlen(fl_ka), pl_x, NULL) == 0, "submit X");
+    /* Not drain while X runs: its mark would give w1 an item, and w1 stops polling to take it. */
+    sem_wait(&pl_done);
     CHECK(shard_drain(D) == 0, "drain");
     while (sem_trywait(&pl_ran) == 0) /* a Y that ran after X returned, on a failure */
         ;
@@ -774,13 +786,6 @@ static enum shard_crash_policy mx_pol;
 static bool mx_timers;
 static uint64_t mx_changes;
 static char mx_genkey[MX_GENS][32];
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void mx_gen(shard_worker *w, void *a)
 {
@@ -1142,7 +1147,7 @@ int main(int argc, char **argv)
     if (argc > 1 && atoi(argv[1]) > 0)
         iters = atoi(argv[argi++]);
     sem_t *sems[] = { &s_dr.submitted, &s_dc.g_in, &s_dc.g_go, &s_dc.x2_in, &s_dc.x2_go, &s_dc.b_in, &st_in, &st_go,
-                      &fl_started, &pl_ran, &rm_in, &rm_go, &ot_started, &tm_armed, &tm_go, &tm_ran };
+                      &fl_started, &pl_ran, &pl_done, &rm_in, &rm_go, &ot_started, &tm_armed, &tm_go, &tm_ran };
     for (size_t i = 0; i < sizeof sems / sizeof *sems; i++)
         sem_init(sems[i], 0, 0);
     int passed = 0, failed = 0;

@@ -467,6 +467,7 @@ static void conn_open(struct net_thread *nt, int fd)
     if (!c) {
         close(fd);
         atomic_fetch_sub_explicit(&nt->nconns, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&nt->srv->refused, 1, memory_order_relaxed);
         return;
     }
     int one = 1;
@@ -481,6 +482,7 @@ static void conn_open(struct net_thread *nt, int fd)
         close(fd);
         free(c);
         atomic_fetch_sub_explicit(&nt->nconns, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&nt->srv->refused, 1, memory_order_relaxed);
         return;
     }
     describe_address(fd, true, c->addr, sizeof c->addr);
@@ -518,6 +520,7 @@ static bool hand_off(struct net_thread *to, int fd)
     if (room) {
         to->handoff[to->nhandoff++] = fd;
         atomic_fetch_add_explicit(&to->nconns, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&to->srv->net_handed, 1, memory_order_relaxed);
     }
     pthread_mutex_unlock(&to->handoff_lock);
     if (room) {
@@ -537,8 +540,10 @@ static void take_handoffs(struct net_thread *nt)
     memcpy(fds, nt->handoff, n * sizeof *fds);
     nt->nhandoff = 0;
     pthread_mutex_unlock(&nt->handoff_lock);
-    for (uint32_t i = 0; i < n; i++)
+    for (uint32_t i = 0; i < n; i++) {
         conn_open(nt, fds[i]);
+        atomic_fetch_sub_explicit(&nt->srv->net_handed, 1, memory_order_relaxed); /* counted as a client now */
+    }
 }
 
 static void accept_all(struct net_thread *nt)
@@ -549,7 +554,8 @@ static void accept_all(struct net_thread *nt)
             continue;
         if (fd < 0)
             return; /* EAGAIN (or out of descriptors with none spare: the backlog keeps the rest) */
-        if (clients_count() >= nt->srv->max_clients) {
+        /* Those handed to another loop and not opened yet hold descriptors too. */
+        if (clients_count() + atomic_load_explicit(&nt->srv->net_handed, memory_order_relaxed) >= nt->srv->max_clients) {
             /* As Redis's maxclients: closed at once, while descriptors remain to do so. */
             close(fd);
             atomic_fetch_add_explicit(&nt->srv->refused, 1, memory_order_relaxed);
@@ -605,10 +611,10 @@ bool net_round(struct net_thread *nt, int timeout_ms)
         if (ev[i].data.ptr == NULL)
             accept_all(nt);
         else if (ev[i].data.ptr == nt) {
-            take_handoffs(nt);
+            /* After the eventfd is read: a hand-off made after that read signals it again. */
             take_completions(nt, true);
-        }
-        else if (c->dead || c->hungup)
+            take_handoffs(nt);
+        } else if (c->dead || c->hungup)
             continue; /* out of epoll since an earlier event of this batch */
         else
             conn_event(c, ev[i].events);

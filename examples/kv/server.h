@@ -63,6 +63,7 @@ struct server {
     atomic_bool           net_live;    /* --net-threads 0: the workers may run the loops */
     atomic_uint           net_waiters; /* --net-threads 0: workers waiting on the loops (net_workers.c) */
     atomic_uint           net_orphans; /* --net-threads 0: bumped when a worker gives its loops up */
+    atomic_uint           net_handed;  /* sockets one loop handed another, not opened yet (net.c) */
     struct admin          admin;
     uint32_t              net_ready;   /* network threads set up (sockets, epoll) */
     uint32_t              net_running; /* of those, started */

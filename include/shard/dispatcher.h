@@ -154,7 +154,7 @@ struct shard_config {
     /** How long an idle worker in the ring polls its queue before it parks on a futex, in
      * microseconds: polling saves the wake-up's system call and latency when jobs keep coming, at
      * the price of a busy core. 0: a short spin (a few hundred pause instructions), the default.
-     * While it polls, past its first few microseconds, what other workers' jobs submit to it is
+     * While it polls, past its first 64 pause instructions, what other workers' jobs submit to it is
      * delivered at once rather than when their batch ends (shard_submit; since 0.4). */
     uint32_t   poll_us;
     /** Hot keys (added in 0.2): how many of the heaviest keys each worker tracks, by time spent in
