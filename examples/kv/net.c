@@ -516,29 +516,36 @@ static struct net_thread *fewest_connections(struct net_thread *nt)
 static bool hand_off(struct net_thread *to, int fd)
 {
     pthread_mutex_lock(&to->handoff_lock);
-    bool room = to->nhandoff < sizeof to->handoff / sizeof to->handoff[0];
+    uint32_t n = atomic_load_explicit(&to->nhandoff, memory_order_relaxed);
+    bool room = n < sizeof to->handoff / sizeof to->handoff[0];
     if (room) {
-        to->handoff[to->nhandoff++] = fd;
+        to->handoff[n] = fd;
+        atomic_store_explicit(&to->nhandoff, n + 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&to->nconns, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&to->srv->net_handed, 1, memory_order_relaxed);
     }
     pthread_mutex_unlock(&to->handoff_lock);
     if (room) {
         uint64_t one = 1;
-        ssize_t n = write(to->event_fd, &one, sizeof one);
-        (void)n; /* EAGAIN: the counter is full, so it is signalled already */
+        ssize_t w = write(to->event_fd, &one, sizeof one);
+        (void)w; /* EAGAIN: the counter is full, so it is signalled already */
     }
     return room;
 }
 
-/* Opens the sockets other loops handed to nt. Context: nt's loop. */
+/* Opens the sockets other loops handed to nt. Context: nt's loop, after reading its eventfd. */
 static void take_handoffs(struct net_thread *nt)
 {
+    /* Every eventfd event of a loop runs this, completions' too: no lock while nothing was handed.
+     * A hand-off stores the count under the lock before it writes the eventfd that this loop has
+     * read (the kernel's eventfd lock orders the two), so that hand-off is seen here. */
+    if (!atomic_load_explicit(&nt->nhandoff, memory_order_relaxed))
+        return;
     int fds[sizeof nt->handoff / sizeof nt->handoff[0]];
     pthread_mutex_lock(&nt->handoff_lock);
-    uint32_t n = nt->nhandoff;
+    uint32_t n = atomic_load_explicit(&nt->nhandoff, memory_order_relaxed);
     memcpy(fds, nt->handoff, n * sizeof *fds);
-    nt->nhandoff = 0;
+    atomic_store_explicit(&nt->nhandoff, 0, memory_order_relaxed);
     pthread_mutex_unlock(&nt->handoff_lock);
     for (uint32_t i = 0; i < n; i++) {
         conn_open(nt, fds[i]);
@@ -778,7 +785,7 @@ void net_free(struct server *srv)
             conn_kill(nt->conns);
             conn_free(nt->conns);
         }
-        for (uint32_t k = 0; k < nt->nhandoff; k++) /* handed over, never opened */
+        for (uint32_t k = 0; k < atomic_load(&nt->nhandoff); k++) /* handed over, never opened */
             close(nt->handoff[k]);
         pthread_mutex_destroy(&nt->handoff_lock);
         bury(nt);

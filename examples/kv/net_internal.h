@@ -72,7 +72,7 @@ struct net_thread {
     _Atomic uint32_t nconns;
     pthread_mutex_t  handoff_lock;
     int              handoff[64];
-    uint32_t         nhandoff;
+    _Atomic uint32_t nhandoff; /* written under handoff_lock; read without it to skip the lock */
     struct conn     *graveyard; /* unlinked, freed after the current batch of events */
     int64_t          now_ms;    /* CLOCK_MONOTONIC_COARSE, read once per batch of events */
     /* Bytes read and written, commands: only this thread writes them (relaxed load, add, store: no read-modify-
