@@ -39,6 +39,7 @@ void shard__crash_table_init(struct crash_table *t)
     for (size_t i = 0; i < CRASH_FILTER_BUCKETS; i++)
         atomic_init(&t->filter[i], 0);
     atomic_init(&t->entries, 0);
+    atomic_init(&t->made, 0);
     t->visit = 0;
 }
 
@@ -68,6 +69,7 @@ static void insert(struct crash_table *t, struct crash_record *c, struct job *j)
     atomic_fetch_add_explicit(&c->owed, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(bucket(t, j->hash), 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&t->entries, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&t->made, 1, memory_order_relaxed);
 }
 
 static bool remove_entry(struct crash_table *t, struct job *j)
@@ -277,19 +279,28 @@ void shard__crash_owe_list(struct crash_table *t, struct crash_record *x, struct
     unlock_all(t);
 }
 
-void shard__crash_defer_held(struct crash_table *t, struct crash_record *holder, struct job *held,
-                             uint64_t epoch)
+size_t shard__crash_defer_held(struct crash_table *t, struct crash_record *holder, struct job *held,
+                               uint64_t epoch)
 {
     /* One lock for the whole walk: a key's held jobs of one epoch are then all deferred, in their
      * held order, or none is. Deciding job by job let a crash add an entry for the key between two of
      * them: the later job became owed, and so sorted ahead of the earlier one, which the next walk
      * deferred behind it; each then waited for the other (a review found it). */
+    size_t n = 0;
     lock_all(t);
     for (struct job *j = held; j; j = j->next)
         if (j->kind == JOB_RUN && !j->owed_to && j->epoch < epoch &&
-            atomic_load_explicit(bucket(t, j->hash), memory_order_relaxed) && older_entry(t, j))
+            atomic_load_explicit(bucket(t, j->hash), memory_order_relaxed) && older_entry(t, j)) {
             insert(t, holder, j);
+            n++;
+        }
     unlock_all(t);
+    return n;
+}
+
+uint64_t shard__crash_made(struct crash_table *t)
+{
+    return atomic_load_explicit(&t->made, memory_order_acquire);
 }
 
 bool shard__crash_paid(struct crash_table *t, struct job *j)

@@ -34,6 +34,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "job.h"
@@ -52,6 +53,7 @@ struct crash_table {
     struct crash_stripe stripe[CRASH_STRIPES];
     struct keymap    owed;                           /* S: KEYMAP_CRASH (a key's bucket: its stripe) */
     _Atomic uint32_t entries;                        /* S to change; read lock-free */
+    _Atomic uint64_t made;                           /* entries ever made: S to change; read lock-free */
     uint64_t         visit;                          /* A: the last walk of shard__crash_stuck_key (its marks) */
     _Atomic uint32_t filter[CRASH_FILTER_BUCKETS];   /* S to change; read lock-free */
 };
@@ -95,11 +97,15 @@ void shard__crash_stick(struct crash_table *t, struct crash_record *x, uint64_t 
 /* Rerouted jobs of x (a list through next; only JOB_RUN jobs not yet owed are taken): x owes
  * each until it has run. */
 void shard__crash_owe_list(struct crash_table *t, struct crash_record *x, struct job *list);
+/* How many entries were ever made: a change count. An entry made after a look that found none to
+ * wait behind is what can make a job wait behind one (a payment only ends waits). acquire: pairs
+ * with the stripe lock's release after the entry was made, through whatever told the reader of it. */
+uint64_t shard__crash_made(struct crash_table *t);
 /* Each job of the held list (through next) that runs, is not owed, is of an epoch below epoch, and
  * has an older entry of its key before it becomes an entry too, charged to its holder's record, and
  * stops counting for the holder's fences. Under one lock: a key's jobs of one epoch all become owed,
- * in list order, or none does. */
-void shard__crash_defer_held(struct crash_table *t, struct crash_record *holder, struct job *held,
+ * in list order, or none does. Return: how many became entries. */
+size_t shard__crash_defer_held(struct crash_table *t, struct crash_record *holder, struct job *held,
                              uint64_t epoch);
 
 /* Remove an entry: j has run or was dropped; or x's stuck job returned. Return: whether the key's

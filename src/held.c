@@ -7,6 +7,10 @@ void shard__held_init(struct held *h, struct throttle *throttle)
     h->count = 0;
     h->controls = 0;
     h->njobs = 0;
+    h->min_epoch = UINT64_MAX;
+    h->at_min = 0;
+    h->min_known = true;
+    h->unowed_in = 0;
     shard__keymap_init(&h->keys, KEYMAP_HELD);
     h->throttle = throttle;
     h->throttled = (struct throttle_holder){ 0 };
@@ -15,6 +19,15 @@ void shard__held_init(struct held *h, struct throttle *throttle)
 
 static void key_in(struct held *h, struct job *j)
 {
+    if (!j->owed_to) {
+        h->unowed_in++;
+        if (h->min_known && j->epoch < h->min_epoch) {
+            h->min_epoch = j->epoch;
+            h->at_min = 1;
+        } else if (h->min_known && j->epoch == h->min_epoch) {
+            h->at_min++;
+        }
+    }
     shard__keymap_insert(&h->keys, j);
     h->njobs++;
     atomic_store_explicit(&h->jobs, h->njobs, memory_order_relaxed);
@@ -90,6 +103,8 @@ void shard__held_remove(struct held *h, struct job *j)
         h->controls--;
         return;
     }
+    if (!j->owed_to && h->min_known && j->epoch == h->min_epoch && --h->at_min == 0)
+        h->min_known = false; /* the next oldest is found when asked */
     shard__keymap_remove(&h->keys, j);
     h->njobs--;
     atomic_store_explicit(&h->jobs, h->njobs, memory_order_relaxed);
@@ -101,13 +116,36 @@ void shard__held_remove(struct held *h, struct job *j)
                                   h->njobs);
 }
 
+uint64_t shard__held_min_unowed_epoch(struct held *h)
+{
+    if (h->min_known)
+        return h->min_epoch;
+    h->min_epoch = UINT64_MAX;
+    h->at_min = 0;
+    for (const struct job *j = h->head; j; j = j->next) {
+        if (j->kind != JOB_RUN || j->owed_to || j->epoch > h->min_epoch)
+            continue;
+        h->at_min = j->epoch == h->min_epoch ? h->at_min + 1 : 1;
+        h->min_epoch = j->epoch;
+    }
+    h->min_known = true;
+    return h->min_epoch;
+}
+
+void shard__held_owed_changed(struct held *h)
+{
+    h->min_known = false;
+}
+
 struct job *shard__held_take_all(struct held *h)
 {
     struct job *all = h->head;
     bool was_full = h->throttle && h->throttle->limit && h->njobs >= h->throttle->limit;
     if (h->throttle)
         shard__throttle_release_all(h->throttle, &h->throttled);
+    uint64_t unowed_in = h->unowed_in; /* a change count: never goes back */
     shard__held_init(h, h->throttle);
+    h->unowed_in = unowed_in;
     if (was_full)
         shard__throttle_ease(h->throttle); /* as in shard__held_remove */
     return all;

@@ -27,6 +27,12 @@ struct held {
     size_t        njobs;     /* of count, user jobs (the ones in keys) */
     _Atomic uint64_t jobs;   /* njobs, for stats (written by the owner: its worker, or the control
                               * thread holding that worker's lock; relaxed) */
+    /* The oldest epoch of a held user job that no crash owes, kept as jobs come and go so that a fence
+     * need not walk the list for it (walk.c): exact while min_known, else found by a walk when asked. */
+    uint64_t      min_epoch;  /* while min_known: that epoch (UINT64_MAX: no such job) */
+    size_t        at_min;     /* while min_known: how many such jobs are of min_epoch */
+    bool          min_known;
+    uint64_t      unowed_in;  /* user jobs set aside that no crash owed, ever: a change count */
     struct throttle *throttle;          /* where the keys are throttled (NULL: nowhere) */
     struct throttle_holder throttled;   /* the keys this holder throttles */
 };
@@ -46,6 +52,12 @@ struct job *shard__held_first(const struct held *h, uint64_t hash);
 bool shard__held_first_of_key(const struct held *h, const struct job *j);
 /* Removes j (a control item, or any held job). */
 void shard__held_remove(struct held *h, struct job *j);
+/* The oldest epoch of a held user job that no crash owes (UINT64_MAX: none). O(1) but after the last
+ * job of the oldest epoch left or held jobs became owed: then O(held), once. */
+uint64_t shard__held_min_unowed_epoch(struct held *h);
+/* Held jobs have become owed (a crash table entry made of them: crash.c's shard__crash_defer_held):
+ * the oldest epoch is found again when next asked. */
+void shard__held_owed_changed(struct held *h);
 /* Detaches every held item, in order, as a list linked through next; h becomes empty, and the keys it
  * throttled are released. */
 struct job *shard__held_take_all(struct held *h);

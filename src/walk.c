@@ -6,25 +6,28 @@
 #include "handoff.h"
 #include "run.h"
 
-/* The oldest epoch among held jobs that no crash owes. Owed ones do not count: what a fence promises
- * is about the jobs routed here, and the keys of owed jobs stay blocked by their crash's entries
- * until they have run (so a fence never waits for a job stuck behind a crash). */
-static uint64_t held_min_epoch(const struct held *h)
-{
-    uint64_t min = UINT64_MAX;
-    for (const struct job *j = h->head; j; j = j->next)
-        if (j->kind == JOB_RUN && !j->owed_to && j->epoch < min)
-            min = j->epoch;
-    return min;
-}
-
-/* A fence of epoch is held up by jobs of older epochs: those that wait behind a crash's entry become
- * entries of the crash table themselves (shard__crash_defer_held), which then holds their key instead of
- * this worker's fence. Return: the oldest epoch left. Only called while some crash owes something. */
+/* A fence of epoch is held up by held jobs of older epochs that no crash owes (owed ones do not count:
+ * what a fence promises is about the jobs routed here, and the keys of owed jobs stay blocked by their
+ * crash's entries until they have run, so a fence never waits for a job stuck behind a crash). Those
+ * that wait behind a crash's entry become entries of the crash table themselves
+ * (shard__crash_defer_held), which then holds their key instead of this worker's fence. A deferral
+ * defers every job it may; only an entry made since, a job set aside since, or a later fence can give
+ * another one more to defer (a payment only ends waits), so it is not done again until then: every
+ * look at held items is a walk while a fence is held. Return: the oldest epoch left. Only called while
+ * some crash owes something. */
 static uint64_t defer_crash_blocked(struct shard_worker *w, uint64_t epoch)
 {
-    shard__crash_defer_held(&w->d->crash, &w->crash, w->own.held.head, epoch);
-    return held_min_epoch(&w->own.held);
+    struct held *h = &w->own.held;
+    struct crash_table *t = &w->d->crash;
+    uint64_t made = shard__crash_made(t); /* before the deferral's look: an entry made between is seen again */
+    if (made != w->own.deferred.made || h->unowed_in != w->own.deferred.unowed_in || epoch > w->own.deferred.epoch) {
+        w->own.deferred.made = made;
+        w->own.deferred.unowed_in = h->unowed_in;
+        w->own.deferred.epoch = epoch;
+        if (shard__crash_defer_held(t, &w->crash, h->head, epoch))
+            shard__held_owed_changed(h);
+    }
+    return shard__held_min_unowed_epoch(h);
 }
 
 /* Runs what may go now of key hash's held jobs, its first first. Return: false when the walk must
@@ -110,7 +113,7 @@ static void walk_all(struct shard_worker *w)
     if (atomic_load_explicit(&d->crash.entries, memory_order_acquire))
         shard__wait_on_crashes(w);
     struct walk k = { .controls = w->own.held.controls != 0 };
-    k.min_epoch = k.controls ? held_min_epoch(&w->own.held) : UINT64_MAX;
+    k.min_epoch = k.controls ? shard__held_min_unowed_epoch(&w->own.held) : UINT64_MAX;
     bool progress = false;
     uint64_t ran[32];
     size_t nran = 0;

@@ -164,3 +164,77 @@ Test(crash_table, a_fence_defers_a_keys_held_run_whole_and_in_order)
     cr_assert(shard__crash_settled(&t, &holder));
     shard__crash_table_destroy(&t);
 }
+
+/* What a fence waits for: the oldest epoch of a held job that no crash owes. It is kept as jobs come
+ * and go (a fence used to walk the whole list for it, twice a look, which under crash churn was most
+ * of the workers' time), so it is checked here against a walk after every step of a random run of
+ * pushes, removals, deferrals and take-alls. */
+static uint64_t walked_min(const struct held *h)
+{
+    uint64_t min = UINT64_MAX;
+    for (const struct job *j = h->head; j; j = j->next)
+        if (j->kind == JOB_RUN && !j->owed_to && j->epoch < min)
+            min = j->epoch;
+    return min;
+}
+
+Test(crash_table, the_oldest_unowed_epoch_held_is_kept_through_every_change)
+{
+    enum { N = 64, STEPS = 20000 };
+    struct crash_table t;
+    struct crash_record x, holder;
+    shard__crash_table_init(&t);
+    shard__crash_record_init(&x);
+    shard__crash_record_init(&holder);
+    struct job j[N];
+    bool in[N] = { false };
+    struct held h;
+    shard__held_init(&h, NULL);
+    unsigned seed = 12345, deferred = 0, recomputed_after_remove = 0;
+    for (int step = 0; step < STEPS; step++) {
+        seed = seed * 1103515245u + 12345u;
+        unsigned r = seed >> 16, i = r % N;
+        if (!in[i] && r % 7 != 0) {
+            /* Epochs from a narrow window, so that several jobs share the oldest; a key from 8, so
+             * that deferrals find entries; a few owed already (rerouted), pushed to the front. */
+            j[i] = job(i, 10 + (r >> 6) % 5);
+            j[i].hash = KEY + (r >> 9) % 8;
+            if ((r >> 12) % 5 == 0) {
+                shard__crash_owe_list(&t, &x, &j[i]);
+                shard__held_push_prio(&h, &j[i]);
+            } else {
+                shard__held_push_back(&h, &j[i]);
+            }
+            in[i] = true;
+        } else if (in[i] && r % 7 != 0) {
+            bool was_min = !j[i].owed_to && j[i].epoch == walked_min(&h);
+            shard__held_remove(&h, &j[i]);
+            if (j[i].owed_to)
+                shard__crash_paid(&t, &j[i]);
+            in[i] = false;
+            recomputed_after_remove += was_min && walked_min(&h) != j[i].epoch;
+        } else if (r % 14 == 0) {
+            /* A stuck job on one key, and a fence's deferral of what waits behind it. */
+            if (!x.stuck.in_table)
+                shard__crash_stick(&t, &x, KEY + (r >> 5) % 8);
+            size_t n = shard__crash_defer_held(&t, &holder, h.head, 10 + (r >> 8) % 6);
+            deferred += (unsigned)n;
+            if (n)
+                shard__held_owed_changed(&h);
+        } else {
+            /* Everything leaves at once (a crash takes a worker's held jobs); the stuck job returns. */
+            for (struct job *k = shard__held_take_all(&h), *next; k; k = next) {
+                next = k->next;
+                if (k->owed_to)
+                    shard__crash_paid(&t, k);
+                in[k - j] = false;
+            }
+            if (x.stuck.in_table)
+                shard__crash_paid(&t, &x.stuck);
+        }
+        cr_assert_eq(shard__held_min_unowed_epoch(&h), walked_min(&h), "step %d", step);
+    }
+    cr_assert_gt(deferred, 100, "deferrals made jobs owed (%u)", deferred);
+    cr_assert_gt(recomputed_after_remove, 100, "removals of the last oldest job (%u)", recomputed_after_remove);
+    shard__crash_table_destroy(&t);
+}
