@@ -74,6 +74,7 @@ static void insert(struct crash_table *t, struct crash_record *c, struct job *j)
 
 static bool remove_entry(struct crash_table *t, struct job *j)
 {
+    SHARD_CHECK_HELD(&stripe_of(t, j->hash)->lock);
     struct keymap *owed = &t->owed;
     bool first = shard__keymap_first(owed, j->hash) == j;
     shard__keymap_remove(owed, j);
@@ -280,7 +281,7 @@ void shard__crash_owe_list(struct crash_table *t, struct crash_record *x, struct
 }
 
 size_t shard__crash_defer_held(struct crash_table *t, struct crash_record *holder, struct job *held,
-                               uint64_t epoch)
+                               uint64_t epoch, uint64_t *made)
 {
     /* One lock for the whole walk: a key's held jobs of one epoch are then all deferred, in their
      * held order, or none is. Deciding job by job let a crash add an entry for the key between two of
@@ -294,13 +295,14 @@ size_t shard__crash_defer_held(struct crash_table *t, struct crash_record *holde
             insert(t, holder, j);
             n++;
         }
+    *made = atomic_load_explicit(&t->made, memory_order_relaxed); /* exact: no entry is made meanwhile */
     unlock_all(t);
     return n;
 }
 
 uint64_t shard__crash_made(struct crash_table *t)
 {
-    return atomic_load_explicit(&t->made, memory_order_acquire);
+    return atomic_load_explicit(&t->made, memory_order_relaxed);
 }
 
 bool shard__crash_paid(struct crash_table *t, struct job *j)

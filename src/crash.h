@@ -98,15 +98,18 @@ void shard__crash_stick(struct crash_table *t, struct crash_record *x, uint64_t 
  * each until it has run. */
 void shard__crash_owe_list(struct crash_table *t, struct crash_record *x, struct job *list);
 /* How many entries were ever made: a change count. An entry made after a look that found none to
- * wait behind is what can make a job wait behind one (a payment only ends waits). acquire: pairs
- * with the stripe lock's release after the entry was made, through whatever told the reader of it. */
+ * wait behind is what can make a job wait behind one (a payment only ends waits). Read without a
+ * lock: a change count compared with one read under every lock (shard__crash_defer_held); an entry
+ * being made meanwhile may be missed, as by a look that took the locks just before it, and the event
+ * that makes it matter to a holder wakes that holder to look again (handoff.c). */
 uint64_t shard__crash_made(struct crash_table *t);
 /* Each job of the held list (through next) that runs, is not owed, is of an epoch below epoch, and
  * has an older entry of its key before it becomes an entry too, charged to its holder's record, and
  * stops counting for the holder's fences. Under one lock: a key's jobs of one epoch all become owed,
- * in list order, or none does. Return: how many became entries. */
+ * in list order, or none does. *made: shard__crash_made as of the look (exact: under every lock), the
+ * entries made just now included. Return: how many became entries. */
 size_t shard__crash_defer_held(struct crash_table *t, struct crash_record *holder, struct job *held,
-                             uint64_t epoch);
+                               uint64_t epoch, uint64_t *made);
 
 /* Remove an entry: j has run or was dropped; or x's stuck job returned. Return: whether the key's
  * first entry changed (some held job may run now). */

@@ -10,7 +10,7 @@ void shard__held_init(struct held *h, struct throttle *throttle)
     h->min_epoch = UINT64_MAX;
     h->at_min = 0;
     h->min_known = true;
-    h->unowed_in = 0;
+    h->unowed_since = UINT64_MAX;
     shard__keymap_init(&h->keys, KEYMAP_HELD);
     h->throttle = throttle;
     h->throttled = (struct throttle_holder){ 0 };
@@ -20,7 +20,8 @@ void shard__held_init(struct held *h, struct throttle *throttle)
 static void key_in(struct held *h, struct job *j)
 {
     if (!j->owed_to) {
-        h->unowed_in++;
+        if (j->epoch < h->unowed_since)
+            h->unowed_since = j->epoch;
         if (h->min_known && j->epoch < h->min_epoch) {
             h->min_epoch = j->epoch;
             h->at_min = 1;
@@ -143,9 +144,7 @@ struct job *shard__held_take_all(struct held *h)
     bool was_full = h->throttle && h->throttle->limit && h->njobs >= h->throttle->limit;
     if (h->throttle)
         shard__throttle_release_all(h->throttle, &h->throttled);
-    uint64_t unowed_in = h->unowed_in; /* a change count: never goes back */
     shard__held_init(h, h->throttle);
-    h->unowed_in = unowed_in;
     if (was_full)
         shard__throttle_ease(h->throttle); /* as in shard__held_remove */
     return all;

@@ -32,7 +32,8 @@ struct held {
     uint64_t      min_epoch;  /* while min_known: that epoch (UINT64_MAX: no such job) */
     size_t        at_min;     /* while min_known: how many such jobs are of min_epoch */
     bool          min_known;
-    uint64_t      unowed_in;  /* user jobs set aside that no crash owed, ever: a change count */
+    uint64_t      unowed_since; /* the oldest epoch of a user job set aside that no crash owed since
+                                 * the owner last cleared it (walk.c's deferral), UINT64_MAX: none */
     struct throttle *throttle;          /* where the keys are throttled (NULL: nowhere) */
     struct throttle_holder throttled;   /* the keys this holder throttles */
 };

@@ -103,7 +103,9 @@ Test(crash_table, a_deferred_run_keeps_its_place_behind_the_owed_jobs_of_its_epo
     shard__held_init(&h, NULL);
     for (int i = 0; i < 3; i++)
         shard__held_push_back(&h, &d[i]);
-    shard__crash_defer_held(&t, &holder, h.head, EPOCH + 1);
+    uint64_t made;
+    shard__crash_defer_held(&t, &holder, h.head, EPOCH + 1, &made);
+    cr_assert_eq(made, shard__crash_made(&t), "the count as of the look, its own entries included");
     for (int i = 0; i < 3; i++)
         cr_assert(d[i].owed_to == &holder, "job %d is behind the stuck job", i);
     for (int i = 0; i < 3; i++)
@@ -150,7 +152,9 @@ Test(crash_table, a_fence_defers_a_keys_held_run_whole_and_in_order)
     shard__held_push_back(&h, &other);
     shard__held_push_back(&h, &k2);
     shard__held_push_back(&h, &k_new);
-    shard__crash_defer_held(&t, &holder, h.head, EPOCH + 1);
+    uint64_t made;
+    shard__crash_defer_held(&t, &holder, h.head, EPOCH + 1, &made);
+    cr_assert_eq(made, shard__crash_made(&t), "the count as of the look, its own entries included");
     cr_assert(k1.owed_to == &holder && k2.owed_to == &holder, "the key's run behind the stuck job");
     cr_assert(k1.owe_seq < k2.owe_seq, "in held order");
     cr_assert_null(other.owed_to, "a key with no entry is not deferred");
@@ -217,7 +221,8 @@ Test(crash_table, the_oldest_unowed_epoch_held_is_kept_through_every_change)
             /* A stuck job on one key, and a fence's deferral of what waits behind it. */
             if (!x.stuck.in_table)
                 shard__crash_stick(&t, &x, KEY + (r >> 5) % 8);
-            size_t n = shard__crash_defer_held(&t, &holder, h.head, 10 + (r >> 8) % 6);
+            uint64_t made;
+            size_t n = shard__crash_defer_held(&t, &holder, h.head, 10 + (r >> 8) % 6, &made);
             deferred += (unsigned)n;
             if (n)
                 shard__held_owed_changed(&h);
