@@ -2,11 +2,10 @@
  * UNLINK, EXISTS, TYPE): what each does with a key's data on its worker. SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * A keyed command's part runs on the worker owning its key, with that worker's store: no lock. A
- * command of several keys (MSET, DEL, MGET...) is applied key by key, each on its own worker in order
- * with that key's other commands: not atomic across them, as Redis's MSET is; inside MULTI it is
- * (txn.c). A command can be made atomic by its table entry's `atomic` (every key held by one
- * multi-key job): not yet for MSET and DEL, whose parts, under a pipelined load over hot keys, wait
- * set aside behind each other's claims at a cost that grows with how many wait (docs/performance.md). */
+ * command of several keys is a part a key, each run on its key's worker in order with that key's
+ * other commands. Those whose table entry says `atomic` (MSET, DEL, UNLINK) run as one multi-key job,
+ * every key held until all are done, as Redis's (request.c, txn.c); the others (MGET, EXISTS) read
+ * key by key, not as one snapshot (inside MULTI they are one). */
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
