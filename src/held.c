@@ -10,6 +10,7 @@ void shard__held_init(struct held *h, struct throttle *throttle)
     h->min_epoch = UINT64_MAX;
     h->at_min = 0;
     h->min_known = true;
+    h->deferred_made = h->deferred_epoch = 0;
     h->unowed_since = UINT64_MAX;
     shard__keymap_init(&h->keys, KEYMAP_HELD);
     h->throttle = throttle;
@@ -131,6 +132,15 @@ uint64_t shard__held_min_unowed_epoch(struct held *h)
     }
     h->min_known = true;
     return h->min_epoch;
+}
+
+bool shard__held_defer_due(struct held *h, uint64_t made, uint64_t epoch)
+{
+    if (made == h->deferred_made && h->unowed_since >= epoch && epoch <= h->deferred_epoch)
+        return false;
+    h->deferred_epoch = epoch;
+    h->unowed_since = UINT64_MAX;
+    return true;
 }
 
 void shard__held_owed_changed(struct held *h)

@@ -32,8 +32,11 @@ struct held {
     uint64_t      min_epoch;  /* while min_known: that epoch (UINT64_MAX: no such job) */
     size_t        at_min;     /* while min_known: how many such jobs are of min_epoch */
     bool          min_known;
-    uint64_t      unowed_since; /* the oldest epoch of a user job set aside that no crash owed since
-                                 * the owner last cleared it (walk.c's deferral), UINT64_MAX: none */
+    /* What the last deferral behind crash entries saw (shard__held_defer_due): the crash table's
+     * entries made and the fence's epoch; and since it (or since the list was made or taken whole), the
+     * oldest epoch of a user job set aside that no crash owed (UINT64_MAX: none). */
+    uint64_t      deferred_made, deferred_epoch;
+    uint64_t      unowed_since;
     struct throttle *throttle;          /* where the keys are throttled (NULL: nowhere) */
     struct throttle_holder throttled;   /* the keys this holder throttles */
 };
@@ -56,6 +59,12 @@ void shard__held_remove(struct held *h, struct job *j);
 /* The oldest epoch of a held user job that no crash owes (UINT64_MAX: none). O(1) but after the last
  * job of the oldest epoch left or held jobs became owed: then O(held), once. */
 uint64_t shard__held_min_unowed_epoch(struct held *h);
+/* Whether held jobs must be looked at again for deferral behind crash entries (crash.h's
+ * shard__crash_defer_held) before a fence of epoch: a deferral defers every job it may, and a payment
+ * only ends waits, so only an entry made since the last one (made: the table's count now), a job older
+ * than the fence set aside since, or a later fence can give it more to defer. When it says so, it notes
+ * the fence; the caller then defers with &h->deferred_made. */
+bool shard__held_defer_due(struct held *h, uint64_t made, uint64_t epoch);
 /* Held jobs have become owed (a crash table entry made of them: crash.c's shard__crash_defer_held):
  * the oldest epoch is found again when next asked. */
 void shard__held_owed_changed(struct held *h);

@@ -10,21 +10,17 @@
  * what a fence promises is about the jobs routed here, and the keys of owed jobs stay blocked by their
  * crash's entries until they have run, so a fence never waits for a job stuck behind a crash). Those
  * that wait behind a crash's entry become entries of the crash table themselves
- * (shard__crash_defer_held), which then holds their key instead of this worker's fence. A deferral
- * defers every job it may; a payment only ends waits, so only an entry made since, a job of an older
- * epoch set aside since, or a later fence can give another one more to defer: until then it is not
- * done again (every look at held items is a walk while a fence is held). Return: the oldest epoch
- * left. Only called while some crash owes something. */
+ * (shard__crash_defer_held), which then holds their key instead of this worker's fence; not again
+ * while nothing can have given it more to defer (held.h's shard__held_defer_due): every look at held
+ * items is a walk while a fence is held. Return: the oldest epoch left. Only called while some crash
+ * owes something. */
 static uint64_t defer_crash_blocked(struct shard_worker *w, uint64_t epoch)
 {
     struct held *h = &w->own.held;
     struct crash_table *t = &w->d->crash;
-    if (shard__crash_made(t) != w->own.deferred.made || h->unowed_since < epoch || epoch > w->own.deferred.epoch) {
-        w->own.deferred.epoch = epoch;
-        h->unowed_since = UINT64_MAX;
-        if (shard__crash_defer_held(t, &w->crash, h->head, epoch, &w->own.deferred.made))
-            shard__held_owed_changed(h);
-    }
+    if (shard__held_defer_due(h, shard__crash_made(t), epoch) &&
+        shard__crash_defer_held(t, &w->crash, h->head, epoch, &h->deferred_made))
+        shard__held_owed_changed(h);
     return shard__held_min_unowed_epoch(h);
 }
 

@@ -50,9 +50,6 @@ struct worker_own {
     struct job      *spare;         /* spare records (record.c) */
     uint32_t         nspare;        /* length of spare */
     bool             crash_stuck;   /* set by the crash: the running job holds a stuck entry */
-    /* What the last deferral of held jobs behind crash entries saw (walk.c's defer_crash_blocked): the
-     * crash table's entries made, and the fence's epoch. */
-    struct { uint64_t made, epoch; } deferred;
 };
 
 /* Atomics (ordering at the access): what its held jobs wait for, and the kicks that wake them. */
