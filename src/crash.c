@@ -33,13 +33,12 @@ void shard__crash_table_init(struct crash_table *t)
 {
     for (size_t i = 0; i < CRASH_STRIPES; i++) {
         pthread_mutex_init(&t->stripe[i].lock, NULL);
-        t->stripe[i].owe_seq = 0;
+        atomic_init(&t->stripe[i].owe_seq, 0);
     }
     shard__keymap_init(&t->owed, KEYMAP_CRASH);
     for (size_t i = 0; i < CRASH_FILTER_BUCKETS; i++)
         atomic_init(&t->filter[i], 0);
     atomic_init(&t->entries, 0);
-    atomic_init(&t->made, 0);
     t->visit = 0;
 }
 
@@ -61,15 +60,16 @@ void shard__crash_record_init(struct crash_record *c)
  * key's entries only, so its stripe's count does. */
 static void insert(struct crash_table *t, struct crash_record *c, struct job *j)
 {
-    SHARD_CHECK_HELD(&stripe_of(t, j->hash)->lock);
+    struct crash_stripe *s = stripe_of(t, j->hash);
+    SHARD_CHECK_HELD(&s->lock);
     j->owed_to = c;
     j->in_table = true;
-    j->owe_seq = ++stripe_of(t, j->hash)->owe_seq;
+    j->owe_seq = atomic_load_explicit(&s->owe_seq, memory_order_relaxed) + 1;
+    atomic_store_explicit(&s->owe_seq, j->owe_seq, memory_order_relaxed);
     shard__keymap_insert(&t->owed, j);
     atomic_fetch_add_explicit(&c->owed, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(bucket(t, j->hash), 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&t->entries, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&t->made, 1, memory_order_relaxed);
 }
 
 static bool remove_entry(struct crash_table *t, struct job *j)
@@ -295,14 +295,17 @@ size_t shard__crash_defer_held(struct crash_table *t, struct crash_record *holde
             insert(t, holder, j);
             n++;
         }
-    *made = atomic_load_explicit(&t->made, memory_order_relaxed); /* exact: no entry is made meanwhile */
+    *made = shard__crash_made(t); /* exact: no entry is made while every lock is held */
     unlock_all(t);
     return n;
 }
 
 uint64_t shard__crash_made(struct crash_table *t)
 {
-    return atomic_load_explicit(&t->made, memory_order_relaxed);
+    uint64_t made = 0;
+    for (size_t i = 0; i < CRASH_STRIPES; i++)
+        made += atomic_load_explicit(&t->stripe[i].owe_seq, memory_order_relaxed);
+    return made;
 }
 
 bool shard__crash_paid(struct crash_table *t, struct job *j)

@@ -46,14 +46,16 @@
 /* S: under the lock of the stripe of the entry's key; A: every stripe's lock. */
 struct crash_stripe {
     _Alignas(64) pthread_mutex_t lock;
-    uint64_t owe_seq; /* S: stamps its keys' entries in the order they are made */
+    /* Stamps its keys' entries in the order they are made: S to change (a load and a store under the
+     * lock); read lock-free, summed over the stripes, as the count of entries ever made
+     * (shard__crash_made). */
+    _Atomic uint64_t owe_seq;
 };
 
 struct crash_table {
     struct crash_stripe stripe[CRASH_STRIPES];
     struct keymap    owed;                           /* S: KEYMAP_CRASH (a key's bucket: its stripe) */
     _Atomic uint32_t entries;                        /* S to change; read lock-free */
-    _Atomic uint64_t made;                           /* entries ever made: S to change; read lock-free */
     uint64_t         visit;                          /* A: the last walk of shard__crash_stuck_key (its marks) */
     _Atomic uint32_t filter[CRASH_FILTER_BUCKETS];   /* S to change; read lock-free */
 };
@@ -97,7 +99,7 @@ void shard__crash_stick(struct crash_table *t, struct crash_record *x, uint64_t 
 /* Rerouted jobs of x (a list through next; only JOB_RUN jobs not yet owed are taken): x owes
  * each until it has run. */
 void shard__crash_owe_list(struct crash_table *t, struct crash_record *x, struct job *list);
-/* How many entries were ever made: a change count. An entry made after a look that found none to
+/* How many entries were ever made (the stripes' owe_seq, summed): a change count. An entry made after a look that found none to
  * wait behind is what can make a job wait behind one (a payment only ends waits). Read without a
  * lock: a change count compared with one read under every lock (shard__crash_defer_held); an entry
  * being made meanwhile may be missed, as by a look that took the locks just before it, and the event
