@@ -359,8 +359,10 @@ SHARD_API int shard_worker_crash(shard_dispatcher *d, const char *name, enum sha
     publish(d, &c);
     /* What x's returned jobs submitted goes now, not when a job of its batch stuck after them returns. */
     shard__outbox_rescue(x);
-    shard__crash_handover(d, x, policy, &ho);
+    /* Its timers before its queue: the hand-over ends with x epochless, and from then on its keys'
+     * next jobs run (a rerouted one may arm a timer of its key, due before the ones x held are placed). */
     shard__timers_crash(d, x, policy);
+    shard__crash_handover(d, x, policy, &ho);
     push_fences(&c);
 out:
     shard__ctl_unlock(d);

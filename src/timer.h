@@ -33,8 +33,10 @@ uint64_t shard__timers_next(struct shard_worker *w);
  * after_index; -1: w left the ring, and then takes no timer again) to their owners in the ring in
  * force. Context: W, w->lock held. */
 void shard__timers_release(struct shard_worker *w, const struct snap *after, long after_index);
-/* A crash of x, once the ring without it is published: x's timers go to their keys' owners (REROUTE)
- * or to on_dropped (DROP); x takes no timer again. Context: the control thread. */
+/* A crash of x, once the ring without it is published and before its queue is handed over (which
+ * lets its keys' next jobs run): x's timers go to their keys' owners (REROUTE), whose fire jobs wait
+ * for that hand-over as any job of those keys does, or to on_dropped (DROP); x takes no timer again.
+ * Context: the control thread. */
 void shard__timers_crash(shard_dispatcher *d, struct shard_worker *x, enum shard_crash_policy policy);
 /* Timers in w's wheel now. Context: any thread while w lives. */
 uint64_t shard__timers_pending(struct shard_worker *w);

@@ -4,8 +4,15 @@
  * failed: the first timer handed over woke it, and it ran what had arrived before the rest, which the
  * crash handed over in the wheel's slot order), must run them in deadline order, each once. Many
  * timers, and a new owner that polls (poll_us), so that the hand-over outlasts the owner's look at its
- * wheel: the old code failed in the first round or two. Repeated ROUNDS times, each on a new
- * dispatcher.
+ * wheel: the old code failed in the first round or two.
+ *
+ * And a timer the crashed worker's wheel held runs before one armed later by a job the crash rerouted
+ * (round_rearmed). The crash used to hand the wheel on after the queue: the rerouted job ran, armed
+ * its timer and that one fired while the crash was still sorting the old wheel. Here the old wheel
+ * holds FILLERS cancelled timers due before the key's, which the crash must sort and free first; the
+ * old code failed every round. player_sessions found it as logouts of sessions already logged out.
+ *
+ * Each repeated ROUNDS times, on a new dispatcher each time.
  *
  *   stress_timer_crash_order [ROUNDS]   default 20 */
 #include <pthread.h>
@@ -107,12 +114,81 @@ static void round_once(int round)
     shard_dispatcher_destroy(d);
 }
 
+/* The rerouted job's and the old wheel's timer, in the order they ran: 1 the old, 2 the new. */
+static atomic_int rearmed_order[2], rearmed_runs;
+static char probe[32];
+static shard_dispatcher *probe_d;
+
+static void probe_shot(shard_worker *w, void *arg)
+{
+    (void)w;
+    int n = atomic_fetch_add(&rearmed_runs, 1);
+    if (n < 2)
+        atomic_store(&rearmed_order[n], (int)(intptr_t)arg);
+}
+
+/* Runs on the new owner after the crash rerouted it: arms the key's second timer, due at once. */
+static void probe_job(shard_worker *w, void *arg)
+{
+    (void)w;
+    (void)arg;
+    CHECK(shard_submit_after(probe_d, probe, strlen(probe), 0, probe_shot, (void *)(intptr_t)2, NULL) == 0,
+          "arm the second timer");
+}
+
+static void round_rearmed(int round)
+{
+    const int fillers = STRESS_SANITIZED ? 30000 : 100000;
+    shard_dispatcher *d;
+    struct shard_config cfg = { .workers = 2, .poll_us = 1000000 };
+    CHECK(shard_dispatcher_create(&d, &cfg) == 0, "create");
+    probe_d = d;
+    shard_ring *r;
+    CHECK(shard_dispatcher_ring(d, &r) == 0, "ring");
+    char held[32], filler[32];
+    key_of(r, "w0", "held", held);
+    key_of(r, "w0", "filler", filler);
+    key_of(r, "w0", "probe", probe);
+    shard_ring_destroy(r);
+    atomic_store(&rearmed_runs, 0);
+
+    CHECK(shard_submit(d, held, strlen(held), blocker, NULL) == 0, "submit the blocker");
+    sem_wait(&inside);
+    /* Cancelled from this thread, not w0's: each stays in w0's wheel until its deadline, which w0,
+     * held, never reaches. All due before the probe's first timer, so sorted ahead of it. */
+    for (int i = 0; i < fillers; i++) {
+        shard_timer t;
+        CHECK(shard_submit_after(d, filler, strlen(filler), MS, probe_shot, NULL, &t) == 0, "arm filler %d", i);
+        CHECK(shard_timer_cancel(d, t) == 0, "cancel filler %d", i);
+    }
+    uint64_t due = now_ns() + 2 * MS;
+    CHECK(shard_submit_after(d, probe, strlen(probe), 2 * MS, probe_shot, (void *)(intptr_t)1, NULL) == 0,
+          "arm the first timer");
+    CHECK(shard_submit(d, probe, strlen(probe), probe_job, NULL) == 0, "submit the probe job");
+    /* Time passing, not synchronisation: the first timer must be overdue at the crash, so due before
+     * the second, which the probe job arms after it. */
+    while (now_ns() < due + 2 * MS)
+        stress_pause_ms(1);
+    CHECK(shard_worker_crash(d, "w0", SHARD_CRASH_REROUTE) == 0, "crash w0");
+    sem_post(&gate);
+    while (atomic_load(&rearmed_runs) < 2)
+        CHECK(shard_drain(d) == 0, "drain");
+    CHECK(shard_drain(d) == 0, "drain");
+    CHECK(atomic_load(&rearmed_runs) == 2, "round %d: the key's timers ran %d times, not 2", round,
+          atomic_load(&rearmed_runs));
+    CHECK(atomic_load(&rearmed_order[0]) == 1 && atomic_load(&rearmed_order[1]) == 2,
+          "round %d: the timer armed by the rerouted job ran before the crashed wheel's, due earlier", round);
+    shard_dispatcher_destroy(d);
+}
+
 int main(int argc, char **argv)
 {
     int rounds = argc > 1 ? atoi(argv[1]) : 20;
     sem_init(&inside, 0, 0);
     sem_init(&gate, 0, 0);
-    for (int i = 0; i < rounds && !atomic_load(&stress_failures); i++)
+    for (int i = 0; i < rounds && !atomic_load(&stress_failures); i++) {
         round_once(i);
+        round_rearmed(i);
+    }
     return stress_result("stress_timer_crash_order");
 }
