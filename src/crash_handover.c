@@ -63,10 +63,12 @@ struct reroute_memo {
  * that owner has passed that fence already (then the one after it, and so on). Routing j to the
  * owner in the ring now instead would leave the key's state split: j's on that owner, the next
  * epoch's jobs (which wait for j) run where they were routed. Returns the worker, or NULL for the
- * key's owner in the ring now: when that is where the state goes, or the kept snapshots do not reach
- * back to j's epoch. Walks back from the ring now to j's epoch, then forward along `next`: O(changes
- * since j's epoch). Context: ctl and d->lock held (`next` and a worker's `passed` move under d->lock,
- * so the worker cannot pass that fence before j is in its inbox). */
+ * key's owner in the ring now, when that is where the state goes. Walks back from the ring now to j's
+ * epoch, then forward along `next`: O(changes since j's epoch). The kept snapshots may not reach back
+ * to j's epoch (j was deferred behind a crash entry, and x passed later fences): every fence of the
+ * snapshots dropped was passed, so the owners in them have handed the key on, and the walk starts
+ * at the oldest kept. Context: ctl and d->lock held (`next` and a worker's `passed` move under
+ * d->lock, so the worker cannot pass that fence before j is in its inbox). */
 static struct shard_worker *reroute_target(shard_dispatcher *d, struct shard_worker *x, const struct job *j,
                                            const struct snap *now, struct reroute_memo *m)
 {
@@ -76,11 +78,11 @@ static struct shard_worker *reroute_target(shard_dispatcher *d, struct shard_wor
         (!m->w || shard__worker_passed(m->w) < m->lost))
         return m->w;
     *m = (struct reroute_memo){ .hash = j->hash, .epoch = j->epoch, .valid = true };
-    const struct snap *s = now, *after = NULL; /* after: the snapshot right after j's epoch */
+    const struct snap *s = now, *after = NULL; /* after: the oldest snapshot after j's epoch kept */
     for (; s && s->epoch > j->epoch; s = atomic_load_explicit(&s->prev, memory_order_relaxed))
         after = s;
-    if (!s || s->epoch != j->epoch || !after)
-        return NULL; /* the chain is cut above j's epoch, or j is of the ring now */
+    if (!after)
+        return NULL; /* j is of the ring now */
     for (const struct snap *t = after; t && t != now;) {
         struct shard_worker *w = owner_in(t, j);
         int st = shard__worker_state(w);

@@ -15,7 +15,10 @@
  *      stuck job of that key still follow it (destroy lets every fence pass before stopping anyone);
  *  11. a lagging worker crashes with jobs of a key it had lost and got back: its old job runs where
  *      the key went next, before that worker's own jobs of the key, so the key's state is never split
- *      (it ran on the key's owner at the crash, and the next epoch's job found no state).
+ *      (it ran on the key's owner at the crash, and the next epoch's job found no state);
+ *  12. as 11, the old job deferred behind a stuck job, so that the rings from its epoch on were no
+ *      longer kept at the crash (it went to the key's owner at the crash; player_sessions saw it as
+ *      a packet before its handed-over session, under load).
  *   stress_hostile [N]   runs scenario N alone (default: all) */
 #include <errno.h>
 #include <pthread.h>
@@ -728,6 +731,66 @@ static void lagging_crash_with_a_key_that_came_back(void)
     shard_dispatcher_destroy(d);
 }
 
+/* ---- 12. as 11, with the crashed worker's job older than every ring still kept ---- */
+
+static sem_t gate12, started12;
+
+static void crash_with_a_job_older_than_the_kept_rings(void)
+{
+    scenario = "a lagging worker crashes holding a deferred job older than every ring still kept";
+    struct shard_config cfg = { .workers = 4, .on_release = release11 };
+    shard_dispatcher *d;
+    CHECK(shard_dispatcher_create(&d, &cfg) == 0, "create");
+    shard_ring *r0 = ring_plus(d, NULL, NULL), *r1 = ring_plus(d, NULL, "w3"), *r2 = ring_plus(d, "b", "w3"),
+               *r3 = ring_plus(d, "b", "w3");
+    shard_ring_add(r3, "a", 1);
+    for (unsigned i = 0;; i++) { /* k: w3's, w0's after w3's crash and b's add, then a's */
+        k11len = (size_t)snprintf(k11, sizeof k11, "k%u", i);
+        if (strcmp(shard_ring_owner(r0, k11, k11len), "w3") == 0 && strcmp(shard_ring_owner(r1, k11, k11len), "w0") == 0 &&
+            strcmp(shard_ring_owner(r2, k11, k11len), "w0") == 0 && strcmp(shard_ring_owner(r3, k11, k11len), "a") == 0)
+            break;
+    }
+    char g[24], ga[24];
+    size_t gl = find_key3(g, r2, "w0", r3, "w0", NULL, NULL), gal = find_key(ga, r3, "a", NULL, NULL);
+    memset(&state11, 0, sizeof state11);
+    atomic_store(&missing11, 0);
+    atomic_store(&order11, 0);
+    ran11_on[0] = '\0';
+    sem_t *stuck[] = { &started12, &gate12 }, *gate_w0[] = { &started11, &gate11 }, *gate_a[] = { &started11a, &gate11a };
+    CHECK(shard_submit(d, k11, k11len, gate_job11, stuck) == 0, "submit the stuck job");
+    CHECK(wait_sem(&started12), "the stuck job never started");
+    CHECK(shard_worker_crash(d, "w3", SHARD_CRASH_REROUTE) == 0, "crash w3");  /* epoch 2: k stuck, w0's */
+    CHECK(shard_submit(d, k11, k11len, job11, (void *)1) == 0, "submit 1");    /* w0 holds it behind the stuck job */
+    CHECK(shard_worker_add(d, "b", 1) == 0, "add b");                          /* epoch 3: w0 defers job 1 */
+    /* Every fence of epoch 3 passed (a drain waits for nothing of the stuck key): the next change drops
+     * the rings before it, job 1's included. */
+    CHECK(shard_drain(d) == 0, "drain");
+    CHECK(shard_submit(d, g, gl, gate_job11, gate_w0) == 0, "submit w0's gate");
+    CHECK(wait_sem(&started11), "w0's gate job never started");                 /* w0 lags from here on */
+    CHECK(shard_worker_add(d, "a", 1) == 0, "add a");                           /* epoch 4: k: w0 -> a */
+    CHECK(shard_submit(d, ga, gal, gate_job11, gate_a) == 0, "submit a's gate");
+    CHECK(wait_sem(&started11a), "a's gate job never started");                 /* a cannot reach its fences */
+    CHECK(shard_submit(d, k11, k11len, job11, (void *)2) == 0, "submit 2");     /* epoch 4: a's */
+    CHECK(shard_worker_remove(d, "a") == 0, "remove a");                        /* epoch 5: k: a -> w0 */
+    CHECK(shard_submit(d, k11, k11len, job11, (void *)3) == 0, "submit 3");     /* epoch 5: queued on w0 */
+    sem_post(&gate12); /* the stuck job returns: job 1 now waits for nothing but w0 */
+    /* Job 1 must go to a, which holds job 2 and hands the key's state on at its fence, although the
+     * rings from its epoch to a's are no longer kept. */
+    CHECK(shard_worker_crash(d, "w0", SHARD_CRASH_REROUTE) == 0, "crash w0");
+    sem_post(&gate11a);
+    CHECK(wait_sem(&done11), "job 3 never ran");
+    CHECK(strcmp(ran11_on, "a") == 0, "job 1 ran on %s, not on a, which held the key's next job", ran11_on);
+    CHECK(atomic_load(&missing11) == 0, "a job of the key found no state: it was split between workers");
+    CHECK(atomic_load(&order11) == 0, "the key's jobs ran out of order");
+    sem_post(&gate11);
+    CHECK(shard_drain(d) == 0, "drain");
+    shard_ring_destroy(r0);
+    shard_ring_destroy(r1);
+    shard_ring_destroy(r2);
+    shard_ring_destroy(r3);
+    shard_dispatcher_destroy(d);
+}
+
 int main(int argc, char **argv)
 {
     int only = argc > 1 ? atoi(argv[1]) : 0;
@@ -755,11 +818,14 @@ int main(int argc, char **argv)
     sem_init(&done11, 0, 0);
     sem_init(&gate11a, 0, 0);
     sem_init(&started11a, 0, 0);
+    sem_init(&gate12, 0, 0);
+    sem_init(&started12, 0, 0);
     void (*scenarios[])(void) = { stuck_then_add, crash_during_release_hook, destroy_while_hashing,
                                   cancel_while_waiting_for_room, submit_from_late_tls_destructor, max_workers,
                                   release_hook_and_deferred_job, drain_through_removed_worker, nested_hooks,
-                                  destroy_while_key_handed_over, lagging_crash_with_a_key_that_came_back };
-    for (int i = 0; i < 11; i++)
+                                  destroy_while_key_handed_over, lagging_crash_with_a_key_that_came_back,
+                                  crash_with_a_job_older_than_the_kept_rings };
+    for (int i = 0; i < 12; i++)
         if (!only || only == i + 1) {
             /* Each scenario its own watchdog: SHARD_MAX_WORKERS threads take 27 s under TSan on an
              * idle 2-core machine, and over 60 s beside a parallel test run (a whole-run alarm of 60 s
