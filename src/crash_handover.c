@@ -149,6 +149,7 @@ static void hand_over(shard_dispatcher *d, struct shard_worker *x, struct job *l
             continue;
         }
         if (policy == SHARD_CRASH_REROUTE) {
+            j->wait_snap = NULL; /* what it waited for on x */
             pthread_mutex_lock(&d->lock);
             struct shard_worker *w = reroute_target(d, x, j, now, &memo);
             if (w)

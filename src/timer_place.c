@@ -37,8 +37,8 @@ bool shard__timer_insert_into(struct shard_worker *w, uint32_t idx, uint64_t epo
 }
 
 /* Places timer idx in the wheel of its key's owner in the ring in force: for timers whose key's state
- * is where that ring says (a crash's, after its hand-over) or follows it there. Context: an RCU
- * read-side section. */
+ * is where that ring says or follows it there (a crash's: before its hand-over, and their fire jobs
+ * wait for it). Context: an RCU read-side section. */
 static void place(shard_dispatcher *d, uint32_t idx)
 {
     uint64_t hash = shard__timer_at(&d->timers, idx)->hash;

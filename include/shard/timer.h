@@ -16,8 +16,10 @@
  * when a key moves (add, remove, a new weight) its worker hands its timers to the new owner with the
  * key's state, at its release; a REROUTE crash moves the crashed worker's timers to their keys'
  * owners; a DROP crash gives each of them to shard_config.on_dropped, once (with the fn and arg of
- * the timer), as it does the jobs of the crashed worker's queue. A timer never runs twice, is never
- * lost, and never runs after shard_timer_cancel() returned 0 for it.
+ * the timer), before the jobs of the crashed worker's queue. A periodic timer whose run is the job
+ * still running on the crashed worker is not pending: when that run returns, it goes on at its key's
+ * owner, under either policy. A timer never runs twice, is never lost, and never runs after
+ * shard_timer_cancel() returned 0 for it.
  *
  * Lateness: a deadline is rounded up to the wheel's tick (2^16 ns, 65.5 us); a worker that is idle
  * sleeps until its next deadline (no polling), and one that is busy fires due timers between jobs, so
