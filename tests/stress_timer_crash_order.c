@@ -161,9 +161,9 @@ static void round_rearmed(int round)
         CHECK(shard_submit_after(d, filler, strlen(filler), MS, probe_shot, NULL, &t) == 0, "arm filler %d", i);
         CHECK(shard_timer_cancel(d, t) == 0, "cancel filler %d", i);
     }
-    uint64_t due = now_ns() + 2 * MS;
     CHECK(shard_submit_after(d, probe, strlen(probe), 2 * MS, probe_shot, (void *)(intptr_t)1, NULL) == 0,
           "arm the first timer");
+    uint64_t due = now_ns() + 2 * MS; /* its deadline is no later, however long the arm took */
     CHECK(shard_submit(d, probe, strlen(probe), probe_job, NULL) == 0, "submit the probe job");
     /* Time passing, not synchronisation: the first timer must be overdue at the crash, so due before
      * the second, which the probe job arms after it. */
