@@ -136,6 +136,7 @@ static void hand_over(shard_dispatcher *d, struct shard_worker *x, struct job *l
             continue;
         }
         SHARD_CHECK(origin_agrees(j));
+        j->wait_snap = NULL; /* what it waited for on x: wherever it goes, it waits for other things */
         /* A multi-key job's step is never dropped: the job has begun, and some of its steps may
          * have run (multi.c). It has no epoch of its own (0: reroute_target finds no ring of it): it
          * goes to its key's owner now and waits there, as when it was delivered (follow.c), for
@@ -144,12 +145,10 @@ static void hand_over(shard_dispatcher *d, struct shard_worker *x, struct job *l
          * and hands the state on at its fence, and the step must not run before. */
         if (j->origin == ORIGIN_MULTI_STEP) {
             j->moved_epoch = now->epoch;
-            j->wait_snap = NULL;
             shard__job_list_append(&lists[shard__ring_owner_index(now->ring, j->hash)], j);
             continue;
         }
         if (policy == SHARD_CRASH_REROUTE) {
-            j->wait_snap = NULL; /* what it waited for on x */
             pthread_mutex_lock(&d->lock);
             struct shard_worker *w = reroute_target(d, x, j, now, &memo);
             if (w)
