@@ -2,7 +2,8 @@
  * version (a hang, a use after free, or a job run out of turn); a hang is caught by a watchdog with
  * a message instead of the test's timeout. Plain program so that it also runs under TSan.
  *   1. a job stuck on a crashed worker, then a later add: only the stuck key waits;
- *   2. a crash while the worker runs its release hook: the keys it releases wait for the hook;
+ *   2. a crash while the worker runs its release hook: the keys it releases wait for the hook, their
+ *      timers (handed on by the crash before the hook returns) too;
  *   3. destroy while submits are hashing their key: they get -ESHUTDOWN, no use after free;
  *   4. a thread cancelled while it waits for room: destroy still returns;
  *   5. a submit from a TLS destructor after shard's own ran: the next grace period still ends;
@@ -150,8 +151,8 @@ static void stuck_then_add(void)
 
 /* ---- 2. crash during the release hook ---- */
 
-static sem_t hook_entered, hook_gate, probe_ran;
-static atomic_int hook_blocks, hook_returned, moved_runs, moved_early, moved_seen_by_probe;
+static sem_t hook_entered, hook_gate, probe_ran, timed_ran;
+static atomic_int hook_blocks, hook_returned, moved_runs, moved_early, moved_seen_by_probe, timed_runs, timed_early;
 
 static void release_hook(shard_worker *w, const struct shard_handoff *h, void *user)
 {
@@ -169,6 +170,17 @@ static void moved_job(shard_worker *w, void *arg)
     if (!atomic_load(&hook_returned))
         atomic_fetch_add(&moved_early, 1);
     atomic_fetch_add(&moved_runs, 1);
+}
+
+/* A timer of the released key, due while the hook runs: the crash hands it on before the queue, and
+ * it must still wait for the hook. */
+static void timed_job(shard_worker *w, void *arg)
+{
+    (void)w, (void)arg;
+    if (!atomic_load(&hook_returned))
+        atomic_fetch_add(&timed_early, 1);
+    atomic_fetch_add(&timed_runs, 1);
+    sem_post(&timed_ran);
 }
 
 static void probe(shard_worker *w, void *arg)
@@ -196,9 +208,12 @@ static void crash_during_release_hook(void)
             break;
     }
     CHECK(strcmp(shard_ring_owner(r3, k, kl), "w2") == 0, "key stays on w2");
+    shard_timer t;
+    CHECK(shard_submit_after(d, k, kl, SHARD_SECONDS(3600), timed_job, NULL, &t) == 0, "arm"); /* w0's wheel */
     atomic_store(&hook_blocks, 1);
     CHECK(shard_worker_add(d, "w2", 1) == 0, "add");
     CHECK(wait_sem(&hook_entered), "w0's release hook never ran");
+    CHECK(shard_timer_rearm(d, t, 0) == 0, "rearm in w0's wheel"); /* due now; w0, in its hook, cannot fire it */
     CHECK(shard_worker_crash(d, "w0", SHARD_CRASH_REROUTE) == 0, "crash");
     /* Both go to w2, in this order: when the probe runs, w2 has taken the moved job and either run
      * it or set it aside. */
@@ -210,6 +225,9 @@ static void crash_during_release_hook(void)
     CHECK(shard_drain(d) == 0, "drain");
     CHECK(atomic_load(&moved_runs) == 1 && atomic_load(&moved_early) == 0, "moved job: %d runs, %d early",
           atomic_load(&moved_runs), atomic_load(&moved_early));
+    CHECK(wait_sem(&timed_ran), "the released key's timer never ran");
+    CHECK(atomic_load(&timed_runs) == 1 && atomic_load(&timed_early) == 0, "the released key's timer: %d runs, %d while the hook ran",
+          atomic_load(&timed_runs), atomic_load(&timed_early));
     shard_ring_destroy(r1);
     shard_ring_destroy(r2);
     shard_ring_destroy(r3);
@@ -737,6 +755,17 @@ static void lagging_crash_with_a_key_that_came_back(void)
 
 static sem_t gate12, started12;
 
+/* Whether the worker named name is running a job (a crashed one's stuck job until it returns). */
+static bool worker_running(shard_dispatcher *d, const char *name)
+{
+    struct shard_worker_stats st[8];
+    long n = shard_dispatcher_worker_stats(d, st, 8);
+    for (long i = 0; i < n && i < 8; i++) /* n counts every worker, also beyond the 8 asked for */
+        if (strcmp(st[i].name, name) == 0)
+            return st[i].running;
+    return false;
+}
+
 static void crash_with_a_job_older_than_the_kept_rings(void)
 {
     scenario = "a lagging worker crashes holding a deferred job older than every ring still kept";
@@ -772,17 +801,11 @@ static void crash_with_a_job_older_than_the_kept_rings(void)
     /* The stuck job returns: job 1, owed, waits for nothing but w0 from here on, and runs wherever the
      * crash sends it at once. */
     sem_post(&gate12);
-    for (int tries = 0;; tries++) {
-        struct shard_worker_stats st[8];
-        long n = shard_dispatcher_worker_stats(d, st, 8);
-        bool running = false;
-        for (long i = 0; i < n && i < 8; i++) /* n counts every worker, also beyond the 8 asked for */
-            running |= strcmp(st[i].name, "w3") == 0 && st[i].running;
-        if (!running)
+    for (int tries = 0; worker_running(d, "w3"); tries++) {
+        if (tries == 20000) {
+            CHECK(false, "the stuck job did not return in 20 s");
             break;
-        CHECK(tries < 20000, "the stuck job did not return");
-        if (tries >= 20000)
-            break;
+        }
         stress_pause_ms(1);
     }
     CHECK(shard_worker_add(d, "a", 1) == 0, "add a");                           /* epoch 4: k: w0 -> a */
@@ -830,6 +853,7 @@ int main(int argc, char **argv)
     sem_init(&hook_entered, 0, 0);
     sem_init(&hook_gate, 0, 0);
     sem_init(&probe_ran, 0, 0);
+    sem_init(&timed_ran, 0, 0);
     sem_init(&hashing, 0, 0);
     sem_init(&cancel_gate, 0, 0);
     sem_init(&gate11, 0, 0);
