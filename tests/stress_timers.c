@@ -202,6 +202,18 @@ static void on_dropped(shard_job_fn fn, void *arg, void *user)
     atomic_fetch_add(&drop_seen, 1);
 }
 
+/* The DROP round's holding job: names its worker, and keeps it from its timers until released. */
+static _Atomic(const char *) held_on;
+static atomic_bool hold_released;
+
+static void hold_job(shard_worker *w, void *arg)
+{
+    (void)arg;
+    atomic_store(&held_on, shard_worker_name(w));
+    while (!atomic_load(&hold_released))
+        sched_yield();
+}
+
 int main(void)
 {
     struct shard_config cfg = { .workers = 3, .queue_capacity = 256, .on_dropped = on_dropped };
@@ -232,29 +244,35 @@ int main(void)
         free(recs[a]);
     }
 
-    /* DROP: timers held by the crashed worker go to on_dropped, the others run; each once. */
+    /* DROP: timers held by the crashed worker go to on_dropped, the others run; each once. The victim
+     * is held in a job from before the arms until after the crash, so its timers cannot fall due and
+     * run first, however slowly this thread gets from the arms to the crash. */
     enum { N = 400 };
     static struct timer_rec late[N];
     char k[24];
+    CHECK(shard_submit(disp, "hold", 4, hold_job, NULL) == 0, "submit the holding job");
+    while (!atomic_load(&held_on))
+        sched_yield(); /* until the holding job runs: it names the victim */
+    const char *victim = atomic_load(&held_on);
     for (int i = 0; i < N; i++) {
         late[i].key = i % KEYS;
         atomic_init(&late[i].frozen_runs, -1);
         CHECK(shard_submit_after(disp, k, kname(k, late[i].key), 30000000, timer_job, &late[i], NULL) == 0, "arm");
     }
-    CHECK(shard_drain(disp) == 0, "drain");
     struct shard_worker_stats ws[32];
     long n = shard_dispatcher_worker_stats(disp, ws, 32);
-    const char *victim = NULL;
-    for (long i = 0; i < n && i < 32 && !victim; i++)
-        if (ws[i].state == SHARD_WORKER_RUNNING && ws[i].timers > 0)
-            victim = ws[i].name;
-    CHECK(victim != NULL, "no worker holds a timer");
     int live = 0;
-    for (long i = 0; i < n && i < 32; i++)
+    long victim_timers = -1;
+    for (long i = 0; i < n && i < 32; i++) {
         live += ws[i].state == SHARD_WORKER_RUNNING;
+        if (strcmp(ws[i].name, victim) == 0)
+            victim_timers = (long)ws[i].timers;
+    }
+    CHECK(victim_timers > 0, "the held worker %s holds no timer (%ld)", victim, victim_timers);
     if (live < 2)
         CHECK(shard_worker_add(disp, "spare", 1) == 0, "add");
-    CHECK(victim && shard_worker_crash(disp, victim, SHARD_CRASH_DROP) == 0, "crash");
+    CHECK(shard_worker_crash(disp, victim, SHARD_CRASH_DROP) == 0, "crash");
+    atomic_store(&hold_released, true);
     for (int tries = 0;; tries++) {
         CHECK(shard_drain(disp) == 0, "drain");
         shard_dispatcher_stats(disp, &st);
