@@ -124,6 +124,10 @@ static void hand_over(shard_dispatcher *d, struct shard_worker *x, struct job *l
                       struct job_list *lists)
 {
     struct snap *now = atomic_load_explicit(&d->snap, memory_order_relaxed);
+    /* A multi-key job queued whole goes on as its parts, each a job of its key (multi.h). */
+    for (struct job *j = left; j; j = j->next)
+        if (j->kind == JOB_RUN && j->origin == ORIGIN_MULTI_WHOLE)
+            j = shard__multi_whole_split(j);
     /* x now owes each of its own jobs: other workers' jobs of those keys wait until it has run.
      * Jobs some other crash owes already stay owed to it. */
     if (policy == SHARD_CRASH_REROUTE)

@@ -36,6 +36,8 @@ enum job_origin {
     ORIGIN_TIMER,      /* a timer's arm or fire job (timer.c) */
     ORIGIN_MULTI_PART, /* a multi-key job's part (multi.c) */
     ORIGIN_MULTI_STEP, /* a multi-key job's step: never dropped (multi.c) */
+    ORIGIN_MULTI_WHOLE, /* a multi-key job queued whole, its keys all on one worker: taken as its parts
+                         * or run at once, never handed over as itself (multi.c) */
 };
 
 struct snap;

@@ -13,6 +13,13 @@
  * step claims its key again before it returns and delivers the next; the last runs the job's done
  * and pays every claim.
  *
+ * A job whose keys all have one owner when it is submitted goes there whole, as one job of its first
+ * key (shard__multi_whole): what its parts would be, queued one after another with nothing between
+ * them. Taken when every key may run there at once (run.c), it runs as that one job and claims
+ * nothing: its worker runs nothing else meanwhile, and no other worker may run a job of a key whose
+ * epoch is settled and that has no entry. Otherwise it is split into its parts in place (run.c, and a
+ * crash's leftovers), which then go as above. A crash while it runs claims every key for it.
+ *
  * Why nothing waits for ever. The parts of every multi-key job enter the queues under d->multi_lock,
  * so two multi-key jobs meet each key they share in one order (the order they took the lock: a key's
  * jobs run in queue order, epochs in rising order): call the earlier one older. A part waits only
@@ -25,7 +32,7 @@
  * its side list).
  *
  * Memory: one allocation a job: the multi, its parts, and two records per part, for a queue found
- * full and for its step (a job_block, so that the worker that runs a part or a step from such a record
+ * full (or, queued whole, for the whole job and its split) and for its step (a job_block, so that the worker that runs a part or a step from such a record
  * frees it as any record: the block goes with the last reference, the multi's own or a record's).
  * Blocks of jobs of few keys are kept in the dispatcher for the next job (d->pool). */
 #include <stdalign.h>
@@ -254,6 +261,68 @@ void shard__multi_part(shard_worker *w, void *arg)
     pthread_mutex_unlock(&m->lock);
     if (last)
         finish(m, w);
+}
+
+void shard__multi_whole(shard_worker *w, void *arg)
+{
+    struct multi *m = ((struct multi_part *)arg)->m;
+    if (m->step) {
+        for (uint32_t i = 0; i < m->n; i++) {
+            /* shard_job_key_hash: the step's key, as in a step of its own (the worker's field, which
+             * only its thread writes, and this is its thread). */
+            w->own.job_hash = m->parts[i].claim.hash;
+            m->step(w, m->arg, m->parts[i].key);
+        }
+        w->own.job_hash = m->parts[0].claim.hash;
+    }
+    if (m->fn)
+        m->fn(w, m->arg);
+}
+
+uint32_t shard__multi_whole_count(const void *arg)
+{
+    return ((const struct multi_part *)arg)->m->n;
+}
+
+uint64_t shard__multi_whole_hash(const void *arg, uint32_t i)
+{
+    return ((const struct multi_part *)arg)->m->parts[i].claim.hash;
+}
+
+struct job *shard__multi_whole_split(struct job *j)
+{
+    struct multi *m = ((struct multi_part *)j->arg)->m;
+    struct job_block *b = m->block;
+    struct job *last = j, *after = j->next;
+    j->fn = shard__multi_part;
+    j->origin = ORIGIN_MULTI_PART;
+    for (uint32_t i = 1; i < m->n; i++) {
+        /* A record of the block: with the one the whole job may have taken for a full queue, and one
+         * a step, the block's 2n (multi_layout.h). */
+        struct job *r = &b->recs[b->used++];
+        *r = (struct job){ .fn = shard__multi_part, .arg = &m->parts[i], .hash = m->parts[i].claim.hash,
+                           .epoch = j->epoch, .routed = j->routed, .kind = JOB_RUN, .origin = ORIGIN_MULTI_PART,
+                           .moved_epoch = j->moved_epoch, .block = b };
+        atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed); /* before anyone can run it */
+        last->next = r;
+        last = r;
+    }
+    last->next = after;
+    return last;
+}
+
+void shard__multi_whole_crashed(void *arg)
+{
+    struct multi *m = ((struct multi_part *)arg)->m;
+    for (uint32_t i = 0; i < m->n; i++) {
+        shard__crash_claim(&m->d->crash, &m->owner, &m->parts[i].claim);
+        m->parts[i].claimed = true;
+    }
+}
+
+void shard__multi_whole_end(void *arg)
+{
+    end(((struct multi_part *)arg)->m);
 }
 
 bool shard__multi_dropped(void *arg, shard_job_fn *fn, void **user_arg)

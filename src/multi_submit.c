@@ -35,6 +35,34 @@ static void push_part(shard_dispatcher *d, struct multi *m, struct multi_part *p
     shard__worker_wake(w);
 }
 
+/* Queues m whole, as one job of its first key (shard__multi_whole), when every key's owner is one
+ * worker now: what its parts would be, queued one after another there with nothing between them, in
+ * one item. Return: false (nothing queued) when its keys have more than one owner. Context: as
+ * push_part. */
+static bool push_whole(shard_dispatcher *d, struct multi *m, bool worker)
+{
+    /* acquire: pairs with the release store that published the snapshot (membership.c's publish). */
+    struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire);
+    size_t owner = shard__ring_owner_index(s->ring, m->parts[0].claim.hash);
+    for (uint32_t i = 1; i < m->n; i++)
+        if (shard__ring_owner_index(s->ring, m->parts[i].claim.hash) != owner)
+            return false;
+    struct shard_worker *w = snap_worker(s, owner);
+    struct multi_part *p = &m->parts[0];
+    uint64_t h = p->claim.hash;
+    if ((worker && shard__space_waited(w)) ||
+        !shard__queue_push_mp(&w->q, shard__multi_whole, p, h, s->epoch, ORIGIN_MULTI_WHOLE)) {
+        struct job_block *b = m->block;
+        struct job *j = &b->recs[b->used++];
+        *j = (struct job){ .fn = shard__multi_whole, .arg = p, .hash = h, .epoch = s->epoch, .routed = w,
+                           .kind = JOB_RUN, .origin = ORIGIN_MULTI_WHOLE, .block = b };
+        atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed); /* before anyone can run it */
+        shard__queue_push_side(&w->q, j);
+    }
+    shard__worker_wake(w);
+    return true;
+}
+
 static int by_hash(const void *a, const void *b)
 {
     const struct key_ref *x = a, *y = b;
@@ -136,8 +164,9 @@ static int submit_multi(shard_dispatcher *d, const struct shard_key *keys, size_
     if (!rc) {
         atomic_fetch_add_explicit(&d->multi_open, 1, memory_order_relaxed);
         pthread_mutex_lock(&d->multi_lock);
-        for (int i = 0; i < k; i++)
-            push_part(d, m, &m->parts[i], worker);
+        if (!push_whole(d, m, worker))
+            for (int i = 0; i < k; i++)
+                push_part(d, m, &m->parts[i], worker);
         pthread_mutex_unlock(&d->multi_lock);
     }
     shard__rcu_read_unlock();

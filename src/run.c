@@ -6,6 +6,7 @@
 #include "follow.h"
 #include "handoff.h"
 #include "load.h"
+#include "multi.h"
 #include "run.h"
 #include "timer.h"
 
@@ -94,12 +95,13 @@ void shard__run_job(struct shard_worker *w, struct job *j)
 
 /* Whether the ring job at pos, of epoch, may run with no more checks: every owner its key had before
  * is done (the epoch is settled), no crash table entry may stand for its key, and nothing delivered to w or queued
- * on its side list comes before it. Otherwise shard__run_take decides. */
+ * on its side list comes before it; and it is no multi-key job queued whole, which has several keys.
+ * Otherwise shard__run_take decides. */
 static bool batch_may_run(shard_dispatcher *d, struct shard_worker *w, uint64_t pos, const struct slot *s)
 {
     return s->epoch <= atomic_load_explicit(&d->settled, memory_order_acquire) &&
            !shard__crash_may_block(&d->crash, s->hash) && !shard__inbox_pending(w) &&
-           pos < shard__queue_side_next(&w->q);
+           pos < shard__queue_side_next(&w->q) && s->origin != ORIGIN_MULTI_WHOLE;
 }
 
 bool shard__run_batch(struct shard_worker *w)
@@ -283,6 +285,48 @@ static void set_aside(struct shard_worker *w, struct job *j, bool dirty)
     w->own.held_dirty |= dirty;
 }
 
+/* Whether the multi-key job queued whole j may run at once, as a job of each of its keys would with
+ * no more checks (batch_may_run): its epoch is settled, no crash table entry may stand for any of its
+ * keys, w holds no job of them, and nothing was delivered to w that may come before it. */
+static bool whole_may_run(struct shard_worker *w, const struct job *j)
+{
+    shard_dispatcher *d = w->d;
+    if (j->epoch > atomic_load_explicit(&d->settled, memory_order_acquire) || shard__inbox_pending(w))
+        return false;
+    for (uint32_t i = 0, n = shard__multi_whole_count(j->arg); i < n; i++) {
+        uint64_t h = shard__multi_whole_hash(j->arg, i);
+        if (shard__crash_may_block(&d->crash, h) || (w->own.held.count && shard__held_has_key(&w->own.held, h)))
+            return false;
+    }
+    return true;
+}
+
+/* A multi-key job queued whole (multi.h): run at once when it may, holding its keys by running (a
+ * crash meanwhile claims them all: running_whole); else split into its parts, each set aside in
+ * order, which the walk then takes as jobs of their keys, one after another, as if queued so. */
+static void take_whole(struct shard_worker *w, struct job *j)
+{
+    void *whole = j->arg;
+    if (whole_may_run(w, j)) {
+        w->own.running_whole = whole;
+        shard__run_job(w, j);
+        w->own.running_whole = NULL;
+        shard__multi_whole_end(whole);
+        return;
+    }
+    j = to_record(w, j);
+    struct job *last = shard__multi_whole_split(j);
+    for (struct job *p = j;;) {
+        struct job *next = p->next;
+        bool end = p == last;
+        p->next = NULL;
+        set_aside(w, p, true);
+        if (end)
+            break;
+        p = next;
+    }
+}
+
 /* A job or control item just taken from the queue. */
 void shard__run_take(struct shard_worker *w, struct job *j)
 {
@@ -297,6 +341,10 @@ void shard__run_take(struct shard_worker *w, struct job *j)
         } else {
             shard__run_control(w, j);
         }
+        return;
+    }
+    if (j->origin == ORIGIN_MULTI_WHOLE) {
+        take_whole(w, j);
         return;
     }
     if ((w->own.held.count && shard__held_has_key(&w->own.held, j->hash)) || !shard__job_may_run(w->d, w, j)) {

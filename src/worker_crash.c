@@ -7,6 +7,7 @@
 #include "ctl.h"
 #include "dispatcher_internal.h"
 #include "handoff.h"
+#include "multi.h"
 #include "run.h"
 #include "worker.h"
 
@@ -21,6 +22,10 @@ void shard__worker_crash_stop(shard_dispatcher *d, struct shard_worker *x)
     shard__worker_set_state(x, SHARD_WORKER_CRASHED);
     uint64_t hash = x->own.running_hash;
     if ((x->own.in_fn && x->own.running_job) || shard__run_batch_interrupt(x, &hash)) {
+        /* A multi-key job queued whole holds its keys by running: from now on by claims, which its
+         * end pays (run.c), ahead of the stuck entry, as when its last part runs the job (multi.c). */
+        if (x->own.in_fn && x->own.running_whole)
+            shard__multi_whole_crashed(x->own.running_whole);
         /* Before the publication of the next ring: a job routed with it sees the entry. */
         shard__crash_stick(&d->crash, &x->crash, hash);
         x->own.crash_stuck = true;

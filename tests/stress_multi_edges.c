@@ -12,6 +12,13 @@
  *   bounded        a producer hammering shard_try_submit_multi at a key stuck behind a crashed worker's
  *                  job, and at a worker held in a long job: it is refused (-EAGAIN) after a bounded
  *                  number of jobs, it does not queue without bound.
+ *   whole-queued  a multi-key job whose keys all live on one worker (queued there whole, as one job)
+ *                  waits behind a blocked job when that worker crashes: REROUTE runs it once, in each
+ *                  key's order, split over its keys' new owners; DROP hands it to on_dropped once, and
+ *                  its keys' next jobs run.
+ *   whole-split   such a job comes up while one of its keys is held by another multi-key job: it
+ *                  waits for that one, holds its other key meanwhile, and runs after it, before its
+ *                  keys' later jobs.
  * Drain and the like are run on a helper thread and given a generous time to return (a hang detector,
  * not synchronisation): a drain that does not return is reported, then the stuck jobs are let go.
  *   stress_multi_edges [SCENARIO]   (default: all) */
@@ -379,6 +386,162 @@ static void bounded(void)
            slow_in, CAP);
 }
 
+/* ---- whole-queued, whole-split ---- */
+
+/* Jobs that take a ticket when they run: a key's jobs must hold rising tickets in submit order. */
+static atomic_int ticket, whole_busy, whole_overlaps;
+struct stamp {
+    atomic_int at; /* ticket + 1 once run; 0: not yet */
+    atomic_int runs;
+};
+static void stamp(struct stamp *st)
+{
+    atomic_store(&st->at, atomic_fetch_add(&ticket, 1) + 1);
+    atomic_fetch_add(&st->runs, 1);
+}
+/* A job of the scenario's keys (every stamp_job is): none may run while a multi-key job of them does. */
+static void stamp_job(shard_worker *w, void *arg)
+{
+    (void)w;
+    if (atomic_load(&whole_busy))
+        atomic_fetch_add(&whole_overlaps, 1);
+    stamp(arg);
+}
+/* A job of another key. */
+static void stamp_probe(shard_worker *w, void *arg)
+{
+    (void)w;
+    stamp(arg);
+}
+static void stamp_whole(shard_worker *w, void *arg)
+{
+    (void)w;
+    if (atomic_exchange(&whole_busy, 1))
+        atomic_fetch_add(&whole_overlaps, 1);
+    stamp(arg);
+    atomic_store(&whole_busy, 0);
+}
+
+static struct stamp *dropped_stamps[16];
+static atomic_int ndropped, whole_dropped;
+static void on_dropped_stamp(shard_job_fn fn, void *arg, void *user)
+{
+    (void)user;
+    if (fn == stamp_whole)
+        atomic_fetch_add(&whole_dropped, 1);
+    int i = atomic_fetch_add(&ndropped, 1);
+    if (i < 16)
+        dropped_stamps[i] = arg;
+}
+
+static void whole_queued(enum shard_crash_policy policy)
+{
+    const char *pname = policy == SHARD_CRASH_REROUTE ? "REROUTE" : "DROP";
+    atomic_store(&ticket, 0);
+    atomic_store(&whole_overlaps, 0);
+    atomic_store(&ndropped, 0);
+    atomic_store(&whole_dropped, 0);
+    shard_dispatcher *d = make(3, 64, on_dropped_stamp);
+    struct gate g;
+    gate_init(&g);
+    char z[32], names[3][32];
+    struct shard_key kz = key_of(d, "w1", 0, z), keys[3];
+    for (unsigned i = 0; i < 3; i++)
+        keys[i] = key_of(d, "w1", i + 1, names[i]);
+    CHECK(shard_submit(d, kz.key, kz.len, blocker, &g) == 0, "blocker");
+    sem_wait(&g.started);
+    static struct stamp before[3], after[3], whole;
+    memset(before, 0, sizeof before);
+    memset(after, 0, sizeof after);
+    memset(&whole, 0, sizeof whole);
+    for (int i = 0; i < 3; i++)
+        CHECK(shard_submit(d, keys[i].key, keys[i].len, stamp_job, &before[i]) == 0, "before");
+    CHECK(shard_submit_multi(d, keys, 3, stamp_whole, &whole) == 0, "submit_multi");
+    for (int i = 0; i < 3; i++)
+        CHECK(shard_submit(d, keys[i].key, keys[i].len, stamp_job, &after[i]) == 0, "after");
+    CHECK(shard_worker_crash(d, "w1", policy) == 0, "crash w1");
+    sem_post(&g.open);
+    CHECK(shard_drain(d) == 0, "drain");
+    if (policy == SHARD_CRASH_REROUTE) {
+        CHECK(atomic_load(&whole.runs) == 1, "REROUTE: the whole job ran %d times", atomic_load(&whole.runs));
+        for (int i = 0; i < 3; i++) {
+            CHECK(atomic_load(&before[i].runs) == 1 && atomic_load(&after[i].runs) == 1, "REROUTE: key %d's jobs", i);
+            CHECK(atomic_load(&before[i].at) < atomic_load(&whole.at) && atomic_load(&whole.at) < atomic_load(&after[i].at),
+                  "REROUTE: key %d: before %d, the multi-key job %d, after %d", i, atomic_load(&before[i].at),
+                  atomic_load(&whole.at), atomic_load(&after[i].at));
+        }
+        CHECK(atomic_load(&ndropped) == 0, "REROUTE dropped %d", atomic_load(&ndropped));
+    } else {
+        /* Everything was queued on w1: all of it is dropped, the multi-key job once. */
+        CHECK(atomic_load(&whole_dropped) == 1, "DROP: on_dropped heard of the multi-key job %d times",
+              atomic_load(&whole_dropped));
+        CHECK(atomic_load(&ndropped) == 7, "DROP: on_dropped called %d times, not 7", atomic_load(&ndropped));
+        CHECK(atomic_load(&whole.runs) == 0, "DROP: the dropped job ran");
+        bool saw_whole = false;
+        for (int i = 0; i < 7 && i < 16; i++)
+            saw_whole |= dropped_stamps[i] == &whole;
+        CHECK(saw_whole, "DROP: on_dropped never got the multi-key job's own arg");
+        /* Its keys are free: their next jobs run. */
+        static struct stamp next[3];
+        memset(next, 0, sizeof next);
+        for (int i = 0; i < 3; i++)
+            CHECK(shard_submit(d, keys[i].key, keys[i].len, stamp_job, &next[i]) == 0, "next");
+        CHECK(shard_drain(d) == 0, "drain");
+        for (int i = 0; i < 3; i++)
+            CHECK(atomic_load(&next[i].runs) == 1, "DROP: key %d's next job ran %d times", i, atomic_load(&next[i].runs));
+    }
+    CHECK(atomic_load(&whole_overlaps) == 0, "%s: a job of its keys ran during the multi-key job", pname);
+    struct shard_stats st;
+    CHECK(shard_dispatcher_stats(d, &st) == 0, "stats");
+    CHECK(st.multi_open == 0 && st.multi_waiting == 0, "%s: after it: %llu open, %llu waiting", pname,
+          (unsigned long long)st.multi_open, (unsigned long long)st.multi_waiting);
+    shard_dispatcher_destroy(d);
+    printf("whole-queued %s: ran %d, dropped %d\n", pname, atomic_load(&whole.runs), atomic_load(&whole_dropped));
+}
+
+static void whole_split(void)
+{
+    atomic_store(&ticket, 0);
+    atomic_store(&whole_overlaps, 0);
+    shard_dispatcher *d = make(3, 64, NULL);
+    struct gate g;
+    gate_init(&g);
+    char a[32], b[32], c[32], c2[32], p[32];
+    struct shard_key ka = key_of(d, "w0", 0, a), kb = key_of(d, "w0", 1, b), kp = key_of(d, "w0", 2, p);
+    struct shard_key kc = key_of(d, "w2", 0, c), kc2 = key_of(d, "w2", 1, c2);
+    CHECK(shard_submit(d, kc2.key, kc2.len, blocker, &g) == 0, "blocker w2");
+    sem_wait(&g.started);
+    static struct stamp first, second, later_b, probe;
+    memset(&first, 0, sizeof first);
+    memset(&second, 0, sizeof second);
+    memset(&later_b, 0, sizeof later_b);
+    memset(&probe, 0, sizeof probe);
+    /* first holds a (its part on w0 comes up) and waits for c, behind w2's blocker. */
+    struct shard_key ac[2] = { ka, kc }, ab[2] = { ka, kb };
+    CHECK(shard_submit_multi(d, ac, 2, stamp_whole, &first) == 0, "first");
+    wait_multi_waiting(d, 1);
+    /* second's keys are both w0's: queued whole; a is held, so it must wait, holding b. */
+    CHECK(shard_submit_multi(d, ab, 2, stamp_whole, &second) == 0, "second");
+    CHECK(shard_submit(d, kb.key, kb.len, stamp_job, &later_b) == 0, "b's later job");
+    /* w0 has taken both once the probe, queued after them, has run. */
+    CHECK(shard_submit(d, kp.key, kp.len, stamp_probe, &probe) == 0, "probe");
+    while (!atomic_load(&probe.runs))
+        sched_yield();
+    CHECK(atomic_load(&second.runs) == 0, "whole-split: the job ran while one of its keys was held by another");
+    CHECK(atomic_load(&later_b.runs) == 0, "whole-split: b's later job ran while the job holding b waited");
+    sem_post(&g.open);
+    CHECK(shard_drain(d) == 0, "drain");
+    CHECK(atomic_load(&first.runs) == 1 && atomic_load(&second.runs) == 1 && atomic_load(&later_b.runs) == 1,
+          "whole-split: runs %d %d %d", atomic_load(&first.runs), atomic_load(&second.runs), atomic_load(&later_b.runs));
+    CHECK(atomic_load(&first.at) < atomic_load(&second.at) && atomic_load(&second.at) < atomic_load(&later_b.at),
+          "whole-split: order first %d, second %d, b's later %d", atomic_load(&first.at), atomic_load(&second.at),
+          atomic_load(&later_b.at));
+    CHECK(atomic_load(&whole_overlaps) == 0, "whole-split: a job of its keys ran during a multi-key job");
+    shard_dispatcher_destroy(d);
+    printf("whole-split: ran in order (first %d, second %d, b's later %d)\n", atomic_load(&first.at),
+           atomic_load(&second.at), atomic_load(&later_b.at));
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -395,5 +558,11 @@ int main(int argc, char **argv)
         drop_order();
     if (!only || !strcmp(only, "bounded"))
         bounded();
+    if (!only || !strcmp(only, "whole-queued")) {
+        whole_queued(SHARD_CRASH_REROUTE);
+        whole_queued(SHARD_CRASH_DROP);
+    }
+    if (!only || !strcmp(only, "whole-split"))
+        whole_split();
     return stress_result("stress_multi_edges");
 }

@@ -15,7 +15,9 @@
  * that key would be). When a key's part comes up, the key is held: its later jobs wait, set aside as
  * jobs behind a stuck key are (docs/handoff.md), and the worker goes on with its other keys. When the
  * last part comes up, on whatever worker, the job runs there, and then every key is let go. Only its
- * keys ever wait: a worker never stops whole for another's multi-key job.
+ * keys ever wait: a worker never stops whole for another's multi-key job. When every key lives on
+ * one worker (always, with one worker), the job is queued there as a single job and, when it comes up
+ * with none of its keys waiting for anything, runs at once: it costs about one job, not one a key.
  *
  * Why two of them never wait for each other: their parts enter the queues under one lock, so any two
  * multi-key jobs meet every key they share in the same order; each waits only for jobs ahead of it in
