@@ -32,8 +32,9 @@
  * its side list).
  *
  * Memory: one allocation a job: the multi, its parts, and two records per part, for a queue found
- * full (or, queued whole, for the whole job and its split) and for its step (a job_block, so that the worker that runs a part or a step from such a record
- * frees it as any record: the block goes with the last reference, the multi's own or a record's).
+ * full (or, queued whole, for the whole job and its split) and for its step (a job_block, so that
+ * the worker that runs a part or a step from such a record frees it as any record: the block goes
+ * with the last reference, the multi's own or a record's).
  * Blocks of jobs of few keys are kept in the dispatcher for the next job (d->pool). */
 #include <stdalign.h>
 #include <stdlib.h>
@@ -189,13 +190,14 @@ static void step_body(struct multi *m, struct shard_worker *w, struct multi_part
     p->claimed = true;
 }
 
-/* Every key is held: each claim becomes a step (the key stays held), and the first step is delivered
- * where its key's jobs run. Context: the last part, on its worker me. */
-static void start_steps(struct multi *m, struct shard_worker *me)
+/* Every key is held: each claim from part `from` on becomes a step (the key stays held), and the
+ * first of them is delivered where its key's jobs run. Context: the last part, on its worker me; or
+ * a whole job whose worker crashed before its step `from` (shard__multi_whole_run). */
+static void start_steps(struct multi *m, struct shard_worker *me, uint32_t from)
 {
     shard_dispatcher *d = m->d;
     struct job_block *b = m->block;
-    for (uint32_t i = 0; i < m->n; i++) {
+    for (uint32_t i = from; i < m->n; i++) {
         struct multi_part *p = &m->parts[i];
         struct job *j = &b->recs[b->used++]; /* the parts are all queued: no other user of used */
         /* sibling: its part's claim, through which the crash table sees its job (crash.c's key_stuck). */
@@ -206,7 +208,7 @@ static void start_steps(struct multi *m, struct shard_worker *me)
         p->claimed = false;
         p->step = j;
     }
-    next_step(m, me, 0);
+    next_step(m, me, from);
 }
 
 /* Steps before i have run (each key held again): step i is delivered, or, after the last, done runs
@@ -232,7 +234,7 @@ static void next_step(struct multi *m, struct shard_worker *w, uint32_t i)
 static void finish(struct multi *m, shard_worker *w)
 {
     if (!m->dropped && m->step) {
-        start_steps(m, w);
+        start_steps(m, w, 0);
         return;
     }
     if (!m->dropped)
@@ -265,18 +267,31 @@ void shard__multi_part(shard_worker *w, void *arg)
 
 void shard__multi_whole(shard_worker *w, void *arg)
 {
+    (void)w, (void)arg;
+    abort(); /* never called: run.c runs a whole job through shard__multi_whole_run */
+}
+
+bool shard__multi_whole_run(shard_worker *w, void *arg)
+{
     struct multi *m = ((struct multi_part *)arg)->m;
-    if (m->step) {
-        for (uint32_t i = 0; i < m->n; i++) {
-            /* shard_job_key_hash: the step's key, as in a step of its own (the worker's field, which
-             * only its thread writes, and this is its thread). */
-            w->own.job_hash = m->parts[i].claim.hash;
-            m->step(w, m->arg, m->parts[i].key);
+    for (uint32_t i = 0; m->step && i < m->n; i++) {
+        /* A crash stopped w after the step before: the keys have moved on, each step goes where its
+         * key's jobs run now, as steps of their own. The crash claimed every key (under w->lock, after
+         * marking w crashed: taking the lock orders those claims before their swap into steps). */
+        if (i > 0 && shard__worker_is_crashed(w)) {
+            pthread_mutex_lock(&w->lock);
+            pthread_mutex_unlock(&w->lock);
+            start_steps(m, w, i);
+            return true;
         }
-        w->own.job_hash = m->parts[0].claim.hash;
+        /* shard_job_key_hash: the step's key, as in a step of its own (the worker's field, which only
+         * its thread writes, and this is its thread); done then sees the last step's, as it would. */
+        w->own.job_hash = m->parts[i].claim.hash;
+        m->step(w, m->arg, m->parts[i].key);
     }
     if (m->fn)
         m->fn(w, m->arg);
+    return false;
 }
 
 uint32_t shard__multi_whole_count(const void *arg)

@@ -20,6 +20,11 @@ void shard__multi_step(shard_worker *w, void *arg);
  * (shard__multi_whole_split), as is one a crash hands over: so it is, in every key's order, what its
  * parts queued one after another would be. */
 void shard__multi_whole(shard_worker *w, void *arg);
+/* Runs the whole job arg on w: the user's fn, or every step then done. If w is crashed between two
+ * steps (shard__multi_whole_crashed claimed every key), the remaining steps go on where their keys'
+ * jobs run, as steps of their own, and the last of them ends the job. Return: whether they did (the
+ * job is no longer w's to end: it may be gone). Context: w's thread, in the job, w->lock not held. */
+bool shard__multi_whole_run(shard_worker *w, void *arg);
 /* Its keys: how many, and the hash of the i-th (i < count). */
 uint32_t shard__multi_whole_count(const void *arg);
 uint64_t shard__multi_whole_hash(const void *arg, uint32_t i);
@@ -31,8 +36,9 @@ struct job *shard__multi_whole_split(struct job *j);
  * would have claimed them, so that the keys stay held until it returns (the crash's stuck entry
  * then goes behind its first key's claim). Context: the crashing thread, holding the worker's lock. */
 void shard__multi_whole_crashed(void *arg);
-/* The whole job arg has returned: the claims a crash made go, and the job ends (it may be freed).
- * Context: its worker, holding its lock again. */
+/* The whole job arg has returned, all of it run there (shard__multi_whole_run returned false): the
+ * claims a crash made go, and the job ends (it may be freed). Context: its worker, holding its lock
+ * again. */
 void shard__multi_whole_end(void *arg);
 /* A DROP crash dropped the part arg: the whole job is dropped. Return: whether on_dropped is to
  * hear of it (the first of its parts dropped), with *fn and *user_arg set to the job's own. Its

@@ -301,17 +301,40 @@ static bool whole_may_run(struct shard_worker *w, const struct job *j)
     return true;
 }
 
+struct whole_ctx {
+    void *whole;
+    bool  handed_on; /* its steps went on elsewhere after a crash: not this worker's to end */
+};
+
+static void call_whole(struct shard_worker *w, void *ctx)
+{
+    struct whole_ctx *c = ctx;
+    c->handed_on = shard__multi_whole_run(w, c->whole);
+}
+
+/* As shard__run_job, for a whole job: a crash while it runs claims all its keys (running_whole),
+ * and the job ends here unless its steps went on elsewhere. */
+static void run_whole(struct shard_worker *w, struct job *j)
+{
+    struct whole_ctx c = { j->arg, false };
+    w->own.running_whole = c.whole;
+    run_unlocked(w, true, j->hash, call_whole, &c);
+    w->own.running_whole = NULL;
+    shard__count(&w->counts.executed);
+    if (!c.handed_on)
+        shard__multi_whole_end(c.whole);
+    job_returned(w);
+    if (j != &w->own.scratch)
+        shard__free_record(w, j);
+}
+
 /* A multi-key job queued whole (multi.h): run at once when it may, holding its keys by running (a
  * crash meanwhile claims them all: running_whole); else split into its parts, each set aside in
  * order, which the walk then takes as jobs of their keys, one after another, as if queued so. */
 static void take_whole(struct shard_worker *w, struct job *j)
 {
-    void *whole = j->arg;
     if (whole_may_run(w, j)) {
-        w->own.running_whole = whole;
-        shard__run_job(w, j);
-        w->own.running_whole = NULL;
-        shard__multi_whole_end(whole);
+        run_whole(w, j);
         return;
     }
     j = to_record(w, j);

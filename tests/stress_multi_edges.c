@@ -19,6 +19,9 @@
  *   whole-split   such a job comes up while one of its keys is held by another multi-key job: it
  *                  waits for that one, holds its other key meanwhile, and runs after it, before its
  *                  keys' later jobs.
+ *   whole-steps   a multi-key job with steps whose keys all live on one worker runs whole; that worker
+ *                  crashes (REROUTE, then DROP) during its first step: the steps after it run where
+ *                  their keys' jobs run now, before those keys' later jobs, and done after them.
  * Drain and the like are run on a helper thread and given a generous time to return (a hang detector,
  * not synchronisation): a drain that does not return is reported, then the stuck jobs are let go.
  *   stress_multi_edges [SCENARIO]   (default: all) */
@@ -465,10 +468,9 @@ static void whole_queued(enum shard_crash_policy policy)
     if (policy == SHARD_CRASH_REROUTE) {
         CHECK(atomic_load(&whole.runs) == 1, "REROUTE: the whole job ran %d times", atomic_load(&whole.runs));
         for (int i = 0; i < 3; i++) {
+            int bi = atomic_load(&before[i].at), wi = atomic_load(&whole.at), ai = atomic_load(&after[i].at);
             CHECK(atomic_load(&before[i].runs) == 1 && atomic_load(&after[i].runs) == 1, "REROUTE: key %d's jobs", i);
-            CHECK(atomic_load(&before[i].at) < atomic_load(&whole.at) && atomic_load(&whole.at) < atomic_load(&after[i].at),
-                  "REROUTE: key %d: before %d, the multi-key job %d, after %d", i, atomic_load(&before[i].at),
-                  atomic_load(&whole.at), atomic_load(&after[i].at));
+            CHECK(bi < wi && wi < ai, "REROUTE: key %d: before %d, the multi-key job %d, after %d", i, bi, wi, ai);
         }
         CHECK(atomic_load(&ndropped) == 0, "REROUTE dropped %d", atomic_load(&ndropped));
     } else {
@@ -488,7 +490,8 @@ static void whole_queued(enum shard_crash_policy policy)
             CHECK(shard_submit(d, keys[i].key, keys[i].len, stamp_job, &next[i]) == 0, "next");
         CHECK(shard_drain(d) == 0, "drain");
         for (int i = 0; i < 3; i++)
-            CHECK(atomic_load(&next[i].runs) == 1, "DROP: key %d's next job ran %d times", i, atomic_load(&next[i].runs));
+            CHECK(atomic_load(&next[i].runs) == 1, "DROP: key %d's next job ran %d times", i,
+                  atomic_load(&next[i].runs));
     }
     CHECK(atomic_load(&whole_overlaps) == 0, "%s: a job of its keys ran during the multi-key job", pname);
     struct shard_stats st;
@@ -532,7 +535,8 @@ static void whole_split(void)
     sem_post(&g.open);
     CHECK(shard_drain(d) == 0, "drain");
     CHECK(atomic_load(&first.runs) == 1 && atomic_load(&second.runs) == 1 && atomic_load(&later_b.runs) == 1,
-          "whole-split: runs %d %d %d", atomic_load(&first.runs), atomic_load(&second.runs), atomic_load(&later_b.runs));
+          "whole-split: runs %d %d %d", atomic_load(&first.runs), atomic_load(&second.runs),
+          atomic_load(&later_b.runs));
     CHECK(atomic_load(&first.at) < atomic_load(&second.at) && atomic_load(&second.at) < atomic_load(&later_b.at),
           "whole-split: order first %d, second %d, b's later %d", atomic_load(&first.at), atomic_load(&second.at),
           atomic_load(&later_b.at));
@@ -540,6 +544,75 @@ static void whole_split(void)
     shard_dispatcher_destroy(d);
     printf("whole-split: ran in order (first %d, second %d, b's later %d)\n", atomic_load(&first.at),
            atomic_load(&second.at), atomic_load(&later_b.at));
+}
+
+/* ---- whole-steps ---- */
+
+static struct gate steps_gate;
+static char step_on[2][32], done_on[32], later_on[32];
+static atomic_int step_at[2], done_at, later_at, step_runs;
+static void each_step(shard_worker *w, void *arg, size_t i)
+{
+    (void)arg;
+    snprintf(step_on[i], 32, "%s%s", shard_worker_name(w), shard_worker_crashed(w) ? "(crashed)" : "");
+    if (i == 0)
+        blocker(w, &steps_gate);
+    atomic_store(&step_at[i], atomic_fetch_add(&ticket, 1) + 1);
+    atomic_fetch_add(&step_runs, 1);
+}
+static void each_done(shard_worker *w, void *arg)
+{
+    (void)arg;
+    snprintf(done_on, 32, "%s%s", shard_worker_name(w), shard_worker_crashed(w) ? "(crashed)" : "");
+    atomic_store(&done_at, atomic_fetch_add(&ticket, 1) + 1);
+}
+static void later_of_b(shard_worker *w, void *arg)
+{
+    (void)arg;
+    snprintf(later_on, 32, "%s", shard_worker_name(w));
+    atomic_store(&later_at, atomic_fetch_add(&ticket, 1) + 1);
+}
+
+static void whole_steps(enum shard_crash_policy policy)
+{
+    const char *pname = policy == SHARD_CRASH_REROUTE ? "REROUTE" : "DROP";
+    atomic_store(&ticket, 0);
+    atomic_store(&step_runs, 0);
+    atomic_store(&done_at, 0);
+    atomic_store(&later_at, 0);
+    memset(step_on, 0, sizeof step_on);
+    gate_init(&steps_gate);
+    shard_dispatcher *d = make(3, 64, NULL);
+    char a[32], b[32];
+    struct shard_key keys[2] = { key_of(d, "w0", 0, a), key_of(d, "w0", 1, b) };
+    CHECK(shard_submit_multi_each(d, keys, 2, each_step, each_done, NULL) == 0, "submit_multi_each");
+    sem_wait(&steps_gate.started);
+    CHECK(shard_worker_crash(d, "w0", policy) == 0, "crash w0");
+    shard_ring *r;
+    CHECK(shard_dispatcher_ring(d, &r) == 0, "ring");
+    char b_owner[32];
+    snprintf(b_owner, sizeof b_owner, "%s", shard_ring_owner(r, b, keys[1].len));
+    shard_ring_destroy(r);
+    CHECK(shard_submit(d, keys[1].key, keys[1].len, later_of_b, NULL) == 0, "b's later job");
+    sem_post(&steps_gate.open);
+    CHECK(shard_drain(d) == 0, "drain");
+    while (!atomic_load(&later_at)) /* the stuck step returned; its successors may still be under way */
+        CHECK(shard_drain(d) == 0, "drain");
+    CHECK(atomic_load(&step_runs) == 2, "%s: %d steps ran", pname, atomic_load(&step_runs));
+    CHECK(strcmp(step_on[1], b_owner) == 0, "%s: b's step ran on %s, not where b's jobs run (%s)", pname, step_on[1],
+          b_owner);
+    CHECK(strstr(done_on, "(crashed)") == NULL, "%s: done ran on the crashed worker (%s)", pname, done_on);
+    CHECK(atomic_load(&step_at[0]) < atomic_load(&step_at[1]) && atomic_load(&step_at[1]) < atomic_load(&done_at) &&
+              atomic_load(&done_at) < atomic_load(&later_at),
+          "%s: order step a %d, step b %d, done %d, b's later job %d", pname, atomic_load(&step_at[0]),
+          atomic_load(&step_at[1]), atomic_load(&done_at), atomic_load(&later_at));
+    struct shard_stats st;
+    CHECK(shard_dispatcher_stats(d, &st) == 0, "stats");
+    CHECK(st.multi_open == 0 && st.multi_waiting == 0, "%s: after it: %llu open, %llu waiting", pname,
+          (unsigned long long)st.multi_open, (unsigned long long)st.multi_waiting);
+    shard_dispatcher_destroy(d);
+    printf("whole-steps %s: step a on %s, step b on %s, done on %s, b's later job on %s\n", pname, step_on[0],
+           step_on[1], done_on, later_on);
 }
 
 int main(int argc, char **argv)
@@ -564,5 +637,9 @@ int main(int argc, char **argv)
     }
     if (!only || !strcmp(only, "whole-split"))
         whole_split();
+    if (!only || !strcmp(only, "whole-steps")) {
+        whole_steps(SHARD_CRASH_REROUTE);
+        whole_steps(SHARD_CRASH_DROP);
+    }
     return stress_result("stress_multi_edges");
 }
