@@ -5,7 +5,9 @@
  * follows its key through changes, crashes and placements as any job does). A part that comes up
  * claims its key: an entry of epoch 0 in the crash table (crash.h), which every later job of the
  * key waits behind, wherever it is, as behind a stuck job; the worker goes on with other keys. The
- * part that finds every other one arrived runs the job, in its own job, then pays every claim.
+ * part that finds every other one arrived runs the job, in its own job, then pays every claim; it
+ * claims no key itself (but to make it a step), since its running job holds its key as any running
+ * job does: no other job of it runs meanwhile, and a crash makes the job's stuck entry of it.
  * A job with steps (shard_submit_multi_each) runs instead one step a key where the key's own jobs
  * run, one after another in its keys' order: the last part turns each claim into a step, an entry of
  * epoch 0 too (so the key stays held) that is also a job, and delivers the first to its key's owner as
@@ -255,11 +257,13 @@ void shard__multi_part(shard_worker *w, void *arg)
     struct multi_part *p = arg;
     struct multi *m = p->m;
     pthread_mutex_lock(&m->lock);
-    if (!m->dropped) {
+    bool last = arrive(m);
+    /* The last part runs the job in its own job, which holds its key as any running job does (a crash
+     * meanwhile makes its stuck entry): it claims its key only to turn the claim into a step. */
+    if (!m->dropped && (!last || m->step)) {
         shard__crash_claim(&m->d->crash, &m->owner, &p->claim);
         p->claimed = true;
     }
-    bool last = arrive(m);
     pthread_mutex_unlock(&m->lock);
     if (last)
         finish(m, w);

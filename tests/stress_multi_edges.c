@@ -2,7 +2,8 @@
  * promises:
  *   crash-in-job   a multi-key job blocks, and the worker running it crashes (REROUTE, then DROP):
  *                  its keys stay held until it returns (no later job of them runs meanwhile), and
- *                  shard_drain() does not wait for it nor for what waits behind it.
+ *                  shard_drain() does not wait for it nor for what waits behind it; for a job queued
+ *                  whole (its keys on one worker) and for one run in its last part.
  *   chain          a chain of multi-key jobs, each waiting for the one before through a shared key,
  *                  the first behind a stuck key: drain waits for none of them, however long the chain.
  *   drop-stats     a DROP crash drops a multi-key job whose other part has not come up: on_dropped once,
@@ -27,6 +28,7 @@
  *   stress_multi_edges [SCENARIO]   (default: all) */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <semaphore.h>
 #include <string.h>
 #include <time.h>
@@ -132,6 +134,7 @@ static atomic_int in_job, job_runs;
 static void multi_blocks(shard_worker *w, void *arg)
 {
     (void)arg;
+    CHECK(strcmp(shard_worker_name(w), "w1") == 0, "crash-in-job: the job ran on %s, not w1", shard_worker_name(w));
     atomic_fetch_add(&job_runs, 1);
     atomic_store(&in_job, 1);
     blocker(w, &job_gate);
@@ -146,18 +149,39 @@ static void later(shard_worker *w, void *arg)
     atomic_fetch_add((atomic_int *)arg, 1);
 }
 
-static void crash_in_job(enum shard_crash_policy policy)
+/* spread: keys on w0, w2 and w1, w1 held until the other parts have come up, so that the job runs in
+ * its part on w1 (the last); else every key on w1, so that it is queued and runs there whole. */
+static void crash_in_job(enum shard_crash_policy policy, bool spread)
 {
-    const char *pname = policy == SHARD_CRASH_REROUTE ? "REROUTE" : "DROP";
+    const char *pname = policy == SHARD_CRASH_REROUTE ? (spread ? "REROUTE spread" : "REROUTE whole")
+                                                      : (spread ? "DROP spread" : "DROP whole");
     shard_dispatcher *d = make(3, 64, NULL);
     gate_init(&job_gate);
     atomic_store(&in_job, 0);
     atomic_store(&job_runs, 0);
     atomic_store(&later_ran_during, 0);
-    char a[32], b[32], c[32];
-    /* Every key on w1: the job runs there, whichever part comes last. */
-    struct shard_key keys[3] = { key_of(d, "w1", 0, a), key_of(d, "w1", 1, b), key_of(d, "w1", 2, c) };
+    char a[32], b[32], c[32], z[32];
+    struct shard_key keys[3] = { key_of(d, spread ? "w0" : "w1", 0, a), key_of(d, spread ? "w2" : "w1", 1, b),
+                                 key_of(d, "w1", 2, c) };
+    struct gate hold;
+    gate_init(&hold);
+    if (spread) {
+        struct shard_key kz = key_of(d, "w1", 3, z);
+        CHECK(shard_submit(d, kz.key, kz.len, blocker, &hold) == 0, "hold w1");
+        sem_wait(&hold.started);
+    }
     CHECK(shard_submit_multi(d, keys, 3, multi_blocks, NULL) == 0, "submit_multi");
+    if (spread) {
+        /* The parts on w0 and w2 have come up once a job queued after each has run. */
+        char p0[32], p2[32];
+        struct shard_key k0 = key_of(d, "w0", 4, p0), k2 = key_of(d, "w2", 4, p2);
+        atomic_int probes = 0;
+        CHECK(shard_submit(d, k0.key, k0.len, count, &probes) == 0, "probe w0");
+        CHECK(shard_submit(d, k2.key, k2.len, count, &probes) == 0, "probe w2");
+        while (atomic_load(&probes) < 2)
+            sched_yield();
+        sem_post(&hold.open);
+    }
     sem_wait(&job_gate.started);
     CHECK(shard_worker_crash(d, "w1", policy) == 0, "crash w1");
     atomic_int later_runs = 0;
@@ -620,8 +644,10 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     const char *only = argc > 1 ? argv[1] : NULL;
     if (!only || !strcmp(only, "crash-in-job")) {
-        crash_in_job(SHARD_CRASH_REROUTE);
-        crash_in_job(SHARD_CRASH_DROP);
+        crash_in_job(SHARD_CRASH_REROUTE, false);
+        crash_in_job(SHARD_CRASH_DROP, false);
+        crash_in_job(SHARD_CRASH_REROUTE, true);
+        crash_in_job(SHARD_CRASH_DROP, true);
     }
     if (!only || !strcmp(only, "chain"))
         chain();
