@@ -104,15 +104,17 @@ static struct job_block *block_get(shard_dispatcher *d, size_t n)
         }
         pthread_mutex_unlock(&d->pool_lock);
     }
-    return b ? b : malloc(multi_offset(2 * n) + sizeof(struct multi) + n * sizeof(struct multi_part));
+    return b ? b
+             : malloc(multi_offset(2 * n) + sizeof(struct multi) + n * (sizeof(struct multi_part) + sizeof(struct key_ref)));
 }
 
 struct multi *shard__multi_new(shard_dispatcher *d, const struct key_ref *h, size_t n, shard_job_fn fn,
                                shard_multi_step_fn step, void *arg)
 {
-    /* The records are written whole when used: only the block's head, the multi and its parts are
-     * cleared (a record is over 200 bytes, and a job uses its two a part only when a queue is full,
-     * and for steps). */
+    /* The records are written whole when used: only the block's head and the multi's head are written
+     * here, and its keys (a record is over 200 bytes, and a job uses its two a part only when a queue
+     * is full, and for steps; its parts and their owner are made when needed, and a job queued whole
+     * that runs at once never needs them). */
     struct job_block *b = block_get(d, n);
     if (!b)
         return NULL;
@@ -121,19 +123,37 @@ struct multi *shard__multi_new(shard_dispatcher *d, const struct key_ref *h, siz
     b->release = block_release;
     atomic_init(&b->refs, 1); /* the multi's own: dropped when it has run */
     struct multi *m = multi_of(b);
-    memset(m->parts, 0, n * sizeof *m->parts);
-    *m = (struct multi){ .d = d, .fn = fn, .step = step, .arg = arg, .block = b, .n = (uint32_t)n };
-    shard__crash_record_init(&m->owner);
+    struct key_ref *keys = (struct key_ref *)&m->parts[n];
+    memcpy(keys, h, n * sizeof *keys);
+    m->d = d;
+    m->fn = fn;
+    m->step = step;
+    m->arg = arg;
+    m->block = b;
+    m->keys = keys;
+    m->n = (uint32_t)n;
+    m->arrived = 0;
+    m->dropped = false;
+    m->parts_ready = false;
     pthread_mutex_init(&m->lock, NULL);
-    for (size_t i = 0; i < n; i++) {
+    return m;
+}
+
+void shard__multi_parts_ready(struct multi *m)
+{
+    if (m->parts_ready)
+        return;
+    m->parts_ready = true;
+    shard__crash_record_init(&m->owner);
+    memset(m->parts, 0, m->n * sizeof *m->parts);
+    for (uint32_t i = 0; i < m->n; i++) {
         struct multi_part *p = &m->parts[i];
         p->m = m;
-        p->key = h[i].index;
-        p->claim.hash = h[i].hash;
+        p->key = m->keys[i].index;
+        p->claim.hash = m->keys[i].hash;
         p->claim.embedded = true;
-        p->claim.sibling = &m->parts[(i + 1) % n].claim;
+        p->claim.sibling = &m->parts[(i + 1) % m->n].claim;
     }
-    return m;
 }
 
 static void multi_put(struct multi *m)
@@ -144,7 +164,7 @@ static void multi_put(struct multi *m)
 /* Lets go of every key m holds. Context: no other part of m changes its claims meanwhile. */
 static void release_claims(struct multi *m)
 {
-    for (uint32_t i = 0; i < m->n; i++) {
+    for (uint32_t i = 0; m->parts_ready && i < m->n; i++) {
         struct multi_part *p = &m->parts[i];
         if (p->claimed) {
             p->claimed = false;
@@ -277,7 +297,7 @@ void shard__multi_whole(shard_worker *w, void *arg)
 
 bool shard__multi_whole_run(shard_worker *w, void *arg)
 {
-    struct multi *m = ((struct multi_part *)arg)->m;
+    struct multi *m = arg;
     for (uint32_t i = 0; m->step && i < m->n; i++) {
         /* A crash stopped w after the step before: the keys have moved on, each step goes where its
          * key's jobs run now, as steps of their own. The crash claimed every key (under w->lock, after
@@ -290,8 +310,8 @@ bool shard__multi_whole_run(shard_worker *w, void *arg)
         }
         /* shard_job_key_hash: the step's key, as in a step of its own (the worker's field, which only
          * its thread writes, and this is its thread); done then sees the last step's, as it would. */
-        w->own.job_hash = m->parts[i].claim.hash;
-        m->step(w, m->arg, m->parts[i].key);
+        w->own.job_hash = m->keys[i].hash;
+        m->step(w, m->arg, m->keys[i].index);
     }
     if (m->fn)
         m->fn(w, m->arg);
@@ -300,20 +320,22 @@ bool shard__multi_whole_run(shard_worker *w, void *arg)
 
 uint32_t shard__multi_whole_count(const void *arg)
 {
-    return ((const struct multi_part *)arg)->m->n;
+    return ((const struct multi *)arg)->n;
 }
 
 uint64_t shard__multi_whole_hash(const void *arg, uint32_t i)
 {
-    return ((const struct multi_part *)arg)->m->parts[i].claim.hash;
+    return ((const struct multi *)arg)->keys[i].hash;
 }
 
 struct job *shard__multi_whole_split(struct job *j)
 {
-    struct multi *m = ((struct multi_part *)j->arg)->m;
+    struct multi *m = j->arg;
     struct job_block *b = m->block;
     struct job *last = j, *after = j->next;
+    shard__multi_parts_ready(m);
     j->fn = shard__multi_part;
+    j->arg = &m->parts[0];
     j->origin = ORIGIN_MULTI_PART;
     for (uint32_t i = 1; i < m->n; i++) {
         /* A record of the block: with the one the whole job may have taken for a full queue, and one
@@ -332,7 +354,8 @@ struct job *shard__multi_whole_split(struct job *j)
 
 void shard__multi_whole_crashed(void *arg)
 {
-    struct multi *m = ((struct multi_part *)arg)->m;
+    struct multi *m = arg;
+    shard__multi_parts_ready(m);
     for (uint32_t i = 0; i < m->n; i++) {
         shard__crash_claim(&m->d->crash, &m->owner, &m->parts[i].claim);
         m->parts[i].claimed = true;
@@ -341,7 +364,7 @@ void shard__multi_whole_crashed(void *arg)
 
 void shard__multi_whole_end(void *arg)
 {
-    end(((struct multi_part *)arg)->m);
+    end(arg);
 }
 
 bool shard__multi_dropped(void *arg, shard_job_fn *fn, void **user_arg)

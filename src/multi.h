@@ -13,7 +13,7 @@ void shard__multi_part(shard_worker *w, void *arg);
  * holds all of them: never dropped by a crash, rerouted instead (arg: its part). */
 void shard__multi_step(shard_worker *w, void *arg);
 /* A multi-key job whose keys all had one owner when it was queued, queued there whole as one job of
- * its first key (arg: its first part; origin ORIGIN_MULTI_WHOLE). Taken (run.c) when every key may
+ * its first key (arg: the multi itself; origin ORIGIN_MULTI_WHOLE). Taken (run.c) when every key may
  * run at once there, it runs as this job: the user's fn, or every step then done, with no key
  * claimed, since no other job of any of them can run meanwhile (the worker runs one job at a time,
  * and every key is its own and free). Otherwise it is split into its parts first

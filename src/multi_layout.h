@@ -34,18 +34,26 @@ struct multi {
     shard_multi_step_fn step;    /* NULL: no steps */
     void               *arg;
     struct job_block   *block;   /* the allocation this lives in */
-    struct crash_record owner;   /* owes its claims (the table counts entries by record) */
-    pthread_mutex_t     lock;    /* dropped, arrived and the parts' claimed; the crash table's lock nests inside */
-    bool                dropped; /* lock: a DROP crash dropped one of its parts */
-    uint32_t            arrived; /* lock: parts come up or dropped */
+    const struct key_ref *keys;  /* I: its n distinct keys, in the block after the parts */
     uint32_t            n;       /* I: parts, one a distinct key */
+    uint32_t            arrived; /* lock: parts come up or dropped */
+    bool                dropped; /* lock: a DROP crash dropped one of its parts */
+    /* owner and parts are made when first needed (shard__multi_parts_ready): a job queued whole and run
+     * at once never needs them. Before its parts are queued, by the submitter; for a whole job, by
+     * whoever splits it or the crash that stops it, each alone with it then. */
+    bool                parts_ready;
+    pthread_mutex_t     lock;    /* dropped, arrived and the parts' claimed; the crash table's lock nests inside */
+    struct crash_record owner;   /* owes its claims (the table counts entries by record) */
     struct multi_part   parts[];
 };
 
-/* A multi-key job of the n distinct keys h (its parts not yet queued), in one allocation with a
- * record for each part's full queue and one for its step. Return: NULL when out of memory.
+/* A multi-key job of the n distinct keys h (its parts not yet made nor queued), in one allocation with
+ * a record for each part's full queue and one for its step. Return: NULL when out of memory.
  * Context: any thread. */
 struct multi *shard__multi_new(shard_dispatcher *d, const struct key_ref *h, size_t n, shard_job_fn fn,
                                shard_multi_step_fn step, void *arg);
+/* Makes m's parts and the record that owes their claims, unless made already. Context: no other
+ * thread touches them yet (see parts_ready). */
+void shard__multi_parts_ready(struct multi *m);
 
 #endif

@@ -43,18 +43,17 @@ static bool push_whole(shard_dispatcher *d, struct multi *m, bool worker)
 {
     /* acquire: pairs with the release store that published the snapshot (membership.c's publish). */
     struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire);
-    size_t owner = shard__ring_owner_index(s->ring, m->parts[0].claim.hash);
+    size_t owner = shard__ring_owner_index(s->ring, m->keys[0].hash);
     for (uint32_t i = 1; i < m->n; i++)
-        if (shard__ring_owner_index(s->ring, m->parts[i].claim.hash) != owner)
+        if (shard__ring_owner_index(s->ring, m->keys[i].hash) != owner)
             return false;
     struct shard_worker *w = snap_worker(s, owner);
-    struct multi_part *p = &m->parts[0];
-    uint64_t h = p->claim.hash;
+    uint64_t h = m->keys[0].hash;
     if ((worker && shard__space_waited(w)) ||
-        !shard__queue_push_mp(&w->q, shard__multi_whole, p, h, s->epoch, ORIGIN_MULTI_WHOLE)) {
+        !shard__queue_push_mp(&w->q, shard__multi_whole, m, h, s->epoch, ORIGIN_MULTI_WHOLE)) {
         struct job_block *b = m->block;
         struct job *j = &b->recs[b->used++];
-        *j = (struct job){ .fn = shard__multi_whole, .arg = p, .hash = h, .epoch = s->epoch, .routed = w,
+        *j = (struct job){ .fn = shard__multi_whole, .arg = m, .hash = h, .epoch = s->epoch, .routed = w,
                            .kind = JOB_RUN, .origin = ORIGIN_MULTI_WHOLE, .block = b };
         atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed); /* before anyone can run it */
         shard__queue_push_side(&w->q, j);
@@ -164,9 +163,11 @@ static int submit_multi(shard_dispatcher *d, const struct shard_key *keys, size_
     if (!rc) {
         atomic_fetch_add_explicit(&d->multi_open, 1, memory_order_relaxed);
         pthread_mutex_lock(&d->multi_lock);
-        if (!push_whole(d, m, worker))
+        if (!push_whole(d, m, worker)) {
+            shard__multi_parts_ready(m);
             for (int i = 0; i < k; i++)
                 push_part(d, m, &m->parts[i], worker);
+        }
         pthread_mutex_unlock(&d->multi_lock);
     }
     shard__rcu_read_unlock();

@@ -50,8 +50,8 @@ struct worker_own {
     struct job      *spare;         /* spare records (record.c) */
     uint32_t         nspare;        /* length of spare */
     bool             crash_stuck;   /* set by the crash: the running job holds a stuck entry */
-    void            *running_whole; /* in_fn runs a multi-key job queued whole: its first part
-                                     * (multi.h); a crash claims all its keys */
+    void            *running_whole; /* in_fn runs a multi-key job queued whole (multi.h); a crash
+                                     * claims all its keys */
 };
 
 /* Atomics (ordering at the access): what its held jobs wait for, and the kicks that wake them. */
