@@ -240,6 +240,12 @@ bool shard__crash_may_block(struct crash_table *t, uint64_t hash)
     return atomic_load_explicit(bucket(t, hash), memory_order_acquire);
 }
 
+bool shard__crash_any(struct crash_table *t)
+{
+    /* acquire: as shard__crash_blocks. */
+    return atomic_load_explicit(&t->entries, memory_order_acquire) != 0;
+}
+
 void shard__crash_swap(struct crash_table *t, struct crash_record *owner, struct job *claim, struct job *step)
 {
     struct crash_stripe *s = stripe_of(t, claim->hash); /* the step's key is the claim's */

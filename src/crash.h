@@ -83,6 +83,10 @@ bool shard__crash_stuck_key(struct crash_table *t, uint64_t hash);
 /* Whether an entry of hash's bucket may stand: false means no job of that key is held up by the
  * table (the batch fast path's check, run.c). Context: any thread, lock-free. */
 bool shard__crash_may_block(struct crash_table *t, uint64_t hash);
+/* Whether the table may hold any entry: false means no job is held up by it. One line that claims
+ * change all the time under multi-key traffic: for a check of several keys at once (run.c's whole
+ * jobs), before their buckets. Context: any thread, lock-free. */
+bool shard__crash_any(struct crash_table *t);
 
 /* A multi-key job holds the key of claim (its hash set; claim->sibling its other claims, in a
  * circle): an entry of epoch 0, ahead of every job of the key not yet run, as a stuck job's, until

@@ -20,6 +20,9 @@
 #include "timer_table.h"
 #include "worker.h"
 
+/* Multi-key jobs of up to this many keys keep their blocks for the next (multi.c). */
+#define SHARD_MULTI_POOL_KEYS 16
+
 /* What the balancer reports in shard_stats (balance_rounds ... unsplittable_share): written by its thread
  * after each round (balance.c), read by shard_dispatcher_stats (stats.c). Kept here, not in the
  * balancer, so that stats reads them without calling into the balancer, which stands above stats (it
@@ -78,8 +81,9 @@ struct shard_dispatcher {
      * without malloc, whose arenas a submitter allocating and a worker freeing take turns to grow
      * and trim (a page fault a job, measured). pool_lock is a leaf. */
     pthread_mutex_t  pool_lock;
-    struct job_block *pool[8];      /* pool_lock: by keys - 1, linked through the block's first record */
-    uint32_t         pooled;        /* pool_lock */
+    struct job_block *pool[SHARD_MULTI_POOL_KEYS]; /* pool_lock: by keys - 1, linked through the block's
+                                                    * first record */
+    size_t           pooled;        /* pool_lock: bytes of the blocks kept */
     _Atomic uint64_t multi_open;    /* A: multi-key jobs accepted and not yet ended (stats) */
     _Atomic int64_t  multi_waiting; /* A: of those, ones holding some of their keys while a part
                                      * waits (stats). Each job's increment and decrement are made
