@@ -1,5 +1,6 @@
 /* The submit path: one job of a hashed key, from admission (shutdown, a throttled key, a worker full
- * of set-aside jobs) to its slot in its owner's ring, or its worker's outbox (submit.h).
+ * of set-aside jobs) to its slot in its owner's ring, or its worker's outbox (submit.h); and the
+ * owner a job of a key would go to now (shard_key_owner).
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <stdlib.h>
@@ -183,4 +184,35 @@ SHARD_API int shard_submit(shard_dispatcher *d, const void *key, size_t len, sha
 SHARD_API int shard_try_submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn fn, void *arg)
 {
     return submit(d, key, len, fn, arg, false);
+}
+
+/* The id of hash's owner in the ring in force. Context: inside a read-side section. */
+static int owner_id(shard_dispatcher *d, uint64_t hash, uint32_t *id)
+{
+    if (atomic_load_explicit(&d->shutdown, memory_order_relaxed))
+        return -ESHUTDOWN;
+    /* acquire: pairs with the release store that published the snapshot (membership.c's publish). */
+    struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire);
+    *id = snap_worker(s, shard__ring_owner_index(s->ring, hash))->id;
+    return 0;
+}
+
+SHARD_API int shard_key_owner(shard_dispatcher *d, const void *key, size_t len, uint32_t *id)
+{
+    if (!d || !id || (!key && len > 0))
+        return -EINVAL;
+    shard__rcu_read_lock(); /* as submit: d is read inside a section, the hash included */
+    int rc = owner_id(d, shard__hash_key_cfg(&d->cfg.ring, key, len), id);
+    shard__rcu_read_unlock();
+    return rc;
+}
+
+SHARD_API int shard_key_owner_hash(shard_dispatcher *d, uint64_t hash, uint32_t *id)
+{
+    if (!d || !id)
+        return -EINVAL;
+    shard__rcu_read_lock();
+    int rc = owner_id(d, hash, id);
+    shard__rcu_read_unlock();
+    return rc;
 }

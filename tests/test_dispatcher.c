@@ -1289,3 +1289,63 @@ Test(dispatcher, on_worker_stop_can_tell_a_crash)
     cr_assert_eq(atomic_load(&stops_clean), 2);
     cr_assert_not(shard_worker_crashed(NULL));
 }
+
+struct ran_on {
+    atomic_uint id;
+    atomic_int  done;
+};
+
+static void note_worker(shard_worker *w, void *arg)
+{
+    struct ran_on *r = arg;
+    atomic_store(&r->id, shard_worker_id(w));
+    atomic_store(&r->done, 1);
+}
+
+Test(dispatcher, key_owner_names_the_worker_a_job_of_the_key_runs_on)
+{
+    shard_dispatcher *d = make(3, 64);
+    static struct ran_on ran[300];
+    char key[32];
+    uint32_t seen[3] = { 0 };
+    for (unsigned i = 0; i < 300; i++) {
+        size_t n = kname(key, i);
+        uint32_t id = UINT32_MAX, by_hash = UINT32_MAX;
+        cr_assert_eq(shard_key_owner(d, key, n, &id), 0);
+        cr_assert_eq(shard_key_owner_hash(d, shard_dispatcher_key_hash(d, key, n), &by_hash), 0);
+        cr_assert_eq(id, by_hash, "key %u: by key %u, by hash %u", i, id, by_hash);
+        cr_assert_lt(id, 3u);
+        seen[id]++;
+        cr_assert_eq(shard_submit(d, key, n, note_worker, &ran[i]), 0);
+        cr_assert_eq(shard_drain(d), 0);
+        cr_assert_eq(atomic_load(&ran[i].id), id, "key %u ran on worker %u, owner said %u", i,
+                     atomic_load(&ran[i].id), id);
+    }
+    cr_assert(seen[0] && seen[1] && seen[2], "300 keys over 3 workers: %u %u %u", seen[0], seen[1], seen[2]);
+    /* A pin is followed; a worker added later has the next number. */
+    cr_assert_eq(shard_worker_add(d, "extra", 1), 0);
+    size_t n = kname(key, 7);
+    cr_assert_eq(shard_key_place(d, key, n, "extra"), 0);
+    uint32_t id = UINT32_MAX;
+    cr_assert_eq(shard_key_owner(d, key, n, &id), 0);
+    cr_assert_eq(id, 3u, "a key placed on the fourth worker: owner %u", id);
+    struct ran_on placed = { 0 };
+    cr_assert_eq(shard_submit(d, key, n, note_worker, &placed), 0);
+    cr_assert_eq(shard_drain(d), 0);
+    cr_assert_eq(atomic_load(&placed.id), 3u);
+    shard_dispatcher_destroy(d);
+}
+
+Test(dispatcher, key_owner_refuses_bad_arguments)
+{
+    shard_dispatcher *d = make(2, 64);
+    uint32_t id = 42;
+    cr_assert_eq(shard_key_owner(NULL, "k", 1, &id), -EINVAL);
+    cr_assert_eq(shard_key_owner(d, "k", 1, NULL), -EINVAL);
+    cr_assert_eq(shard_key_owner(d, NULL, 1, &id), -EINVAL);
+    cr_assert_eq(shard_key_owner_hash(NULL, 1, &id), -EINVAL);
+    cr_assert_eq(shard_key_owner_hash(d, 1, NULL), -EINVAL);
+    cr_assert_eq(id, 42u, "a refused call wrote *id");
+    cr_assert_eq(shard_key_owner(d, NULL, 0, &id), 0, "the empty key is a key");
+    shard_dispatcher_destroy(d);
+}

@@ -5,7 +5,8 @@
  * command of several keys is a part a key, each run on its key's worker in order with that key's
  * other commands. Those whose table entry says `atomic` (MSET, DEL, UNLINK) run as one multi-key job,
  * every key held until all are done, as Redis's (request.c, txn.c); the others (MGET, EXISTS) read
- * key by key, not as one snapshot (inside MULTI they are one). */
+ * the keys of each worker in one step, a worker after another, not as one snapshot (inside MULTI they
+ * are one). */
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>

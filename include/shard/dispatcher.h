@@ -329,6 +329,18 @@ SHARD_API int shard_key_unplace(shard_dispatcher *d, const void *key, size_t len
  * shard_key_unplace() (added in 0.2). */
 SHARD_API int shard_key_unplace_hash(shard_dispatcher *d, uint64_t hash);
 
+/** The worker that owns key now, by its number (shard_worker_id()): where a job of it submitted now
+ * goes, a pin followed. The answer of the ring in force at the call, which a change may make stale
+ * at once: for grouping keys by worker (a multi-key job of keys that share one runs as a single job,
+ * multi.h), never a promise of where the key's next job runs. Context: any thread (added in 0.4).
+ * Return: 0 with *id set; -EINVAL (d or id NULL, or key NULL with len > 0); -ESHUTDOWN (destroy
+ * began). */
+SHARD_API int shard_key_owner(shard_dispatcher *d, const void *key, size_t len, uint32_t *id);
+
+/** As shard_key_owner(), for a key known by its hash (shard_dispatcher_key_hash()). Context: any
+ * thread. Return: 0 with *id set; -EINVAL (d or id NULL); -ESHUTDOWN (added in 0.4). */
+SHARD_API int shard_key_owner_hash(shard_dispatcher *d, uint64_t hash, uint32_t *id);
+
 /** Graceful removal: the worker leaves the ring, runs every job it was given, runs its release hook,
  * and exits; its keys move to their next owners (and wait for it, in order). Returns once the new
  * ring is in force, without waiting for the worker's queue to empty (shard_drain waits for that).

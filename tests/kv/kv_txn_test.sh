@@ -56,6 +56,8 @@ expect "MSET of 1100 keys" "ERR a command holds at most 1024 keys on kv_server" 
 expect "none of them set" "" "$(cli GET n0)"
 # No reader sees an MSET or a DEL of two workers' keys half done.
 /usr/bin/python3 "$here/mset_atomic_client.py" "$KV_PORT" 2 || fail "MSET and DEL atomic across workers"
+# MGET and EXISTS run a job a worker: every value reads back while keys move between workers.
+/usr/bin/python3 "$here/mget_churn_client.py" "$KV_PORT" 2 || fail "MGET and EXISTS under churn"
 # A transaction of more than 1024 keys (three MSETs of 400): the third is refused, EXEC aborts.
 mset400() { local i; printf 'MSET'; for ((i = 0; i < 400; i++)); do printf ' big%d%d v' "$1" "$i"; done; echo; }
 got=$({ echo MULTI; mset400 1; mset400 2; mset400 3; echo EXEC; } | clis)
