@@ -47,6 +47,7 @@
 #include "handoff.h"
 #include "multi.h"
 #include "multi_layout.h"
+#include "rcu.h"
 
 static size_t multi_offset(size_t n)
 {
@@ -242,14 +243,37 @@ static void start_steps(struct multi *m, struct shard_worker *me, uint32_t from)
 
 /* Steps before i have run (each key held again): step i is delivered, or, after the last, done runs
  * and every key goes free. Context: the worker w of the step before (or of the last part). */
+/* Whether step p may run here and now, in the job before it, rather than be delivered: w owns its key
+ * in the ring in force, whose epoch is settled (every owner the key had before is done), and has not
+ * crashed. Delivered to w, the step would find just that and run first of its key's jobs there (its
+ * entry is first in its key: every older job of the key ran before its part claimed it, and the
+ * younger ones wait behind it), after a trip through w's inbox and held list; to another worker, with
+ * a wake-up. Context: w's thread, in a job. */
+static bool step_here(struct multi *m, struct shard_worker *w, const struct multi_part *p)
+{
+    if (!w || shard__worker_is_crashed(w))
+        return false;
+    shard__rcu_read_lock();
+    /* acquire: pairs with the release store that published the snapshot (membership.c's publish);
+     * and settled's (E3): the fences of the settled epochs happen before the step. */
+    struct snap *s = atomic_load_explicit(&m->d->snap, memory_order_acquire);
+    bool here = snap_worker(s, shard__ring_owner_index(s->ring, p->claim.hash)) == w &&
+                s->epoch <= atomic_load_explicit(&m->d->settled, memory_order_acquire);
+    shard__rcu_read_unlock();
+    return here;
+}
+
 static void next_step(struct multi *m, struct shard_worker *w, uint32_t i)
 {
     for (; i < m->n; i++) {
         struct multi_part *p = &m->parts[i];
         struct job *j = p->step;
-        if (shard__follow_deliver(w, j))
+        if (!step_here(m, w, p) && shard__follow_deliver(w, j))
             return; /* m may be gone from here on: the step may have run and ended it */
-        /* Destroy is stopping every worker: the step runs here, as the last thing this one does. */
+        /* Here (or destroy is stopping every worker: the last thing this one does), in this job,
+         * as a job of its own: its key for shard_job_key_hash, its entry paid when it returns. */
+        if (w)
+            w->own.job_hash = p->claim.hash;
         step_body(m, w, p);
         shard__owed_done(m->d, j);
         shard__free_record(w, j); /* the block lives on: the multi's own reference */

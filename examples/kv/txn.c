@@ -50,19 +50,56 @@ static void done(shard_worker *w, void *arg)
     free(arg);
 }
 
+/* Puts the parts of x (hashes h, owners o) in the order of their keys' owners, each owner's from its
+ * first part on, every key's parts in their order: consecutive steps then share a worker, and shard
+ * runs them one after another there in one job (multi.h), a hop a worker rather than one a key. Keys
+ * of different workers were not ordered among each other (above). */
+static void order_by_owner(struct txn_job *x, uint64_t *h, const uint32_t *o, struct part **tmp_p,
+                           uint64_t *tmp_h, bool *placed)
+{
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < x->n; i++)
+        placed[i] = false;
+    for (uint32_t i = 0; i < x->n; i++) {
+        if (placed[i])
+            continue;
+        for (uint32_t j = i; j < x->n; j++)
+            if (!placed[j] && o[j] == o[i]) {
+                placed[j] = true;
+                tmp_p[k] = x->parts[j];
+                tmp_h[k++] = h[j];
+            }
+    }
+    memcpy(x->parts, tmp_p, x->n * sizeof *tmp_p);
+    memcpy(h, tmp_h, x->n * sizeof *tmp_h);
+}
+
 void txn_submit(struct server *srv, struct part **parts, uint32_t n)
 {
     struct txn_job *x = malloc(sizeof *x + n * (sizeof *x->parts + sizeof(uint64_t)));
-    struct shard_key *keys = calloc(n, sizeof *keys);
+    struct shard_key *keys = malloc(n * (sizeof *keys + sizeof(uint32_t))); /* then each part's owner */
     int err = -ENOMEM;
     if (x && keys) {
+        uint32_t *owner = (uint32_t *)&keys[n];
         x->n = n;
         uint64_t *h = job_hashes(x);
+        bool owners = true;
         for (uint32_t i = 0; i < n; i++) {
             const struct resp_arg *k = key_of(parts[i]->r, parts[i]);
             x->parts[i] = parts[i];
             keys[i] = (struct shard_key){ k->p, k->len };
             h[i] = shard_dispatcher_key_hash(srv->d, k->p, k->len);
+            owners = owners && shard_key_owner_hash(srv->d, h[i], &owner[i]) == 0;
+        }
+        if (owners && n > 2) {
+            struct part *tmp_p[TXN_MAX_PARTS];
+            uint64_t tmp_h[TXN_MAX_PARTS];
+            bool placed[TXN_MAX_PARTS];
+            order_by_owner(x, h, owner, tmp_p, tmp_h, placed);
+            for (uint32_t i = 0; i < n; i++) {
+                const struct resp_arg *k = key_of(x->parts[i]->r, x->parts[i]);
+                keys[i] = (struct shard_key){ k->p, k->len };
+            }
         }
         err = shard_submit_multi_each(srv->d, keys, n, step, done, x);
     }
