@@ -241,8 +241,6 @@ static void start_steps(struct multi *m, struct shard_worker *me, uint32_t from)
     next_step(m, me, from);
 }
 
-/* Steps before i have run (each key held again): step i is delivered, or, after the last, done runs
- * and every key goes free. Context: the worker w of the step before (or of the last part). */
 /* Whether step p may run here and now, in the job before it, rather than be delivered: w owns its key
  * in the ring in force, whose epoch is settled (every owner the key had before is done), and has not
  * crashed. Delivered to w, the step would find just that and run first of its key's jobs there (its
@@ -263,6 +261,9 @@ static bool step_here(struct multi *m, struct shard_worker *w, const struct mult
     return here;
 }
 
+/* Steps before i have run (each key held again): step i runs here (step_here) or is delivered, or,
+ * after the last, done runs and every key goes free. Context: the worker w of the step before (or of
+ * the last part). */
 static void next_step(struct multi *m, struct shard_worker *w, uint32_t i)
 {
     for (; i < m->n; i++) {

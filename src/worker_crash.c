@@ -23,7 +23,8 @@ void shard__worker_crash_stop(shard_dispatcher *d, struct shard_worker *x)
     uint64_t hash = x->own.running_hash;
     if ((x->own.in_fn && x->own.running_job) || shard__run_batch_interrupt(x, &hash)) {
         /* A multi-key job queued whole holds its keys by running: from now on by claims, which its
-         * end pays (run.c), ahead of the stuck entry, as when its last part runs the job (multi.c). */
+         * end pays (run.c), the stuck entry behind its first key's claim (crash.c's
+         * claim_job_stuck_in_run finds it there). */
         if (x->own.in_fn && x->own.running_whole)
             shard__multi_whole_crashed(x->own.running_whole);
         /* Before the publication of the next ring: a job routed with it sees the entry. */

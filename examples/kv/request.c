@@ -43,7 +43,8 @@ struct request *request_new(struct conn *c, struct net_thread *nt, struct server
     /* A short reply, a command's own (local, admin) or its one part's, lives here too. */
     size_t off_inline = off_bytes + bytes;
     bool lend = nparts <= 1;
-    size_t inline_bytes = lend ? INLINE_REPLY : nparts * INLINE_PART_REPLY;
+    /* Only for parts that write text (an MGET's; a DEL's or an EXISTS's only count). */
+    size_t inline_bytes = lend ? INLINE_REPLY : cmd->part_reply_max ? nparts * INLINE_PART_REPLY : 0;
     char *mem = calloc(1, off_inline + inline_bytes);
     if (!mem)
         return NULL;
@@ -68,7 +69,7 @@ struct request *request_new(struct conn *c, struct net_thread *nt, struct server
     if (lend)
         buf_borrow(nparts ? &r->part_reply[0].text : &r->reply, mem + off_inline, INLINE_REPLY);
     else
-        for (uint32_t i = 0; i < nparts; i++)
+        for (uint32_t i = 0; inline_bytes && i < nparts; i++)
             buf_borrow(&r->part_reply[i].text, mem + off_inline + i * INLINE_PART_REPLY, INLINE_PART_REPLY);
     uint32_t step = cmd && cmd->key_step > 0 ? (uint32_t)cmd->key_step : 1;
     for (uint32_t i = 0; i < nparts; i++) {

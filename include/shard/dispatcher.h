@@ -330,7 +330,7 @@ SHARD_API int shard_key_unplace(shard_dispatcher *d, const void *key, size_t len
 SHARD_API int shard_key_unplace_hash(shard_dispatcher *d, uint64_t hash);
 
 /** The worker that owns key now, by its number (shard_worker_id()): where a job of it submitted now
- * goes, a pin followed. The answer of the ring in force at the call, which a change may make stale
+ * from outside a job goes, a pin followed (a running job's submits are routed when its batch ends). The answer of the ring in force at the call, which a change may make stale
  * at once: for grouping keys by worker (a multi-key job of keys that share one runs as a single job,
  * multi.h), never a promise of where the key's next job runs. Context: any thread (added in 0.4).
  * Return: 0 with *id set; -EINVAL (d or id NULL, or key NULL with len > 0); -ESHUTDOWN (destroy
