@@ -15,30 +15,37 @@
 #include "submit.h"
 #include "shard/multi.h"
 
-/* Queues part p (key hash h) where a job of h goes now, never waiting: beyond a full ring (or one
- * whose slots a waiting thread is owed, for a worker) through the side list, in a record of m's
- * block. Context: d->multi_lock, inside a read-side section. */
-static void push_part(shard_dispatcher *d, struct multi *m, struct multi_part *p, bool worker)
+/* Queues fn(arg), a job of m of key hash h, to w under snapshot s, never waiting: beyond a full ring
+ * (or one whose slots a waiting thread is owed, for a worker) through the side list, in a record of
+ * m's block. Context: d->multi_lock, inside a read-side section. */
+static void push_to(struct multi *m, struct shard_worker *w, const struct snap *s, shard_job_fn fn, void *arg,
+                    uint64_t h, uint8_t origin, bool worker)
 {
-    uint64_t h = p->claim.hash;
-    /* acquire: pairs with the release store that published the snapshot (membership.c's publish). */
-    struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire);
-    struct shard_worker *w = snap_worker(s, shard__ring_owner_index(s->ring, h));
-    if ((worker && shard__space_waited(w)) || !shard__queue_push_mp(&w->q, shard__multi_part, p, h, s->epoch, ORIGIN_MULTI_PART)) {
+    if ((worker && shard__space_waited(w)) || !shard__queue_push_mp(&w->q, fn, arg, h, s->epoch, origin)) {
         struct job_block *b = m->block;
         struct job *j = &b->recs[b->used++];
-        *j = (struct job){ .fn = shard__multi_part, .arg = p, .hash = h, .epoch = s->epoch, .routed = w,
-                           .kind = JOB_RUN, .origin = ORIGIN_MULTI_PART, .block = b };
+        *j = (struct job){ .fn = fn, .arg = arg, .hash = h, .epoch = s->epoch, .routed = w, .kind = JOB_RUN,
+                           .origin = origin, .block = b };
         atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed); /* before anyone can run it */
         shard__queue_push_side(&w->q, j);
     }
     shard__worker_wake(w);
 }
 
+/* Queues part p where a job of its key goes now. Context: as push_to. */
+static void push_part(shard_dispatcher *d, struct multi *m, struct multi_part *p, bool worker)
+{
+    uint64_t h = p->claim.hash;
+    /* acquire: pairs with the release store that published the snapshot (membership.c's publish). */
+    struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire);
+    push_to(m, snap_worker(s, shard__ring_owner_index(s->ring, h)), s, shard__multi_part, p, h, ORIGIN_MULTI_PART,
+            worker);
+}
+
 /* Queues m whole, as one job of its first key (shard__multi_whole), when every key's owner is one
  * worker now: what its parts would be, queued one after another there with nothing between them, in
  * one item. Return: false (nothing queued) when its keys have more than one owner. Context: as
- * push_part. */
+ * push_to. */
 static bool push_whole(shard_dispatcher *d, struct multi *m, bool worker)
 {
     /* acquire: pairs with the release store that published the snapshot (membership.c's publish). */
@@ -47,18 +54,7 @@ static bool push_whole(shard_dispatcher *d, struct multi *m, bool worker)
     for (uint32_t i = 1; i < m->n; i++)
         if (shard__ring_owner_index(s->ring, m->keys[i].hash) != owner)
             return false;
-    struct shard_worker *w = snap_worker(s, owner);
-    uint64_t h = m->keys[0].hash;
-    if ((worker && shard__space_waited(w)) ||
-        !shard__queue_push_mp(&w->q, shard__multi_whole, m, h, s->epoch, ORIGIN_MULTI_WHOLE)) {
-        struct job_block *b = m->block;
-        struct job *j = &b->recs[b->used++];
-        *j = (struct job){ .fn = shard__multi_whole, .arg = m, .hash = h, .epoch = s->epoch, .routed = w,
-                           .kind = JOB_RUN, .origin = ORIGIN_MULTI_WHOLE, .block = b };
-        atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed); /* before anyone can run it */
-        shard__queue_push_side(&w->q, j);
-    }
-    shard__worker_wake(w);
+    push_to(m, snap_worker(s, owner), s, shard__multi_whole, m, m->keys[0].hash, ORIGIN_MULTI_WHOLE, worker);
     return true;
 }
 

@@ -127,6 +127,15 @@ static void wait_multi_waiting(shard_dispatcher *d, uint64_t n)
     while (st.multi_waiting < n);
 }
 
+/* No multi-key job is open or waiting any more (stats). */
+static void check_none_open(shard_dispatcher *d, const char *pname)
+{
+    struct shard_stats st;
+    CHECK(shard_dispatcher_stats(d, &st) == 0, "stats");
+    CHECK(st.multi_open == 0 && st.multi_waiting == 0, "%s: after it: %llu open, %llu waiting", pname,
+          (unsigned long long)st.multi_open, (unsigned long long)st.multi_waiting);
+}
+
 /* ---- crash-in-job ---- */
 
 static struct gate job_gate;
@@ -201,10 +210,7 @@ static void crash_in_job(enum shard_crash_policy policy, bool spread)
         CHECK(shard_drain(d) == 0, "drain");
     CHECK(atomic_load(&later_ran_during) == 0, "%s: a later job of its keys overlapped it", pname);
     CHECK(atomic_load(&job_runs) == 1, "%s: it ran %d times", pname, atomic_load(&job_runs));
-    struct shard_stats st;
-    CHECK(shard_dispatcher_stats(d, &st) == 0, "stats");
-    CHECK(st.multi_open == 0 && st.multi_waiting == 0, "%s: after it: %llu open, %llu waiting", pname,
-          (unsigned long long)st.multi_open, (unsigned long long)st.multi_waiting);
+    check_none_open(d, pname);
     shard_dispatcher_destroy(d);
     printf("crash-in-job %s: drain %s\n", pname, returned ? "returned" : "HUNG");
 }
@@ -518,10 +524,7 @@ static void whole_queued(enum shard_crash_policy policy)
                   atomic_load(&next[i].runs));
     }
     CHECK(atomic_load(&whole_overlaps) == 0, "%s: a job of its keys ran during the multi-key job", pname);
-    struct shard_stats st;
-    CHECK(shard_dispatcher_stats(d, &st) == 0, "stats");
-    CHECK(st.multi_open == 0 && st.multi_waiting == 0, "%s: after it: %llu open, %llu waiting", pname,
-          (unsigned long long)st.multi_open, (unsigned long long)st.multi_waiting);
+    check_none_open(d, pname);
     shard_dispatcher_destroy(d);
     printf("whole-queued %s: ran %d, dropped %d\n", pname, atomic_load(&whole.runs), atomic_load(&whole_dropped));
 }
@@ -630,10 +633,7 @@ static void whole_steps(enum shard_crash_policy policy)
               atomic_load(&done_at) < atomic_load(&later_at),
           "%s: order step a %d, step b %d, done %d, b's later job %d", pname, atomic_load(&step_at[0]),
           atomic_load(&step_at[1]), atomic_load(&done_at), atomic_load(&later_at));
-    struct shard_stats st;
-    CHECK(shard_dispatcher_stats(d, &st) == 0, "stats");
-    CHECK(st.multi_open == 0 && st.multi_waiting == 0, "%s: after it: %llu open, %llu waiting", pname,
-          (unsigned long long)st.multi_open, (unsigned long long)st.multi_waiting);
+    check_none_open(d, pname);
     shard_dispatcher_destroy(d);
     printf("whole-steps %s: step a on %s, step b on %s, done on %s, b's later job on %s\n", pname, step_on[0],
            step_on[1], done_on, later_on);
