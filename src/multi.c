@@ -9,11 +9,12 @@
  * claims no key itself (but to make it a step), since its running job holds its key as any running
  * job does: no other job of it runs meanwhile, and a crash makes the job's stuck entry of it.
  * A job with steps (shard_submit_multi_each) runs instead one step a key where the key's own jobs
- * run, one after another in its keys' order: the last part turns each claim into a step, an entry of
- * epoch 0 too (so the key stays held) that is also a job, and delivers the first to its key's owner as
- * a job that follows its key (follow.c), which there waits for the key's state as such a job does; a
- * step claims its key again before it returns and delivers the next; the last runs the job's done
- * and pays every claim.
+ * run, one after another in its keys' order, starting in the last part: a step whose key the worker
+ * it has reached owns (under a settled ring) runs there, in the same job, its key held by its claim;
+ * another turns its claim into a step, an entry of epoch 0 too (so the key stays held) that is also a
+ * job, delivered to its key's owner as a job that follows its key (follow.c), which there waits for
+ * the key's state as such a job does, claims its key again before it returns, and goes on with the
+ * next steps; the last step's job runs the job's done and pays every claim.
  *
  * A job whose keys all have one owner when it is submitted goes there whole, as one job of its first
  * key (shard__multi_whole): what its parts would be, queued one after another with nothing between
@@ -220,24 +221,27 @@ static void step_body(struct multi *m, struct shard_worker *w, struct multi_part
     p->claimed = true;
 }
 
-/* Every key is held: each claim from part `from` on becomes a step (the key stays held), and the
- * first of them is delivered where its key's jobs run. Context: the last part, on its worker me; or
- * a whole job whose worker crashed before its step `from` (shard__multi_whole_run). */
+/* Part p's claim becomes a step: an entry of epoch 0 too (the key stays held) that is also a job, to
+ * be delivered where its key's jobs run. Context: the job's steps before p have run; no other thread
+ * touches the block's records (the parts are all queued and arrived). */
+static struct job *make_step(struct multi *m, struct multi_part *p)
+{
+    struct job_block *b = m->block;
+    struct job *j = &b->recs[b->used++];
+    /* sibling: its part's claim, through which the crash table sees its job (crash.c's key_stuck). */
+    *j = (struct job){ .fn = shard__multi_step, .arg = p, .hash = p->claim.hash, .kind = JOB_RUN,
+                       .origin = ORIGIN_MULTI_STEP, .block = b, .sibling = &p->claim };
+    atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
+    shard__crash_swap(&m->d->crash, &m->owner, &p->claim, j);
+    p->claimed = false;
+    return j;
+}
+
+/* Every key is held by its claim: the steps from part `from` on run, each here or delivered
+ * (next_step). Context: the last part, on its worker me; or a whole job whose worker crashed before
+ * its step `from` (shard__multi_whole_run). */
 static void start_steps(struct multi *m, struct shard_worker *me, uint32_t from)
 {
-    shard_dispatcher *d = m->d;
-    struct job_block *b = m->block;
-    for (uint32_t i = from; i < m->n; i++) {
-        struct multi_part *p = &m->parts[i];
-        struct job *j = &b->recs[b->used++]; /* the parts are all queued: no other user of used */
-        /* sibling: its part's claim, through which the crash table sees its job (crash.c's key_stuck). */
-        *j = (struct job){ .fn = shard__multi_step, .arg = p, .hash = p->claim.hash, .kind = JOB_RUN,
-                           .origin = ORIGIN_MULTI_STEP, .block = b, .sibling = &p->claim };
-        atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
-        shard__crash_swap(&d->crash, &m->owner, &p->claim, j);
-        p->claimed = false;
-        p->step = j;
-    }
     next_step(m, me, from);
 }
 
@@ -268,11 +272,18 @@ static void next_step(struct multi *m, struct shard_worker *w, uint32_t i)
 {
     for (; i < m->n; i++) {
         struct multi_part *p = &m->parts[i];
-        struct job *j = p->step;
-        if (!step_here(m, w, p) && shard__follow_deliver(w, j))
+        if (step_here(m, w, p)) {
+            /* Here, in this job, its key held by its claim throughout (also after, until done has
+             * run): no step entry to make and pay, nor claim to make again. shard_job_key_hash gives
+             * its key, as in a step's own job. */
+            w->own.job_hash = p->claim.hash;
+            m->step(w, m->arg, p->key);
+            continue;
+        }
+        struct job *j = make_step(m, p);
+        if (shard__follow_deliver(w, j))
             return; /* m may be gone from here on: the step may have run and ended it */
-        /* Here (or destroy is stopping every worker: the last thing this one does), in this job,
-         * as a job of its own: its key for shard_job_key_hash, its entry paid when it returns. */
+        /* Destroy is stopping every worker: the step runs here, as the last thing this one does. */
         if (w)
             w->own.job_hash = p->claim.hash;
         step_body(m, w, p);

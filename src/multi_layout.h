@@ -24,7 +24,6 @@ struct multi_part {
     struct job    claim;   /* its key's entry in the crash table while it holds the key */
     struct multi *m;
     uint32_t      key;     /* I: the index in the caller's keys of its key's first occurrence */
-    struct job   *step;    /* its step's record, once every key is held (with steps) */
     bool          claimed; /* m->lock (or the one part or step running): claim is in the table */
 };
 
