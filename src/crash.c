@@ -138,10 +138,12 @@ static bool stuck_behind(struct crash_table *t, const struct job *e)
 
 /* Whether the multi-key job of claim c (first in its key, so every claim of the job that is in the
  * table is first in its key: crash.h) is running on a crashed worker: the crash made a stuck entry
- * behind the claim of a whole job's first key (multi.c). The last part, which runs a job, claims
- * nothing: its stuck entry is first in its key, which key_stuck sees through the claim not in the
- * table. With steps, the one running is a step, and the stuck entry is behind the step's entry
- * (first in its key), or behind the claim the step made again before done. Context: every lock. */
+ * behind the claim of a whole job's first key (multi.c). The last part, which runs a job without
+ * steps, claims nothing: its stuck entry is first in its key, which key_stuck sees through the claim
+ * not in the table. With steps, what runs is the last part (its claim made, the stuck entry behind
+ * it, whichever step runs in that job), or a delivered step, the stuck entry behind its step entry
+ * (first in its key) or behind the claim it made again; a step entry made later, behind a stuck entry
+ * of its key, key_stuck sees through that key's first entry. Context: every lock. */
 static bool claim_job_stuck_in_run(struct crash_table *t, const struct job *c)
 {
     const struct job *s = c;

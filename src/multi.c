@@ -5,9 +5,10 @@
  * follows its key through changes, crashes and placements as any job does). A part that comes up
  * claims its key: an entry of epoch 0 in the crash table (crash.h), which every later job of the
  * key waits behind, wherever it is, as behind a stuck job; the worker goes on with other keys. The
- * part that finds every other one arrived runs the job, in its own job, then pays every claim; it
- * claims no key itself (but to make it a step), since its running job holds its key as any running
- * job does: no other job of it runs meanwhile, and a crash makes the job's stuck entry of it.
+ * part that finds every other one arrived runs the job, in its own job, then pays every claim; without
+ * steps it claims no key itself, since its running job holds its key as any running job does: no
+ * other job of it runs meanwhile, and a crash makes the job's stuck entry of it (with steps it claims
+ * its key, which must stay held through the steps that run elsewhere, until done).
  * A job with steps (shard_submit_multi_each) runs instead one step a key where the key's own jobs
  * run, one after another in its keys' order, starting in the last part: a step whose key the worker
  * it has reached owns (under a settled ring) runs there, in the same job, its key held by its claim;
@@ -35,7 +36,8 @@
  * its side list).
  *
  * Memory: one allocation a job: the multi, its parts, and two records per part, for a queue found
- * full (or, queued whole, for the whole job and its split) and for its step (a job_block, so that
+ * full (or, queued whole, for the whole job and its split) and for its step if it is delivered (a
+ * job_block, so that
  * the worker that runs a part or a step from such a record frees it as any record: the block goes
  * with the last reference, the multi's own or a record's).
  * Blocks of jobs of few keys are kept in the dispatcher for the next job (d->pool). */
@@ -237,14 +239,6 @@ static struct job *make_step(struct multi *m, struct multi_part *p)
     return j;
 }
 
-/* Every key is held by its claim: the steps from part `from` on run, each here or delivered
- * (next_step). Context: the last part, on its worker me; or a whole job whose worker crashed before
- * its step `from` (shard__multi_whole_run). */
-static void start_steps(struct multi *m, struct shard_worker *me, uint32_t from)
-{
-    next_step(m, me, from);
-}
-
 /* Whether step p may run here and now, in the job before it, rather than be delivered: w owns its key
  * in the ring in force, whose epoch is settled (every owner the key had before is done), and has not
  * crashed. Delivered to w, the step would find just that and run first of its key's jobs there (its
@@ -265,8 +259,8 @@ static bool step_here(struct multi *m, struct shard_worker *w, const struct mult
     return here;
 }
 
-/* Steps before i have run (each key held again): step i runs here (step_here) or is delivered, or,
- * after the last, done runs and every key goes free. Context: the worker w of the step before (or of
+/* Steps before i have run (each key still held, by its claim): step i runs here (step_here) or is
+ * delivered, or, after the last, done runs and every key goes free. Context: the worker w of the step before (or of
  * the last part). */
 static void next_step(struct multi *m, struct shard_worker *w, uint32_t i)
 {
@@ -299,7 +293,7 @@ static void next_step(struct multi *m, struct shard_worker *w, uint32_t i)
 static void finish(struct multi *m, shard_worker *w)
 {
     if (!m->dropped && m->step) {
-        start_steps(m, w, 0);
+        next_step(m, w, 0);
         return;
     }
     if (!m->dropped)
@@ -322,7 +316,8 @@ void shard__multi_part(shard_worker *w, void *arg)
     pthread_mutex_lock(&m->lock);
     bool last = arrive(m);
     /* The last part runs the job in its own job, which holds its key as any running job does (a crash
-     * meanwhile makes its stuck entry): it claims its key only to turn the claim into a step. */
+     * meanwhile makes its stuck entry): it claims its key only when there are steps, whose run goes on
+     * past this job (elsewhere) and whose done runs with every key held. */
     if (!m->dropped && (!last || m->step)) {
         shard__crash_claim(&m->d->crash, &m->owner, &p->claim);
         p->claimed = true;
@@ -348,7 +343,7 @@ bool shard__multi_whole_run(shard_worker *w, void *arg)
         if (i > 0 && shard__worker_is_crashed(w)) {
             pthread_mutex_lock(&w->lock);
             pthread_mutex_unlock(&w->lock);
-            start_steps(m, w, i);
+            next_step(m, w, i);
             return true;
         }
         /* shard_job_key_hash: the step's key, as in a step of its own (the worker's field, which only
