@@ -342,15 +342,10 @@ static void take_whole(struct shard_worker *w, struct job *j)
         return;
     }
     j = to_record(w, j);
-    struct job *last = shard__multi_whole_split(j);
-    for (struct job *p = j;;) {
-        struct job *next = p->next;
-        bool end = p == last;
-        p->next = NULL;
+    struct job *last = shard__multi_whole_split(j), *next;
+    for (struct job *p = j; p; p = p == last ? NULL : next) {
+        next = p->next; /* set_aside links p into the held order */
         set_aside(w, p, true);
-        if (end)
-            break;
-        p = next;
     }
 }
 

@@ -222,26 +222,24 @@ void request_flush(struct submit_batch *b, shard_dispatcher *d)
 static bool submit_grouped(struct request *r, struct submit_batch *b)
 {
     shard_dispatcher *d = r->srv->d;
-    uint32_t owner[GROUP_MAX];
+    uint64_t h[GROUP_MAX], gh[GROUP_MAX];
+    uint32_t owner[GROUP_MAX], order[GROUP_MAX];
     for (uint32_t i = 0; i < r->nparts; i++) {
         const struct resp_arg *key = &r->argv[r->parts[i].arg];
-        if (shard_key_owner(d, key->p, key->len, &owner[i]) != 0)
+        h[i] = shard_dispatcher_key_hash(d, key->p, key->len);
+        if (shard_key_owner_hash(d, h[i], &owner[i]) != 0)
             return false;
     }
+    parts_by_owner(owner, r->nparts, order);
     request_flush(b, d); /* a group goes in now: the commands before it first */
-    bool taken[GROUP_MAX] = { false };
-    for (uint32_t i = 0; i < r->nparts; i++) {
-        if (taken[i])
-            continue;
+    for (uint32_t i = 0, k; i < r->nparts; i += k) {
         struct part *group[GROUP_MAX];
-        uint32_t k = 0;
-        for (uint32_t j = i; j < r->nparts; j++)
-            if (!taken[j] && owner[j] == owner[i]) {
-                taken[j] = true;
-                group[k++] = &r->parts[j];
-            }
+        for (k = 0; i + k < r->nparts && owner[order[i + k]] == owner[order[i]]; k++) {
+            group[k] = &r->parts[order[i + k]];
+            gh[k] = h[order[i + k]];
+        }
         if (k > 1) {
-            txn_submit(r->srv, group, k);
+            txn_submit_group(r->srv, group, k, gh);
             continue;
         }
         if (b->n == SUBMIT_BATCH)

@@ -260,6 +260,14 @@ bool request_all_put(const struct request *r);
  * that cannot be submitted answers with the error. Context: the network thread, after its batch was
  * flushed (the order of its earlier commands). */
 void txn_submit(struct server *srv, struct part **parts, uint32_t n);
+/* As txn_submit, for parts whose keys share one owner (a group of submit_grouped, request.c), given
+ * their keys' shard hashes h (shard_dispatcher_key_hash): no owners to look up, no order to change. */
+void txn_submit_group(struct server *srv, struct part **parts, uint32_t n, const uint64_t *h);
+/* The order that puts parts of one owner together: order[] gets the indices 0..n-1, each owner's
+ * from its first part on, each owner's in their order. Keys of different workers are not ordered
+ * among each other, so a transaction's steps then hop a worker at a time (shard runs a worker's
+ * steps in a row in one job, multi.h); an MGET's parts form a group a worker. */
+void parts_by_owner(const uint32_t *owner, uint32_t n, uint32_t *order);
 
 /* commands.c */
 /* Indexes every set's commands by name. Return: 0; -ENOMEM. Context: once, before the network threads

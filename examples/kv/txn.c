@@ -50,56 +50,31 @@ static void done(shard_worker *w, void *arg)
     free(arg);
 }
 
-/* Puts the parts of x (hashes h, owners o) in the order of their keys' owners, each owner's from its
- * first part on, every key's parts in their order: consecutive steps then share a worker, and shard
- * runs them one after another there in one job (multi.h), a hop a worker rather than one a key. Keys
- * of different workers were not ordered among each other (above). */
-static void order_by_owner(struct txn_job *x, uint64_t *h, const uint32_t *o, struct part **tmp_p,
-                           uint64_t *tmp_h, bool *placed)
+void parts_by_owner(const uint32_t *owner, uint32_t n, uint32_t *order)
 {
+    bool placed[TXN_MAX_PARTS] = { false };
     uint32_t k = 0;
-    for (uint32_t i = 0; i < x->n; i++)
-        placed[i] = false;
-    for (uint32_t i = 0; i < x->n; i++) {
-        if (placed[i])
-            continue;
-        for (uint32_t j = i; j < x->n; j++)
-            if (!placed[j] && o[j] == o[i]) {
+    for (uint32_t i = 0; i < n; i++)
+        for (uint32_t j = i; !placed[i] && j < n; j++)
+            if (!placed[j] && owner[j] == owner[i]) {
                 placed[j] = true;
-                tmp_p[k] = x->parts[j];
-                tmp_h[k++] = h[j];
+                order[k++] = j;
             }
-    }
-    memcpy(x->parts, tmp_p, x->n * sizeof *tmp_p);
-    memcpy(h, tmp_h, x->n * sizeof *tmp_h);
 }
 
-void txn_submit(struct server *srv, struct part **parts, uint32_t n)
+/* Submits parts[0..n), whose keys' shard hashes are h, as one multi-key job with steps. */
+static void submit_steps(struct server *srv, struct part **parts, uint32_t n, const uint64_t *h)
 {
     struct txn_job *x = malloc(sizeof *x + n * (sizeof *x->parts + sizeof(uint64_t)));
-    struct shard_key *keys = malloc(n * (sizeof *keys + sizeof(uint32_t))); /* then each part's owner */
+    struct shard_key *keys = calloc(n, sizeof *keys);
     int err = -ENOMEM;
     if (x && keys) {
-        uint32_t *owner = (uint32_t *)&keys[n];
         x->n = n;
-        uint64_t *h = job_hashes(x);
-        bool owners = true;
+        memcpy(job_hashes(x), h, n * sizeof *h);
         for (uint32_t i = 0; i < n; i++) {
             const struct resp_arg *k = key_of(parts[i]->r, parts[i]);
             x->parts[i] = parts[i];
             keys[i] = (struct shard_key){ k->p, k->len };
-            h[i] = shard_dispatcher_key_hash(srv->d, k->p, k->len);
-            owners = owners && shard_key_owner_hash(srv->d, h[i], &owner[i]) == 0;
-        }
-        if (owners && n > 2) {
-            struct part *tmp_p[TXN_MAX_PARTS];
-            uint64_t tmp_h[TXN_MAX_PARTS];
-            bool placed[TXN_MAX_PARTS];
-            order_by_owner(x, h, owner, tmp_p, tmp_h, placed);
-            for (uint32_t i = 0; i < n; i++) {
-                const struct resp_arg *k = key_of(x->parts[i]->r, x->parts[i]);
-                keys[i] = (struct shard_key){ k->p, k->len };
-            }
         }
         err = shard_submit_multi_each(srv->d, keys, n, step, done, x);
     }
@@ -109,6 +84,34 @@ void txn_submit(struct server *srv, struct part **parts, uint32_t n)
         for (uint32_t i = 0; i < n; i++)
             request_refuse_part(parts[i], err);
     }
+}
+
+void txn_submit_group(struct server *srv, struct part **parts, uint32_t n, const uint64_t *h)
+{
+    submit_steps(srv, parts, n, h);
+}
+
+void txn_submit(struct server *srv, struct part **parts, uint32_t n)
+{
+    uint64_t h[TXN_MAX_PARTS], oh[TXN_MAX_PARTS];
+    uint32_t owner[TXN_MAX_PARTS], order[TXN_MAX_PARTS];
+    struct part *op[TXN_MAX_PARTS];
+    bool owners = true;
+    for (uint32_t i = 0; i < n; i++) {
+        const struct resp_arg *k = key_of(parts[i]->r, parts[i]);
+        h[i] = shard_dispatcher_key_hash(srv->d, k->p, k->len);
+        owners = owners && shard_key_owner_hash(srv->d, h[i], &owner[i]) == 0;
+    }
+    if (!owners || n <= 2) { /* two keys: either order is one hop */
+        submit_steps(srv, parts, n, h);
+        return;
+    }
+    parts_by_owner(owner, n, order);
+    for (uint32_t i = 0; i < n; i++) {
+        op[i] = parts[order[i]];
+        oh[i] = h[order[i]];
+    }
+    submit_steps(srv, op, n, oh);
 }
 
 /* A connection's transaction, from MULTI to EXEC or DISCARD. */
