@@ -23,6 +23,8 @@
  *   whole-steps   a multi-key job with steps whose keys all live on one worker runs whole; that worker
  *                  crashes (REROUTE, then DROP) during its first step: the steps after it run where
  *                  their keys' jobs run now, before those keys' later jobs, and done after them.
+ *   whole-max     the same with SHARD_MULTI_MAX_KEYS keys: every key claimed by the crash, drain
+ *                  returns meanwhile, every step runs once, done last, then the keys' later jobs.
  * Drain and the like are run on a helper thread and given a generous time to return (a hang detector,
  * not synchronisation): a drain that does not return is reported, then the stuck jobs are let go.
  *   stress_multi_edges [SCENARIO]   (default: all) */
@@ -639,6 +641,72 @@ static void whole_steps(enum shard_crash_policy policy)
            step_on[1], done_on, later_on);
 }
 
+/* ---- whole-max ---- */
+
+static atomic_int max_steps, max_done, max_later_early;
+static struct gate max_gate;
+static void max_step(shard_worker *w, void *arg, size_t i)
+{
+    (void)arg;
+    if (i == 0)
+        blocker(w, &max_gate);
+    atomic_fetch_add(&max_steps, 1);
+}
+static void max_done_fn(shard_worker *w, void *arg)
+{
+    (void)w, (void)arg;
+    atomic_store(&max_done, 1);
+}
+static void max_later(shard_worker *w, void *arg)
+{
+    (void)w;
+    if (!atomic_load(&max_done))
+        atomic_fetch_add(&max_later_early, 1);
+    atomic_fetch_add((atomic_int *)arg, 1);
+}
+
+static void whole_max(void)
+{
+    enum { N = SHARD_MULTI_MAX_KEYS };
+    atomic_store(&max_steps, 0);
+    atomic_store(&max_done, 0);
+    atomic_store(&max_later_early, 0);
+    gate_init(&max_gate);
+    shard_dispatcher *d = make(3, 64, NULL);
+    static char names[N][24];
+    static struct shard_key keys[N];
+    shard_ring *r;
+    CHECK(shard_dispatcher_ring(d, &r) == 0, "ring");
+    for (unsigned i = 0, n = 0; n < N; i++) {
+        size_t len = (size_t)snprintf(names[n], sizeof names[n], "max-%u", i);
+        if (strcmp(shard_ring_owner(r, names[n], len), "w1") == 0)
+            keys[n] = (struct shard_key){ names[n], len }, n++;
+    }
+    shard_ring_destroy(r);
+    CHECK(shard_submit_multi_each(d, keys, N, max_step, max_done_fn, NULL) == 0, "submit %d keys", N);
+    sem_wait(&max_gate.started);
+    CHECK(shard_worker_crash(d, "w1", SHARD_CRASH_REROUTE) == 0, "crash w1");
+    atomic_int later = 0;
+    for (int i = 0; i < N; i += N / 4)
+        CHECK(shard_submit(d, keys[i].key, keys[i].len, max_later, &later) == 0, "later");
+    struct drainer dr;
+    drain_start(&dr, d);
+    bool returned = drain_returned(&dr);
+    CHECK(returned, "whole-max: shard_drain waited for a %d-key job stuck on a crashed worker", N);
+    CHECK(atomic_load(&later) == 0, "whole-max: %d later jobs ran while its first step was stuck", atomic_load(&later));
+    sem_post(&max_gate.open);
+    drain_join(&dr);
+    while (atomic_load(&later) < 4)
+        CHECK(shard_drain(d) == 0, "drain");
+    CHECK(atomic_load(&max_steps) == N && atomic_load(&max_done) == 1, "whole-max: %d steps, done %d",
+          atomic_load(&max_steps), atomic_load(&max_done));
+    CHECK(atomic_load(&max_later_early) == 0, "whole-max: a later job ran before done");
+    check_none_open(d, "whole-max");
+    shard_dispatcher_destroy(d);
+    printf("whole-max: %d steps after a crash in the first, drain %s\n", atomic_load(&max_steps),
+           returned ? "returned" : "HUNG");
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -663,6 +731,8 @@ int main(int argc, char **argv)
     }
     if (!only || !strcmp(only, "whole-split"))
         whole_split();
+    if (!only || !strcmp(only, "whole-max"))
+        whole_max();
     if (!only || !strcmp(only, "whole-steps")) {
         whole_steps(SHARD_CRASH_REROUTE);
         whole_steps(SHARD_CRASH_DROP);
