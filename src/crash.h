@@ -41,7 +41,13 @@
 #include "job.h"
 #include "keymap.h"
 
-#define CRASH_FILTER_BUCKETS 4096u
+/* 16,384 counts (64 KiB): multi-key jobs in flight keep a claim each in the table, up to a queue's
+ * capacity (4,096 by default) of them a worker, and a job whose bucket one of them shares takes the
+ * slow path (its stripe's lock, the keymap): with 4,096 buckets over half of all jobs did then, with
+ * 16,384 about a fifth. bench_multi's 2-key job on two workers: 3.8-4.1x -> 3.5-3.9x a single-key
+ * job's CPU; 65,536 buckets (256 KiB) did a little better there (3.1-3.6x) but cost every job of
+ * bench_mesh 1.5 ns (a read beyond L1), 16,384 within noise. */
+#define CRASH_FILTER_BUCKETS 16384u
 #define CRASH_STRIPES        16u
 
 /* S: under the lock of the stripe of the entry's key; A: every stripe's lock. */

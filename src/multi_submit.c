@@ -32,30 +32,27 @@ static void push_to(struct multi *m, struct shard_worker *w, const struct snap *
     shard__worker_wake(w);
 }
 
-/* Queues part p where a job of its key goes now. Context: as push_to. */
-static void push_part(shard_dispatcher *d, struct multi *m, struct multi_part *p, bool worker)
-{
-    uint64_t h = p->claim.hash;
-    /* acquire: pairs with the release store that published the snapshot (membership.c's publish). */
-    struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire);
-    push_to(m, snap_worker(s, shard__ring_owner_index(s->ring, h)), s, shard__multi_part, p, h, ORIGIN_MULTI_PART,
-            worker);
-}
-
-/* Queues m whole, as one job of its first key (shard__multi_whole), when every key's owner is one
- * worker now: what its parts would be, queued one after another there with nothing between them, in
- * one item. Return: false (nothing queued) when its keys have more than one owner. Context: as
- * push_to. */
-static bool push_whole(shard_dispatcher *d, struct multi *m, bool worker)
+/* Queues m under the snapshot in force: whole, as one job of its first key (shard__multi_whole),
+ * when every key has one owner in it (what its parts would be, queued one after another there with
+ * nothing between them, in one item); else its parts, each where a job of its key goes. Each key's
+ * owner is looked up once, into owner[0..m->n). Context: as push_to. */
+static void push_multi(shard_dispatcher *d, struct multi *m, uint32_t *owner, bool worker)
 {
     /* acquire: pairs with the release store that published the snapshot (membership.c's publish). */
     struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire);
-    size_t owner = shard__ring_owner_index(s->ring, m->keys[0].hash);
-    for (uint32_t i = 1; i < m->n; i++)
-        if (shard__ring_owner_index(s->ring, m->keys[i].hash) != owner)
-            return false;
-    push_to(m, snap_worker(s, owner), s, shard__multi_whole, m, m->keys[0].hash, ORIGIN_MULTI_WHOLE, worker);
-    return true;
+    bool whole = true;
+    for (uint32_t i = 0; i < m->n; i++) {
+        owner[i] = (uint32_t)shard__ring_owner_index(s->ring, m->keys[i].hash);
+        whole = whole && owner[i] == owner[0];
+    }
+    if (whole) {
+        push_to(m, snap_worker(s, owner[0]), s, shard__multi_whole, m, m->keys[0].hash, ORIGIN_MULTI_WHOLE, worker);
+        return;
+    }
+    shard__multi_parts_ready(m);
+    for (uint32_t i = 0; i < m->n; i++)
+        push_to(m, snap_worker(s, owner[i]), s, shard__multi_part, &m->parts[i], m->keys[i].hash, ORIGIN_MULTI_PART,
+                worker);
 }
 
 static int by_hash(const void *a, const void *b)
@@ -123,9 +120,11 @@ static int submit_multi(shard_dispatcher *d, const struct shard_key *keys, size_
         return -EINVAL;
     if (n > SHARD_MULTI_MAX_KEYS)
         return -E2BIG;
-    struct key_ref few[16], *h = n <= 16 ? few : malloc(n * sizeof *h);
+    /* The keys' hashes, then a scratch array for their owners (push_multi). */
+    struct key_ref few[16], *h = n <= 16 ? few : malloc(n * (sizeof *h + sizeof(uint32_t)));
     if (!h)
         return -ENOMEM;
+    uint32_t few_owners[16], *owner = h == few ? few_owners : (uint32_t *)(h + n);
     int k = distinct_hashes(d, keys, n, h);
     if (k < 0 || (k == 1 && !step)) {
         if (h != few)
@@ -159,11 +158,7 @@ static int submit_multi(shard_dispatcher *d, const struct shard_key *keys, size_
     if (!rc) {
         atomic_fetch_add_explicit(&d->multi_open, 1, memory_order_relaxed);
         pthread_mutex_lock(&d->multi_lock);
-        if (!push_whole(d, m, worker)) {
-            shard__multi_parts_ready(m);
-            for (int i = 0; i < k; i++)
-                push_part(d, m, &m->parts[i], worker);
-        }
+        push_multi(d, m, owner, worker);
         pthread_mutex_unlock(&d->multi_lock);
     }
     shard__rcu_read_unlock();
