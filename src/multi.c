@@ -81,7 +81,6 @@ static void block_release(struct job_block *b)
     struct multi *m = multi_of(b);
     shard_dispatcher *d = m->d;
     size_t n = b->size / 2;
-    pthread_mutex_destroy(&m->lock);
     if (n <= POOL_KEYS) {
         pthread_mutex_lock(&d->pool_lock);
         if (d->pooled + block_bytes(n) <= POOL_BYTES) {
@@ -143,10 +142,8 @@ struct multi *shard__multi_new(shard_dispatcher *d, const struct key_ref *h, siz
     m->block = b;
     m->keys = keys;
     m->n = (uint32_t)n;
-    m->arrived = 0;
-    m->dropped = false;
+    atomic_init(&m->state, 0);
     m->parts_ready = false;
-    pthread_mutex_init(&m->lock, NULL);
     return m;
 }
 
@@ -164,6 +161,7 @@ void shard__multi_parts_ready(struct multi *m)
         p->claim.hash = m->keys[i].hash;
         p->claim.embedded = true;
         p->claim.sibling = &m->parts[(i + 1) % m->n].claim;
+        atomic_init(&p->claimed, false);
     }
 }
 
@@ -172,32 +170,51 @@ static void multi_put(struct multi *m)
     shard__job_block_put(m->block);
 }
 
-/* Lets go of every key m holds. Context: no other part of m changes its claims meanwhile. */
-static void release_claims(struct multi *m)
+static bool dropped(const struct multi *m)
 {
-    for (uint32_t i = 0; m->parts_ready && i < m->n; i++) {
-        struct multi_part *p = &m->parts[i];
-        if (p->claimed) {
-            p->claimed = false;
-            shard__owed_done(m->d, &p->claim); /* release: what the job did, to the keys' next jobs */
-        }
-    }
+    /* acquire: pairs with shard__multi_dropped's (acq_rel) setting of the bit. */
+    return atomic_load_explicit(&m->state, memory_order_acquire) & MULTI_DROPPED;
 }
 
-/* One more part came up or was dropped. Return: whether it was the last. A part that is not may
- * touch m no more once it lets go of m->lock: the last may free it at once. The lock also orders
- * everything each part did (its claim, what its key's jobs before it did) before the last part.
- * A job not dropped counts as waiting from its first part to its last (multi_waiting); a dropped
- * one stopped counting when it was dropped (shard__multi_dropped). Context: m->lock. */
+/* Pays p's claim unless another thread did or does (see claimed). */
+static void pay_claim(struct multi *m, struct multi_part *p)
+{
+    /* seq_cst: the exchange comes after the set in claimed's order whenever the drop's add to the
+     * state came after the part's look at it (hold); and it acquires the set, after which the claim
+     * was made. What the job did goes to the keys' next jobs through the payment (its stripe's lock,
+     * the bucket's count). */
+    if (atomic_exchange_explicit(&p->claimed, false, memory_order_seq_cst))
+        shard__owed_done(m->d, &p->claim);
+}
+
+/* Lets go of every key m holds. */
+static void release_claims(struct multi *m)
+{
+    for (uint32_t i = 0; m->parts_ready && i < m->n; i++)
+        pay_claim(m, &m->parts[i]);
+}
+
+/* One more part came up or was dropped: one atomic add on m->state. Return: whether it was the last.
+ * A part that is not may touch m no more once it has arrived: the last may free it at once. The add
+ * is acq_rel, so everything each part did before it arrived (its claim, what its key's jobs before it
+ * did) happens before the last part goes on (the adds form one release sequence that the last one
+ * reads). A job not dropped counts as waiting from its first part to its last (multi_waiting); a
+ * dropped one stopped counting when it was dropped (shard__multi_dropped, which decides from the same
+ * word: so each job's count goes up and down once, if at all, though the two may be seen in either
+ * order: the stats clamp it). */
 static bool arrive(struct multi *m)
 {
-    uint32_t a = ++m->arrived;
-    if (!m->dropped && a == 1)
-        atomic_fetch_add_explicit(&m->d->multi_waiting, 1, memory_order_relaxed);
-    if (a < m->n)
+    shard_dispatcher *d = m->d; /* read before the add: after it, m may be gone */
+    uint32_t n = m->n;
+    uint32_t was = atomic_fetch_add_explicit(&m->state, 1, memory_order_acq_rel);
+    uint32_t a = (was & ~MULTI_DROPPED) + 1;
+    bool drop = was & MULTI_DROPPED;
+    if (!drop && a == 1)
+        atomic_fetch_add_explicit(&d->multi_waiting, 1, memory_order_relaxed);
+    if (a < n)
         return false;
-    if (!m->dropped)
-        atomic_fetch_sub_explicit(&m->d->multi_waiting, 1, memory_order_relaxed);
+    if (!drop)
+        atomic_fetch_sub_explicit(&d->multi_waiting, 1, memory_order_relaxed);
     return true;
 }
 
@@ -207,7 +224,7 @@ static void end(struct multi *m)
 {
     shard_dispatcher *d = m->d;
     release_claims(m);
-    if (!m->dropped)
+    if (!dropped(m))
         atomic_fetch_sub_explicit(&d->multi_open, 1, memory_order_relaxed);
     multi_put(m);
 }
@@ -220,7 +237,7 @@ static void step_body(struct multi *m, struct shard_worker *w, struct multi_part
 {
     m->step(w, m->arg, p->key);
     shard__crash_claim(&m->d->crash, &m->owner, &p->claim);
-    p->claimed = true;
+    atomic_store_explicit(&p->claimed, true, memory_order_relaxed); /* the one step running: no race */
 }
 
 /* Part p's claim becomes a step: an entry of epoch 0 too (the key stays held) that is also a job, to
@@ -235,7 +252,7 @@ static struct job *make_step(struct multi *m, struct multi_part *p)
                        .origin = ORIGIN_MULTI_STEP, .block = b, .sibling = &p->claim };
     atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
     shard__crash_swap(&m->d->crash, &m->owner, &p->claim, j);
-    p->claimed = false;
+    atomic_store_explicit(&p->claimed, false, memory_order_relaxed);
     return j;
 }
 
@@ -292,11 +309,12 @@ static void next_step(struct multi *m, struct shard_worker *w, uint32_t i)
 /* Every part has come up or was dropped: the job runs (unless dropped), or its steps begin. */
 static void finish(struct multi *m, shard_worker *w)
 {
-    if (!m->dropped && m->step) {
+    bool drop = dropped(m);
+    if (!drop && m->step) {
         next_step(m, w, 0);
         return;
     }
-    if (!m->dropped)
+    if (!drop)
         m->fn(w, m->arg);
     end(m);
 }
@@ -309,21 +327,32 @@ void shard__multi_step(shard_worker *w, void *arg)
     next_step(m, w, (uint32_t)(p - m->parts) + 1);
 }
 
+/* Part p holds its key before it arrives, unless the job was dropped: a claim, then a second look at
+ * the drop bit. The pair with a drop (shard__multi_dropped sets the bit, then pays the claims it finds,
+ * after on_dropped): p sets claimed then reads the bit, the drop sets the bit then reads claimed, all
+ * seq_cst, so at least one sees the other, and the exchange in pay_claim lets exactly one pay. The part
+ * that will be last (all others arrived: the count is final but for its own add) runs the job in its
+ * own job, which holds its key as any running job does (a crash meanwhile makes its stuck entry), and
+ * claims only with steps, whose run goes on past this job (elsewhere) and whose done runs with every
+ * key held; a part that finds itself last only when it arrives has claimed, and its claim is paid
+ * with the others at the end. */
+static void hold(struct multi *m, struct multi_part *p)
+{
+    uint32_t now = atomic_load_explicit(&m->state, memory_order_seq_cst);
+    if ((now & MULTI_DROPPED) || (!m->step && now + 1 == m->n))
+        return;
+    shard__crash_claim(&m->d->crash, &m->owner, &p->claim);
+    atomic_store_explicit(&p->claimed, true, memory_order_seq_cst);
+    if (atomic_load_explicit(&m->state, memory_order_seq_cst) & MULTI_DROPPED)
+        pay_claim(m, p); /* m lives on: this part has not arrived */
+}
+
 void shard__multi_part(shard_worker *w, void *arg)
 {
     struct multi_part *p = arg;
     struct multi *m = p->m;
-    pthread_mutex_lock(&m->lock);
-    bool last = arrive(m);
-    /* The last part runs the job in its own job, which holds its key as any running job does (a crash
-     * meanwhile makes its stuck entry): it claims its key only when there are steps, whose run goes on
-     * past this job (elsewhere) and whose done runs with every key held. */
-    if (!m->dropped && (!last || m->step)) {
-        shard__crash_claim(&m->d->crash, &m->owner, &p->claim);
-        p->claimed = true;
-    }
-    pthread_mutex_unlock(&m->lock);
-    if (last)
+    hold(m, p);
+    if (arrive(m))
         finish(m, w);
 }
 
@@ -396,7 +425,7 @@ void shard__multi_whole_crashed(void *arg)
     shard__multi_parts_ready(m);
     for (uint32_t i = 0; i < m->n; i++) {
         shard__crash_claim(&m->d->crash, &m->owner, &m->parts[i].claim);
-        m->parts[i].claimed = true;
+        atomic_store_explicit(&m->parts[i].claimed, true, memory_order_relaxed); /* the crash's lock */
     }
 }
 
@@ -410,16 +439,15 @@ bool shard__multi_dropped(void *arg, shard_job_fn *fn, void **user_arg)
     struct multi_part *p = arg;
     struct multi *m = p->m;
     shard_dispatcher *d = m->d;
-    pthread_mutex_lock(&m->lock);
-    bool first = !m->dropped;
-    m->dropped = true;
+    /* seq_cst: the drop's half of the pair with a part's hold. */
+    uint32_t was = atomic_fetch_or_explicit(&m->state, MULTI_DROPPED, memory_order_seq_cst);
+    bool first = !(was & MULTI_DROPPED);
     if (first) {
         /* Dropped now, as on_dropped hears: no longer open, nor waiting (stats). */
-        if (m->arrived)
+        if (was)
             atomic_fetch_sub_explicit(&d->multi_waiting, 1, memory_order_relaxed);
         atomic_fetch_sub_explicit(&d->multi_open, 1, memory_order_relaxed);
     }
-    pthread_mutex_unlock(&m->lock);
     *fn = m->fn;
     *user_arg = m->arg;
     return first;
@@ -429,11 +457,8 @@ void shard__multi_dropped_end(void *arg, bool first)
 {
     struct multi *m = ((struct multi_part *)arg)->m;
     if (first)
-        release_claims(m); /* no part claims any more: dropped is set; none is last before this arrives */
-    pthread_mutex_lock(&m->lock);
-    bool last = arrive(m);
-    pthread_mutex_unlock(&m->lock);
-    if (last)
+        release_claims(m); /* a part that claims from now on pays its own (hold); none is last before this arrives */
+    if (arrive(m))
         finish(m, NULL);
 }
 

@@ -3,7 +3,7 @@
 #ifndef SHARD_SRC_MULTI_LAYOUT_H
 #define SHARD_SRC_MULTI_LAYOUT_H
 
-#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -24,8 +24,13 @@ struct multi_part {
     struct job    claim;   /* its key's entry in the crash table while it holds the key */
     struct multi *m;
     uint32_t      key;     /* I: the index in the caller's keys of its key's first occurrence */
-    bool          claimed; /* m->lock (or the one part or step running): claim is in the table */
+    /* claim is in the table: set by the part (or step) that made it; whoever exchanges it to false
+     * pays the claim (the job's end, or a drop racing a part: multi.c's hold) */
+    _Atomic bool  claimed;
 };
+
+/* multi.state: parts come up or dropped, and this bit once a DROP crash dropped one of them. */
+#define MULTI_DROPPED 0x80000000u
 
 struct multi {
     shard_dispatcher   *d;
@@ -35,13 +40,11 @@ struct multi {
     struct job_block   *block;   /* the allocation this lives in */
     const struct key_ref *keys;  /* I: its n distinct keys, in the block after the parts */
     uint32_t            n;       /* I: parts, one a distinct key */
-    uint32_t            arrived; /* lock: parts come up or dropped */
-    bool                dropped; /* lock: a DROP crash dropped one of its parts */
+    _Atomic uint32_t    state;   /* parts come up or dropped, | MULTI_DROPPED (multi.c's arrive) */
     /* owner and parts are made when first needed (shard__multi_parts_ready): a job queued whole and run
      * at once never needs them. Before its parts are queued, by the submitter; for a whole job, by
      * whoever splits it or the crash that stops it, each alone with it then. */
     bool                parts_ready;
-    pthread_mutex_t     lock;    /* dropped, arrived and the parts' claimed; the crash table's lock nests inside */
     struct crash_record owner;   /* owes its claims (the table counts entries by record) */
     struct multi_part   parts[];
 };
