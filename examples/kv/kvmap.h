@@ -71,6 +71,17 @@ static inline void kvmap_prefetch(const struct kvmap *m, uint64_t hash)
         __builtin_prefetch(&m->buckets[kvmap_bucket_of(m, hash)]);
 }
 
+/* Starts loading the first entry of hash's bucket, whose line kvmap_prefetch asked for earlier: the
+ * second of a lookup's two dependent misses. Context: m's thread. */
+static inline void kvmap_prefetch_entry(const struct kvmap *m, uint64_t hash)
+{
+    if (m->buckets) {
+        const struct kv_entry *e = m->buckets[kvmap_bucket_of(m, hash)];
+        if (e)
+            __builtin_prefetch(e);
+    }
+}
+
 /* Seeds kv_hash with a random number, so that clients cannot craft keys that collide. Context:
  * once, before any other thread starts (store_global_init). SCAN's cursors, positions in the space
  * of these hashes, so hold for one run of the server. */

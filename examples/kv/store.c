@@ -93,6 +93,12 @@ void store_prefetch(uint64_t hash)
         kvmap_prefetch(&own_store->map, hash);
 }
 
+void store_prefetch_entry(uint64_t hash)
+{
+    if (own_store)
+        kvmap_prefetch_entry(&own_store->map, hash);
+}
+
 void store_on_start(shard_worker *w, void *user)
 {
     (void)user;

@@ -41,6 +41,9 @@ struct kv_store *store_of(shard_worker *w);
  * submitted will read if the key is this worker's (with the network on the workers, a request is
  * parsed on the worker that runs it when it owns the key). Nothing on other threads. */
 void store_prefetch(uint64_t hash);
+/* Starts loading the entry of hash's bucket (after store_prefetch), when the caller's thread is a
+ * worker. */
+void store_prefetch_entry(uint64_t hash);
 
 /* The name of the worker that owns the store. */
 const char *store_name(const struct kv_store *s);

@@ -39,6 +39,13 @@ static void step(shard_worker *w, void *arg, size_t first)
 {
     struct txn_job *x = arg;
     uint64_t *h = job_hashes(x), key = h[first];
+    /* Steps on one worker (an MGET's group, queued whole) come one after another, each a lookup of
+     * two dependent misses (the bucket, then the entry): the bucket of the part after next and the
+     * entry of the next start loading while this one runs. */
+    if (first + 2 < x->n)
+        store_prefetch(x->parts[first + 2]->hash);
+    if (first + 1 < x->n)
+        store_prefetch_entry(x->parts[first + 1]->hash);
     for (uint32_t i = (uint32_t)first; i < x->n; i++)
         if (h[i] == key)
             request_run_part(w, x->parts[i]);
@@ -66,7 +73,7 @@ void parts_by_owner(const uint32_t *owner, uint32_t n, uint32_t *order)
 static void submit_steps(struct server *srv, struct part **parts, uint32_t n, const uint64_t *h)
 {
     struct txn_job *x = malloc(sizeof *x + n * (sizeof *x->parts + sizeof(uint64_t)));
-    struct shard_key *keys = calloc(n, sizeof *keys);
+    struct shard_key few[64], *keys = n <= 64 ? few : calloc(n, sizeof *keys); /* an MGET's group: no malloc */
     int err = -ENOMEM;
     if (x && keys) {
         x->n = n;
@@ -78,7 +85,8 @@ static void submit_steps(struct server *srv, struct part **parts, uint32_t n, co
         }
         err = shard_submit_multi_each(srv->d, keys, n, step, done, x);
     }
-    free(keys);
+    if (keys != few)
+        free(keys);
     if (err) {
         free(x);
         for (uint32_t i = 0; i < n; i++)
