@@ -23,7 +23,8 @@
  * Usage: kv_server [--port P (0: any; default 7379)] [--bind ADDR (IPv4, IPv6 or a name; default
  *                  127.0.0.1)] [--workers N]
  *                  [--net-threads N] [--queue N] [--pipeline N] [--max-request BYTES] [--max-args N]
- *                  [--hot-keys N (default 8)] [--balance-ms MS (the balancer; default 0: off)]
+ *                  [--hot-keys N (default 0: off; a clock read a job)] [--balance-ms MS (the
+ *                  balancer; default 0: off)]
  *                  [--requirepass PASSWORD (clients must AUTH first, as with Redis's)]
  * (--help lists defaults and ranges; a mistake on the command line exits 2 with a message.)
  * Prints "kv_server: listening on ADDR:PORT" once it accepts connections; stops on SIGINT, SIGTERM
@@ -64,7 +65,7 @@ static const char *requirepass;
 static struct server_options parse_options(int argc, char **argv)
 {
     long long port = 7379, workers = 2, net_threads = 0, queue = SHARD_DEFAULT_QUEUE_CAPACITY, pipeline = 1024,
-              max_request = 1 << 20, max_args = 1024, hot_keys = 8, balance_ms = 0;
+              max_request = 1 << 20, max_args = 1024, hot_keys = 0, balance_ms = 0;
     const char *bind = "127.0.0.1";
     const struct option_spec options[] = {
         { "--port", OPTION_INT, &port, 0, 65535, "port to listen on; 0: any free one, printed" },
@@ -76,7 +77,8 @@ static struct server_options parse_options(int argc, char **argv)
         { "--pipeline", OPTION_INT, &pipeline, 1, 1 << 20, "requests in flight per connection" },
         { "--max-request", OPTION_INT, &max_request, 64, 512ll << 20, "bytes of one request, at most" },
         { "--max-args", OPTION_INT, &max_args, 3, 1 << 20, "arguments of one request, at most" },
-        { "--hot-keys", OPTION_INT, &hot_keys, 0, SHARD_MAX_HOT_KEYS, "heaviest keys each worker tracks (SHARD.STATS)" },
+        { "--hot-keys", OPTION_INT, &hot_keys, 0, SHARD_MAX_HOT_KEYS,
+          "heaviest keys each worker tracks (SHARD.STATS); a clock read a job" },
         { "--balance-ms", OPTION_INT, &balance_ms, 0, 60000, "the balancer's interval, ms; 0: off" },
         { "--requirepass", OPTION_STRING, &requirepass, 0, 0, "password clients must AUTH with, as Redis's" },
     };
