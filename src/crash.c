@@ -75,9 +75,7 @@ static void insert(struct crash_table *t, struct crash_record *c, struct job *j)
 static bool remove_entry(struct crash_table *t, struct job *j)
 {
     SHARD_CHECK_HELD(&stripe_of(t, j->hash)->lock);
-    struct keymap *owed = &t->owed;
-    bool first = shard__keymap_first(owed, j->hash) == j;
-    shard__keymap_remove(owed, j);
+    bool first = shard__keymap_remove(&t->owed, j);
     j->in_table = false;
     atomic_fetch_sub_explicit(&j->owed_to->owed, 1, memory_order_relaxed);
     /* release (E7, docs/protocol.md): whatever the job did (a stuck job's writes to its key's state) happens before a worker

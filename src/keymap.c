@@ -100,7 +100,7 @@ void shard__keymap_insert(struct keymap *m, struct job *j)
     }
 }
 
-void shard__keymap_remove(struct keymap *m, struct job *j)
+bool shard__keymap_remove(struct keymap *m, struct job *j)
 {
     struct job *k = shard__keymap_first(m, j->hash);
     if (k == j) {
@@ -108,7 +108,7 @@ void shard__keymap_remove(struct keymap *m, struct job *j)
         if (next)
             L(m, next)->tail = L(m, j)->tail;
         replace_first(m, j, next);
-        return;
+        return true;
     }
     struct job *p = k;
     while (L(m, p)->next != j)
@@ -118,4 +118,5 @@ void shard__keymap_remove(struct keymap *m, struct job *j)
         L(m, k)->tail = p;
     if (L(m, k)->hint == j)
         L(m, k)->hint = p;
+    return false;
 }

@@ -46,7 +46,7 @@ void        shard__keymap_insert(struct keymap *m, struct job *j);
 struct job *shard__keymap_first(const struct keymap *m, uint64_t hash);
 /* The job after j in its key's FIFO (j in the map), or NULL. */
 struct job *shard__keymap_next(const struct keymap *m, const struct job *j);
-/* Removes j wherever it is in its key's FIFO. */
-void        shard__keymap_remove(struct keymap *m, struct job *j);
+/* Removes j wherever it is in its key's FIFO. Return: whether it was its key's first job. */
+bool        shard__keymap_remove(struct keymap *m, struct job *j);
 
 #endif
