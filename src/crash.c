@@ -136,9 +136,10 @@ static bool stuck_behind(struct crash_table *t, const struct job *e)
 
 /* Whether the multi-key job of claim c (first in its key, so every claim of the job that is in the
  * table is first in its key: crash.h) is running on a crashed worker: the crash made a stuck entry
- * behind the claim of a whole job's first key (multi.c). The last part, which runs a job without
- * steps, claims nothing: its stuck entry is first in its key, which key_stuck sees through the claim
- * not in the table. With steps, what runs is the last part (its claim made, the stuck entry behind
+ * behind the claim of a whole job's first key (multi.c), or behind the claim of the last part, which
+ * runs a job without steps, when it claimed before it knew it was last. A last part that knew claims
+ * nothing: its stuck entry is first in its key, which key_stuck sees through the claim not in the
+ * table. With steps, what runs is the last part (its claim made, the stuck entry behind
  * it, whichever step runs in that job), or a delivered step, the stuck entry behind its step entry
  * (first in its key) or behind the claim it made again; a step entry made later, behind a stuck entry
  * of its key, key_stuck sees through that key's first entry. Context: every lock. */

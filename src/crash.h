@@ -7,7 +7,8 @@
  *   - each job of x's queue rerouted to a new owner, until it has run;
  *   - a multi-key job's claim on each of its keys (multi.c), from when its part of that key runs until
  *     the job has run or was dropped: an entry of epoch 0, as a stuck job's (but for the key of the
- *     part that runs the job, which its running holds; a crash then makes that key's stuck entry);
+ *     part that runs the job, which its running holds unless it claimed it before it knew it was
+ *     last; a crash then makes that key's stuck entry, behind such a claim);
  *   - jobs that a live worker holds behind one of the above when it passes a fence (fences count
  *     epochs; these wait on a crash, so the table holds their key instead: shard__crash_defer_held).
  *     They are charged to their holder's own record, not to the crash they wait behind: a key that

@@ -30,8 +30,9 @@
  * A multi-key job (multi.c) holds each of its keys with a claim, a crash table entry of epoch 0 made
  * when its part of that key runs: the key's later jobs wait behind it as behind a stuck job, and
  * become entries at a fence rather than hold it; its steps are owed entries that follow their key.
- * The key of the part that runs the job, and every key of a job queued whole that runs at once, are
- * held by that running job instead, as any job's key is (a crash meanwhile claims a whole job's keys).
+ * The key of the part that runs the job (unless it claimed it before it knew it was last), and every
+ * key of a job queued whole that runs at once, are held by that running job instead, as any job's key
+ * is (a crash meanwhile claims a whole job's keys).
  *
  * Why nothing waits forever: every wait points to strictly older work. A job waits for fences of
  * epochs up to its own, and for older-epoch jobs of its key (also through crash entries, which are in

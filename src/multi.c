@@ -5,10 +5,13 @@
  * follows its key through changes, crashes and placements as any job does). A part that comes up
  * claims its key: an entry of epoch 0 in the crash table (crash.h), which every later job of the
  * key waits behind, wherever it is, as behind a stuck job; the worker goes on with other keys. The
- * part that finds every other one arrived runs the job, in its own job, then pays every claim; without
- * steps it claims no key itself, since its running job holds its key as any running job does: no
- * other job of it runs meanwhile, and a crash makes the job's stuck entry of it (with steps it claims
- * its key, which must stay held through the steps that run elsewhere, until done).
+ * part that finds every other one arrived runs the job, in its own job, then pays every claim. Parts
+ * arrive by one atomic add each on the job's state word (arrive); a part that sees, as it comes up,
+ * that every other has arrived claims no key without steps, since its running job holds its key as any
+ * running job does: no other job of it runs meanwhile, and a crash makes the job's stuck entry of it
+ * (with steps it claims its key, which must stay held through the steps that run elsewhere, until
+ * done). Two parts coming up at once may both claim, and the last to arrive runs the job with its
+ * own claim made: a crash then puts its stuck entry behind that claim, as for a job queued whole.
  * A job with steps (shard_submit_multi_each) runs instead one step a key where the key's own jobs
  * run, one after another in its keys' order, starting in the last part: a step whose key the worker
  * it has reached owns (under a settled ring) runs there, in the same job, its key held by its claim;
@@ -179,11 +182,9 @@ static bool dropped(const struct multi *m)
 /* Pays p's claim unless another thread did or does (see claimed). */
 static void pay_claim(struct multi *m, struct multi_part *p)
 {
-    /* seq_cst: the exchange comes after the set in claimed's order whenever the drop's add to the
-     * state came after the part's look at it (hold); and it acquires the set, after which the claim
-     * was made. What the job did goes to the keys' next jobs through the payment (its stripe's lock,
-     * the bucket's count). */
-    if (atomic_exchange_explicit(&p->claimed, false, memory_order_seq_cst))
+    /* acq_rel: acquires the set, after which the claim was made. What the job did goes to the keys'
+     * next jobs through the payment (its stripe's lock, the bucket's count). */
+    if (atomic_exchange_explicit(&p->claimed, false, memory_order_acq_rel))
         shard__owed_done(m->d, &p->claim);
 }
 
@@ -327,24 +328,26 @@ void shard__multi_step(shard_worker *w, void *arg)
     next_step(m, w, (uint32_t)(p - m->parts) + 1);
 }
 
-/* Part p holds its key before it arrives, unless the job was dropped: a claim, then a second look at
- * the drop bit. The pair with a drop (shard__multi_dropped sets the bit, then pays the claims it finds,
- * after on_dropped): p sets claimed then reads the bit, the drop sets the bit then reads claimed, all
- * seq_cst, so at least one sees the other, and the exchange in pay_claim lets exactly one pay. The part
- * that will be last (all others arrived: the count is final but for its own add) runs the job in its
- * own job, which holds its key as any running job does (a crash meanwhile makes its stuck entry), and
- * claims only with steps, whose run goes on past this job (elsewhere) and whose done runs with every
- * key held; a part that finds itself last only when it arrives has claimed, and its claim is paid
- * with the others at the end. */
+/* Part p holds its key before it arrives, unless the job was dropped already: a part that comes up
+ * after a drop claims nothing, as it will not run. One that claims while a drop is under way keeps its
+ * claim until it is paid by the drop (shard__multi_dropped_end, after on_dropped has returned), if that
+ * sees it, or else at the job's end, when the last part has arrived, which is after the dropped part
+ * arrived, so after on_dropped too: either way the key is held until on_dropped has returned, as for
+ * a part that claimed before the drop; the exchange in pay_claim lets exactly one of them pay. The
+ * part that will be last (all others arrived: the count is final but for its own add) runs the job in
+ * its own job, which holds its key as any running job does (a crash meanwhile makes its stuck entry),
+ * and claims only with steps, whose run goes on past this job (elsewhere) and whose done runs with
+ * every key held; a part that finds itself last only when it arrives has claimed, and its claim is
+ * paid with the others at the end. */
 static void hold(struct multi *m, struct multi_part *p)
 {
-    uint32_t now = atomic_load_explicit(&m->state, memory_order_seq_cst);
+    /* acquire: pairs with the drop's setting of the bit (its on_dropped may not have run yet). */
+    uint32_t now = atomic_load_explicit(&m->state, memory_order_acquire);
     if ((now & MULTI_DROPPED) || (!m->step && now + 1 == m->n))
         return;
     shard__crash_claim(&m->d->crash, &m->owner, &p->claim);
-    atomic_store_explicit(&p->claimed, true, memory_order_seq_cst);
-    if (atomic_load_explicit(&m->state, memory_order_seq_cst) & MULTI_DROPPED)
-        pay_claim(m, p); /* m lives on: this part has not arrived */
+    /* release: the claim is in the table before whoever exchanges this sees it set. */
+    atomic_store_explicit(&p->claimed, true, memory_order_release);
 }
 
 void shard__multi_part(shard_worker *w, void *arg)
@@ -439,8 +442,8 @@ bool shard__multi_dropped(void *arg, shard_job_fn *fn, void **user_arg)
     struct multi_part *p = arg;
     struct multi *m = p->m;
     shard_dispatcher *d = m->d;
-    /* seq_cst: the drop's half of the pair with a part's hold. */
-    uint32_t was = atomic_fetch_or_explicit(&m->state, MULTI_DROPPED, memory_order_seq_cst);
+    /* acq_rel: in the state's one order of adds (arrive), as a part's look at it (hold). */
+    uint32_t was = atomic_fetch_or_explicit(&m->state, MULTI_DROPPED, memory_order_acq_rel);
     bool first = !(was & MULTI_DROPPED);
     if (first) {
         /* Dropped now, as on_dropped hears: no longer open, nor waiting (stats). */
@@ -457,7 +460,7 @@ void shard__multi_dropped_end(void *arg, bool first)
 {
     struct multi *m = ((struct multi_part *)arg)->m;
     if (first)
-        release_claims(m); /* a part that claims from now on pays its own (hold); none is last before this arrives */
+        release_claims(m); /* a claim made meanwhile (hold) is paid at the end; none is last before this arrives */
     if (arrive(m))
         finish(m, NULL);
 }

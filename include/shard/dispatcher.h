@@ -475,7 +475,9 @@ struct shard_stats {
                                 * dropped (added in 0.3) */
     uint64_t multi_waiting;    /**< of those, the ones holding some of their keys while another of
                                 * their parts has not come up: a number that stays up names a multi-key
-                                * job waiting behind a slow or stuck key (added in 0.3) */
+                                * job waiting behind a slow or stuck key (added in 0.3). Counted as
+                                * parts come up, without a lock: one read while a job's first and last
+                                * parts come up at once may be off by one */
 };
 
 /** One of a worker's heaviest keys over a window (shard_worker_hot_keys). The key is named by its hash
