@@ -33,6 +33,13 @@ struct balance_report {
     double          ratio, unsplittable_share;            /* lock */
 };
 
+/* The registry's workers as one array (shard_dispatcher.view). */
+struct worker_view {
+    struct worker_view *retired_next; /* on d->retired_views, once replaced */
+    size_t n;
+    struct shard_worker *w[];
+};
+
 struct shard_dispatcher {
     struct shard_config cfg;        /* I */
     uint32_t         capacity;      /* I */
@@ -54,6 +61,12 @@ struct shard_dispatcher {
                                      * or settled moved */
     struct shard_worker **workers;  /* L (changed also under C) */
     size_t           nworkers, workers_cap; /* L */
+    /* The same workers for readers that take no lock (handoff.c's kicks, in RCU read sections):
+     * published anew at every change of workers[], under C (registry.c). Views replaced, and workers
+     * left out of them, are retired: freed after a later grace period (shard__registry_synchronize). */
+    _Atomic(struct worker_view *) view;
+    struct worker_view  *retired_views;   /* C */
+    struct shard_worker *retired_workers; /* C */
     size_t           marks_pending; /* L */
     size_t           nretiring;     /* L: removed workers not yet exited */
     uint32_t         next_id;       /* C: id of the next worker */

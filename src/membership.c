@@ -115,7 +115,7 @@ static void publish(shard_dispatcher *d, struct change *c)
      * inside the application's read-side section holds up the grace period below, and the old owner
      * (crashed) may never make room. */
     shard__space_send_back(d);
-    shard__rcu_synchronize();
+    shard__registry_synchronize(d); /* and frees what the registry retired before (views, workers) */
     c->snap = NULL;
     pthread_mutex_lock(&d->lock);
     d->changes++;
@@ -254,6 +254,7 @@ SHARD_API int shard_worker_add(shard_dispatcher *d, const char *name, uint32_t w
     }
     if ((err = shard__worker_start(w)) != 0) {
         shard__registry_drop_last(d);
+        w = NULL; /* the registry's to free, after a grace period */
         change_discard(d, &c);
         goto out;
     }

@@ -19,6 +19,53 @@ struct shard_worker *shard__registry_member(shard_dispatcher *d, const char *nam
     return idx < 0 ? NULL : s->by_member[idx];
 }
 
+/* The view of workers[] (n of them), to publish; NULL: no memory. */
+static struct worker_view *view_of(const shard_dispatcher *d)
+{
+    struct worker_view *v = malloc(sizeof *v + d->nworkers * sizeof v->w[0]);
+    if (v) {
+        v->retired_next = NULL;
+        v->n = d->nworkers;
+        memcpy(v->w, d->workers, d->nworkers * sizeof v->w[0]);
+    }
+    return v;
+}
+
+/* Makes v the view the kicks read; the one it replaces is retired: freed after the next grace
+ * period that shard__registry_synchronize waits (a kick may be reading it now). It does not wait here:
+ * a change must not wait for a grace period before it publishes its ring (an application's read-side
+ * section may be waiting for that ring: tests/stress_throttle_waits's section). */
+static void view_publish(shard_dispatcher *d, struct worker_view *v)
+{
+    struct worker_view *old = atomic_load_explicit(&d->view, memory_order_relaxed);
+    /* release: pairs with the kicks' acquire load; the array was written before. */
+    atomic_store_explicit(&d->view, v, memory_order_release);
+    if (old) {
+        old->retired_next = d->retired_views;
+        d->retired_views = old;
+    }
+}
+
+void shard__registry_synchronize(shard_dispatcher *d)
+{
+    SHARD_CHECK(shard__ctl_held(d));
+    struct worker_view *views = d->retired_views;
+    struct shard_worker *workers = d->retired_workers;
+    d->retired_views = NULL;
+    d->retired_workers = NULL;
+    shard__rcu_synchronize();
+    while (views) {
+        struct worker_view *next = views->retired_next;
+        free(views);
+        views = next;
+    }
+    while (workers) {
+        struct shard_worker *next = workers->ctl.retired_next;
+        shard__worker_free(workers);
+        workers = next;
+    }
+}
+
 int shard__registry_add(shard_dispatcher *d, struct shard_worker *w)
 {
     SHARD_CHECK(shard__ctl_held(d) || !atomic_load_explicit(&d->snap, memory_order_relaxed));
@@ -34,7 +81,13 @@ int shard__registry_add(shard_dispatcher *d, struct shard_worker *w)
         d->workers_cap = cap;
     }
     d->workers[d->nworkers++] = w;
+    struct worker_view *view = view_of(d);
+    if (!view)
+        d->nworkers--;
     pthread_mutex_unlock(&d->lock);
+    if (!view)
+        return -ENOMEM;
+    view_publish(d, view);
     return 0;
 }
 
@@ -42,8 +95,15 @@ void shard__registry_drop_last(shard_dispatcher *d)
 {
     SHARD_CHECK(shard__ctl_held(d));
     pthread_mutex_lock(&d->lock);
-    d->nworkers--;
+    struct shard_worker *w = d->workers[--d->nworkers];
+    struct worker_view *view = view_of(d);
     pthread_mutex_unlock(&d->lock);
+    /* Without memory for a view that leaves it out, the one in force names it until the next change
+     * publishes one: it never started, so it holds nothing, and is freed after a grace period. */
+    if (view)
+        view_publish(d, view);
+    w->ctl.retired_next = d->retired_workers;
+    d->retired_workers = w;
 }
 
 /* Whether w, which left the ring, is finished with and no submitter waits for room in its queue. */
@@ -72,8 +132,9 @@ void shard__registry_reap(shard_dispatcher *d)
             unnamed = true;
         }
     }
-    if (unnamed)
-        shard__rcu_synchronize(); /* readers that found one of those entries before are done */
+    /* The reapable ones leave the registry, and the view, now, and are freed after the grace period
+     * below (readers that found one through a snapshot entry, or a kick through the view, are done). */
+    bool removed = false;
     for (size_t i = 0; i < d->nworkers;) {
         struct shard_worker *w = d->workers[i];
         if (w->ctl.snap_refs || !reapable(w)) {
@@ -84,9 +145,22 @@ void shard__registry_reap(shard_dispatcher *d)
         pthread_mutex_lock(&d->lock);
         memmove(&d->workers[i], &d->workers[i + 1], (d->nworkers - i - 1) * sizeof *d->workers);
         d->nworkers--;
+        struct worker_view *view = view_of(d);
+        if (!view) { /* no memory for the view without it: it stays, to be reaped at a later change */
+            memmove(&d->workers[i + 1], &d->workers[i], (d->nworkers - i) * sizeof *d->workers);
+            d->workers[i++] = w;
+            d->nworkers++;
+        }
         pthread_mutex_unlock(&d->lock);
-        shard__worker_free(w);
+        if (!view)
+            continue;
+        view_publish(d, view);
+        w->ctl.retired_next = d->retired_workers;
+        d->retired_workers = w;
+        removed = true;
     }
+    if (unnamed || removed)
+        shard__registry_synchronize(d);
 }
 
 void shard__registry_free_all(shard_dispatcher *d)
@@ -94,4 +168,13 @@ void shard__registry_free_all(shard_dispatcher *d)
     for (size_t i = 0; i < d->nworkers; i++)
         shard__worker_free(d->workers[i]);
     free(d->workers);
+    free(atomic_load_explicit(&d->view, memory_order_relaxed));
+    for (struct worker_view *v = d->retired_views, *next; v; v = next) {
+        next = v->retired_next;
+        free(v);
+    }
+    for (struct shard_worker *w = d->retired_workers, *next; w; w = next) {
+        next = w->ctl.retired_next;
+        shard__worker_free(w);
+    }
 }

@@ -12,8 +12,12 @@ struct shard_worker *shard__registry_member(shard_dispatcher *d, const char *nam
 /* Return: 0 or -ENOMEM. Context: ctl held; or create, before the first ring is published (d->snap
  * NULL: no other thread has d yet). */
 int  shard__registry_add(shard_dispatcher *d, struct shard_worker *w);
-/* Undoes the last shard__registry_add (its worker did not start). Context: ctl held. */
+/* Undoes the last shard__registry_add (its worker did not start): the worker is the registry's to
+ * free now, after a grace period. Context: ctl held. */
 void shard__registry_drop_last(shard_dispatcher *d);
+/* Waits a grace period, then frees what the registry retired before it (views of workers[] that
+ * the kicks may have been reading, and workers left out of them). Context: ctl held. */
+void shard__registry_synchronize(shard_dispatcher *d);
 /* Frees the workers that left the ring and can no longer be reached. Context: ctl held. */
 void shard__registry_reap(shard_dispatcher *d);
 /* Frees every worker (destroy, all joined). */

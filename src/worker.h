@@ -98,6 +98,7 @@ struct worker_ctl {
     uint64_t         fenced_upto;   /* epoch of the last fence pushed to it; read under d->lock too
                                      * once it has crashed (no fence is pushed to it after that) */
     uint32_t         snap_refs;     /* snapshots that name it */
+    struct shard_worker *retired_next; /* out of the registry, freed after a grace period (registry.c) */
     pthread_t        thread;
     bool             started, joined;
 };
