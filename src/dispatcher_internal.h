@@ -65,6 +65,7 @@ struct shard_dispatcher {
      * published anew at every change of workers[], under C (registry.c). Views replaced, and workers
      * left out of them, are retired: freed after a later grace period (shard__registry_synchronize). */
     _Atomic(struct worker_view *) view;
+    struct worker_view  *view_undo;       /* C: the view before the last add, until it is done */
     struct worker_view  *retired_views;   /* C */
     struct shard_worker *retired_workers; /* C */
     size_t           marks_pending; /* L */

@@ -81,7 +81,7 @@ void shard__wait_on_crashes(struct shard_worker *w)
     note_wait(w, WAIT_CRASH);
 }
 
-/* The registry's workers, for a kick: in a read-side section, without a lock (registry.c publishes
+/* The registry's workers, for a kick without d->lock: in a read-side section (registry.c publishes
  * the view and frees a worker only a grace period after a view without it). NULL: none yet. */
 static const struct worker_view *workers_view(shard_dispatcher *d)
 {
@@ -89,14 +89,15 @@ static const struct worker_view *workers_view(shard_dispatcher *d)
     return atomic_load_explicit(&d->view, memory_order_acquire);
 }
 
+/* Context: d->lock (the registry's), which every caller holds for what it changed before: no
+ * read-side section, which a worker that has run on_worker_stop may not enter (docs/rcu.md). */
 static void kick_holders(shard_dispatcher *d, uint64_t bits)
 {
+    SHARD_CHECK_HELD(&d->lock);
     if (!atomic_load_explicit(&d->nholding, memory_order_seq_cst))
         return;
-    shard__rcu_read_lock();
-    const struct worker_view *v = workers_view(d);
-    for (size_t i = 0; v && i < v->n; i++) {
-        struct shard_worker *h = v->w[i];
+    for (size_t i = 0; i < d->nworkers; i++) {
+        struct shard_worker *h = d->workers[i];
         if (atomic_load_explicit(&h->waits.holding, memory_order_relaxed) &&
             (atomic_load_explicit(&h->waits.on, memory_order_seq_cst) & bits)) {
             /* seq_cst: before the parking flag is read (the parking Dekker pair, shard__park_prepare). */
@@ -104,7 +105,6 @@ static void kick_holders(shard_dispatcher *d, uint64_t bits)
             shard__worker_wake(h);
         }
     }
-    shard__rcu_read_unlock();
 }
 
 void shard__wake_waiters_of(shard_dispatcher *d, struct shard_worker *w)

@@ -20,8 +20,8 @@ void  shard__wait_on_crashes(struct shard_worker *w);
 void  shard__settle(shard_dispatcher *d);
 /* w passed its fence of snapshot s. Context: d->lock. */
 void  shard__fence_passed(shard_dispatcher *d, struct shard_worker *w, struct snap *s);
-/* Kicks the workers whose held jobs wait for w (its fences, its hand-over, its exit). Context: any
- * (the callers hold d->lock for what they change before it); takes no lock. */
+/* Kicks the workers whose held jobs wait for w (its fences, its hand-over, its exit). Context:
+ * d->lock. */
 void  shard__wake_waiters_of(shard_dispatcher *d, struct shard_worker *w);
 /* x stops counting by epochs once its queue is handed over and no release hook of it runs.
  * Context: d->lock. */

@@ -31,24 +31,38 @@ static struct worker_view *view_of(const shard_dispatcher *d)
     return v;
 }
 
-/* Makes v the view the kicks read; the one it replaces is retired: freed after the next grace
- * period that shard__registry_synchronize waits (a kick may be reading it now). It does not wait here:
- * a change must not wait for a grace period before it publishes its ring (an application's read-side
- * section may be waiting for that ring: tests/stress_throttle_waits's section). */
-static void view_publish(shard_dispatcher *d, struct worker_view *v)
+static void view_retire(shard_dispatcher *d, struct worker_view *v)
+{
+    if (v) {
+        v->retired_next = d->retired_views;
+        d->retired_views = v;
+    }
+}
+
+/* Makes v the view the kicks read (handoff.c's kick_crash_holders). The one it replaces is retired:
+ * freed after the next grace period that shard__registry_synchronize waits (a kick may be reading
+ * it now), unless it is kept (view_undo) for shard__registry_drop_last to put back without
+ * allocating. Nothing here waits for a grace period: a change must not wait for one before it
+ * publishes its ring, for an application's read-side section may be waiting for that ring
+ * (tests/stress_throttle_waits's section). */
+static void view_publish(shard_dispatcher *d, struct worker_view *v, bool keep_old)
 {
     struct worker_view *old = atomic_load_explicit(&d->view, memory_order_relaxed);
     /* release: pairs with the kicks' acquire load; the array was written before. */
     atomic_store_explicit(&d->view, v, memory_order_release);
-    if (old) {
-        old->retired_next = d->retired_views;
-        d->retired_views = old;
-    }
+    view_retire(d, d->view_undo);
+    d->view_undo = NULL;
+    if (keep_old)
+        d->view_undo = old;
+    else
+        view_retire(d, old);
 }
 
 void shard__registry_synchronize(shard_dispatcher *d)
 {
     SHARD_CHECK(shard__ctl_held(d));
+    view_retire(d, d->view_undo); /* the add it could undo is done */
+    d->view_undo = NULL;
     struct worker_view *views = d->retired_views;
     struct shard_worker *workers = d->retired_workers;
     d->retired_views = NULL;
@@ -87,7 +101,7 @@ int shard__registry_add(shard_dispatcher *d, struct shard_worker *w)
     pthread_mutex_unlock(&d->lock);
     if (!view)
         return -ENOMEM;
-    view_publish(d, view);
+    view_publish(d, view, true);
     return 0;
 }
 
@@ -96,12 +110,15 @@ void shard__registry_drop_last(shard_dispatcher *d)
     SHARD_CHECK(shard__ctl_held(d));
     pthread_mutex_lock(&d->lock);
     struct shard_worker *w = d->workers[--d->nworkers];
-    struct worker_view *view = view_of(d);
     pthread_mutex_unlock(&d->lock);
-    /* Without memory for a view that leaves it out, the one in force names it until the next change
-     * publishes one: it never started, so it holds nothing, and is freed after a grace period. */
-    if (view)
-        view_publish(d, view);
+    /* The view from before the add, kept for this: no allocation, which could fail and leave w in
+     * the view in force while it is freed. A kick may be reading the add's view: w is freed after a
+     * grace period. */
+    struct worker_view *added = atomic_load_explicit(&d->view, memory_order_relaxed), *before = d->view_undo;
+    SHARD_CHECK(before || !d->nworkers);
+    d->view_undo = NULL;
+    atomic_store_explicit(&d->view, before, memory_order_release);
+    view_retire(d, added);
     w->ctl.retired_next = d->retired_workers;
     d->retired_workers = w;
 }
@@ -113,8 +130,9 @@ static bool reapable(struct shard_worker *w)
     return shard__worker_finished_with(w) && !atomic_load_explicit(&w->q.waiters, memory_order_acquire);
 }
 
-/* Frees workers that left the ring (removed, or crashed) once they are finished with and nothing can
- * reach them any more. A worker is reached through the registry (d->lock), through snapshots (RCU
+/* Takes the workers that left the ring (removed, or crashed) out of the registry once they are
+ * finished with and nothing can reach them any more, and frees them after a grace period. A worker is reached through the registry (d->lock, and its published view: a
+ * crash table payment's kick, in a read-side section), through snapshots (RCU
  * readers: submitters and the handoff walk in handoff.c), by submitters waiting for room in its
  * queue (q.waiters) and, crashed, by the jobs it rerouted (finished_with). Its entries in kept
  * snapshots are rewritten to d->gone (shard__snap_unname) and snapshots that named it may have been cut off by
@@ -134,7 +152,6 @@ void shard__registry_reap(shard_dispatcher *d)
     }
     /* The reapable ones leave the registry, and the view, now, and are freed after the grace period
      * below (readers that found one through a snapshot entry, or a kick through the view, are done). */
-    bool removed = false;
     for (size_t i = 0; i < d->nworkers;) {
         struct shard_worker *w = d->workers[i];
         if (w->ctl.snap_refs || !reapable(w)) {
@@ -154,12 +171,15 @@ void shard__registry_reap(shard_dispatcher *d)
         pthread_mutex_unlock(&d->lock);
         if (!view)
             continue;
-        view_publish(d, view);
+        view_publish(d, view, false);
         w->ctl.retired_next = d->retired_workers;
         d->retired_workers = w;
-        removed = true;
     }
-    if (unnamed || removed)
+    /* Only when a snapshot entry was rewritten, as before the view: the workers retired here are
+     * freed after this grace period, or after the one the change itself waits once it has published
+     * its ring (publish), or at destroy. A grace period waited here for them alone would come before
+     * the change publishes its ring, which an application's read-side section may be waiting for. */
+    if (unnamed)
         shard__registry_synchronize(d);
 }
 
@@ -169,6 +189,7 @@ void shard__registry_free_all(shard_dispatcher *d)
         shard__worker_free(d->workers[i]);
     free(d->workers);
     free(atomic_load_explicit(&d->view, memory_order_relaxed));
+    free(d->view_undo);
     for (struct worker_view *v = d->retired_views, *next; v; v = next) {
         next = v->retired_next;
         free(v);

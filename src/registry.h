@@ -18,7 +18,8 @@ void shard__registry_drop_last(shard_dispatcher *d);
 /* Waits a grace period, then frees what the registry retired before it (views of workers[] that
  * the kicks may have been reading, and workers left out of them). Context: ctl held. */
 void shard__registry_synchronize(shard_dispatcher *d);
-/* Frees the workers that left the ring and can no longer be reached. Context: ctl held. */
+/* Takes the workers that left the ring and can no longer be reached out of the registry; they are
+ * freed after a grace period (shard__registry_synchronize). Context: ctl held. */
 void shard__registry_reap(shard_dispatcher *d);
 /* Frees every worker (destroy, all joined). */
 void shard__registry_free_all(shard_dispatcher *d);
