@@ -6,9 +6,41 @@
 
 #include <string.h>
 
-static _Atomic uint32_t *bucket(struct crash_table *t, uint64_t hash)
+/* A hash's filter bucket: its keymap bucket, so its stripe (below), and 4 bits more. */
+static uint32_t filter_index(uint64_t hash)
 {
-    return &t->filter[(hash ^ hash >> 29) % CRASH_FILTER_BUCKETS];
+    _Static_assert(CRASH_FILTER_BUCKETS == (uint32_t)KEYMAP_BUCKETS << 4, "filter_index's bits");
+    _Static_assert(KEYMAP_BUCKETS % CRASH_STRIPES == 0, "a bucket's keys in one stripe");
+    return (uint32_t)shard__keymap_bucket(hash) | (uint32_t)(hash >> 60) * KEYMAP_BUCKETS;
+}
+
+/* One more entry of hash's bucket. Context: its stripe's lock. relaxed: published by the caller's
+ * later release store (crash.h). */
+static void filter_up(struct crash_table *t, uint64_t hash)
+{
+    uint32_t i = filter_index(hash);
+    if (atomic_fetch_add_explicit(&t->filter[i], 1, memory_order_relaxed) == 0)
+        atomic_fetch_or_explicit(&t->filter_bits[i / 64], 1ull << (i % 64), memory_order_relaxed);
+}
+
+/* One entry fewer. Context: its stripe's lock. */
+static void filter_down(struct crash_table *t, uint64_t hash)
+{
+    uint32_t i = filter_index(hash);
+    /* release (E7, docs/protocol.md): whatever the job did (a stuck job's writes to its key's state)
+     * happens before a worker that reads the bit cleared with acquire (shard__crash_may_block) and
+     * runs the key's next job without taking the lock. The bit's word is changed by RMWs only, so a
+     * reader of a later value of it still synchronizes with this. */
+    if (atomic_fetch_sub_explicit(&t->filter[i], 1, memory_order_relaxed) == 1)
+        atomic_fetch_and_explicit(&t->filter_bits[i / 64], ~(1ull << (i % 64)), memory_order_release);
+}
+
+/* Whether hash's bucket may hold an entry. Context: any thread; lock-free. */
+static bool filter_marked(struct crash_table *t, uint64_t hash)
+{
+    uint32_t i = filter_index(hash);
+    /* acquire: as filter_down says. */
+    return atomic_load_explicit(&t->filter_bits[i / 64], memory_order_acquire) >> (i % 64) & 1;
 }
 
 /* A key's stripe: its keymap bucket's, as a change to its FIFO writes only there. */
@@ -38,6 +70,8 @@ void shard__crash_table_init(struct crash_table *t)
     shard__keymap_init(&t->owed, KEYMAP_CRASH);
     for (size_t i = 0; i < CRASH_FILTER_BUCKETS; i++)
         atomic_init(&t->filter[i], 0);
+    for (size_t i = 0; i < CRASH_FILTER_BUCKETS / 64; i++)
+        atomic_init(&t->filter_bits[i], 0);
     atomic_init(&t->entries, 0);
     t->visit = 0;
 }
@@ -68,7 +102,7 @@ static void insert(struct crash_table *t, struct crash_record *c, struct job *j)
     atomic_store_explicit(&s->owe_seq, j->owe_seq, memory_order_relaxed);
     shard__keymap_insert(&t->owed, j);
     atomic_fetch_add_explicit(&c->owed, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(bucket(t, j->hash), 1, memory_order_relaxed);
+    filter_up(t, j->hash);
     atomic_fetch_add_explicit(&t->entries, 1, memory_order_relaxed);
 }
 
@@ -78,10 +112,7 @@ static bool remove_entry(struct crash_table *t, struct job *j)
     bool first = shard__keymap_remove(&t->owed, j);
     j->in_table = false;
     atomic_fetch_sub_explicit(&j->owed_to->owed, 1, memory_order_relaxed);
-    /* release (E7, docs/protocol.md): whatever the job did (a stuck job's writes to its key's state) happens before a worker
-     * that reads the lowered count with acquire (shard__crash_blocks) and runs the key's next job
-     * without taking the lock. */
-    atomic_fetch_sub_explicit(bucket(t, j->hash), 1, memory_order_release);
+    filter_down(t, j->hash);
     atomic_fetch_sub_explicit(&t->entries, 1, memory_order_release);
     return first;
 }
@@ -103,8 +134,7 @@ bool shard__crash_blocks(struct crash_table *t, const struct job *j)
 {
     /* acquire (E7): the counts were raised before a release store this thread has acquired (crash.h).
      * `entries` first: one line that every worker reads and only crashes write. */
-    if (!atomic_load_explicit(&t->entries, memory_order_acquire) ||
-        !atomic_load_explicit(bucket(t, j->hash), memory_order_acquire))
+    if (!atomic_load_explicit(&t->entries, memory_order_acquire) || !filter_marked(t, j->hash))
         return false;
     struct crash_stripe *s = stripe_of(t, j->hash);
     pthread_mutex_lock(&s->lock);
@@ -217,7 +247,7 @@ static bool key_stuck(struct crash_table *t, uint64_t hash)
 
 bool shard__crash_stuck_key(struct crash_table *t, uint64_t hash)
 {
-    if (!atomic_load_explicit(bucket(t, hash), memory_order_acquire))
+    if (!filter_marked(t, hash))
         return false;
     /* The key's stripe alone says most answers; a claim's chain goes through other keys' stripes. */
     struct crash_stripe *s = stripe_of(t, hash);
@@ -235,10 +265,10 @@ bool shard__crash_stuck_key(struct crash_table *t, uint64_t hash)
 
 bool shard__crash_may_block(struct crash_table *t, uint64_t hash)
 {
-    /* acquire: as shard__crash_blocks. The bucket alone, not `entries` first: multi-key jobs' claims
-     * change the table all the time, and every job of every worker reads this; a bucket's line is
-     * written only by entries of its keys. */
-    return atomic_load_explicit(bucket(t, hash), memory_order_acquire);
+    /* The bucket's bit alone, not `entries` first: multi-key jobs' claims change the table all the
+     * time, and every job of every worker reads this; a bit's word is written only by entries of its
+     * 64 buckets' keys, as the first of them comes and the last goes. */
+    return filter_marked(t, hash);
 }
 
 bool shard__crash_any(struct crash_table *t)
@@ -299,7 +329,7 @@ size_t shard__crash_defer_held(struct crash_table *t, struct crash_record *holde
     lock_all(t);
     for (struct job *j = held; j; j = j->next)
         if (j->kind == JOB_RUN && !j->owed_to && j->epoch < epoch &&
-            atomic_load_explicit(bucket(t, j->hash), memory_order_relaxed) && older_entry(t, j)) {
+            atomic_load_explicit(&t->filter[filter_index(j->hash)], memory_order_relaxed) && older_entry(t, j)) {
             insert(t, holder, j);
             n++;
         }

@@ -20,10 +20,11 @@
  * the job; an owed job only when it is k's first entry: the pieces of one such run may be spread over
  * several workers and reach each in any order, and nothing else orders them.
  *
- * Cheap when nothing is owed: a per-bucket count (`filter`) is read without the lock, and only a job
- * whose bucket is counted takes the lock to look precisely. The counts change under the lock, before
- * the change is published by a release store that a job checking later has acquired (the snapshot it
- * was routed with, a worker's `passed`, or `epochless`), so a job never misses an entry that concerns it.
+ * Cheap when nothing is owed: a per-bucket bit (`filter_bits`: the bucket's count in `filter` is not
+ * 0) is read without the lock, and only a job whose bucket is marked takes the lock to look
+ * precisely. The counts and bits change under the lock, before the change is published by a release
+ * store that a job checking later has acquired (the snapshot it was routed with, a worker's `passed`,
+ * or `epochless`), so a job never misses an entry that concerns it.
  *
  * Locks: a key's entries are under its stripe's lock (its keymap bucket's: bucket % CRASH_STRIPES), so
  * that workers claiming and paying different keys (multi-key jobs do, a key at a time, from every worker)
@@ -42,13 +43,15 @@
 #include "job.h"
 #include "keymap.h"
 
-/* 16,384 counts (64 KiB): multi-key jobs in flight keep a claim each in the table, up to a queue's
- * capacity (4,096 by default) of them a worker, and a job whose bucket one of them shares takes the
- * slow path (its stripe's lock, the keymap): with 4,096 buckets over half of all jobs did then, with
- * 16,384 about a fifth. bench_multi's 2-key job on two workers: 3.8-4.1x -> 3.5-3.9x a single-key
- * job's CPU; 65,536 buckets (256 KiB) did a little better there (3.1-3.6x) but cost every job of
- * bench_mesh 1.5 ns (a read beyond L1), 16,384 within noise. */
-#define CRASH_FILTER_BUCKETS 16384u
+/* The filter: a count of entries a bucket of hashes, and a bit a bucket that says whether its count is
+ * not 0, which is all a job's check reads (8 KiB, where the counts are 256 KiB). 65,536 buckets:
+ * multi-key jobs in flight keep a claim each in the table, up to a queue's capacity (4,096 by
+ * default) of them a worker, and a job whose bucket one of them shares takes the slow path (its
+ * stripe's lock, the keymap): with 4,096 buckets over half of all jobs did then, with 65,536 about
+ * 6 %. The counts alone, 16,384 of them (64 KiB, read by every job), cost bench_mesh's empty jobs
+ * 2 ns a round trip (3 %); the bits cost about 0.6. A bucket's keys are all of one stripe
+ * (filter_index, crash.c), so its count and its bit change under that stripe's lock alone. */
+#define CRASH_FILTER_BUCKETS 65536u
 #define CRASH_STRIPES        16u
 
 /* S: under the lock of the stripe of the entry's key; A: every stripe's lock. */
@@ -65,7 +68,10 @@ struct crash_table {
     struct keymap    owed;                           /* S: KEYMAP_CRASH (a key's bucket: its stripe) */
     _Atomic uint32_t entries;                        /* S to change; read lock-free */
     uint64_t         visit;                          /* A: the last walk of shard__crash_stuck_key (its marks) */
-    _Atomic uint32_t filter[CRASH_FILTER_BUCKETS];   /* S to change; read lock-free */
+    _Atomic uint32_t filter[CRASH_FILTER_BUCKETS];   /* S to change (the bucket's stripe) */
+    _Atomic uint64_t filter_bits[CRASH_FILTER_BUCKETS / 64]; /* a bucket's count is not 0: S to
+                                                     * change (an atomic RMW: a word spans stripes);
+                                                     * read lock-free */
 };
 
 /* One crashed worker's part, embedded in the worker: its stuck entry and how many entries it owes

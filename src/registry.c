@@ -131,13 +131,14 @@ static bool reapable(struct shard_worker *w)
 }
 
 /* Takes the workers that left the ring (removed, or crashed) out of the registry once they are
- * finished with and nothing can reach them any more, and frees them after a grace period. A worker is reached through the registry (d->lock, and its published view: a
- * crash table payment's kick, in a read-side section), through snapshots (RCU
- * readers: submitters and the handoff walk in handoff.c), by submitters waiting for room in its
- * queue (q.waiters) and, crashed, by the jobs it rerouted (finished_with). Its entries in kept
- * snapshots are rewritten to d->gone (shard__snap_unname) and snapshots that named it may have been cut off by
- * shard__snap_reap; either way a grace period has passed since; submitters that found it did so
- * before the grace period of its leaving and counted themselves in q.waiters then.
+ * finished with and nothing can reach them any more, and frees them after a grace period. A worker
+ * is reached through the registry (d->lock, and its published view: a crash table payment's kick, in
+ * a read-side section), through snapshots (RCU readers: submitters and the handoff walk in
+ * handoff.c), by submitters waiting for room in its queue (q.waiters) and, crashed, by the jobs it
+ * rerouted (finished_with). Its entries in kept snapshots are rewritten to d->gone
+ * (shard__snap_unname) and snapshots that named it may have been cut off by shard__snap_reap; either
+ * way a grace period has passed since; submitters that found it did so before the grace period of
+ * its leaving and counted themselves in q.waiters then.
  * Context: ctl held, so no change is under way. */
 void shard__registry_reap(shard_dispatcher *d)
 {
