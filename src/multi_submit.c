@@ -50,7 +50,8 @@ static void push_multi(shard_dispatcher *d, struct multi *m, uint32_t *owner, bo
         return;
     }
     shard__multi_parts_ready(m);
-    for (uint32_t i = 0; i < m->n; i++)
+    /* n read before: once the last part is queued, the job may run and end, and m be freed. */
+    for (uint32_t i = 0, n = m->n; i < n; i++)
         push_to(m, snap_worker(s, owner[i]), s, shard__multi_part, &m->parts[i], m->keys[i].hash, ORIGIN_MULTI_PART,
                 worker);
 }
