@@ -6,8 +6,11 @@
 #include <shard.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
 #define STRESS_SANITIZED 1
@@ -56,6 +59,27 @@ static inline void stress_run(struct stress_key *k, struct stress_job *j, shard_
           j->seq, k->next_seq[j->producer]);
     k->next_seq[j->producer] = j->seq + 1;
     atomic_fetch_sub(&k->running, 1);
+}
+
+static const char *stress_watchdog_name = "stress";
+
+static void stress_watchdog_fired(int sig)
+{
+    (void)sig;
+    static const char msg[] = ": hang (watchdog)\n0 passed, 1 failed\n";
+    /* write(2) only: the one output a signal handler may make. */
+    if (write(2, stress_watchdog_name, strlen(stress_watchdog_name)) < 0 || write(2, msg, sizeof msg - 1) < 0)
+        _exit(1);
+    _exit(1);
+}
+
+/* Fails the run, naming it, if it is still running in seconds (0: stops the watchdog): a hang fails
+ * with a message rather than by the test's timeout. */
+static inline void stress_watchdog(const char *name, unsigned seconds)
+{
+    stress_watchdog_name = name;
+    signal(SIGALRM, stress_watchdog_fired);
+    alarm(seconds);
 }
 
 static inline int stress_result(const char *name)

@@ -196,7 +196,7 @@ int main(int argc, char **argv)
             ;
         atomic_store(&stop, true);
         pthread_join(t, NULL);
-        alarm(STRESS_SANITIZED ? 120 : 30); /* a hang: a key held for ever */
+        stress_watchdog("stress_drop_race", STRESS_SANITIZED ? 120 : 30); /* a hang: a key held for ever */
         CHECK(shard_drain(disp) == 0, "drain");
         /* every key free again: one more job each */
         int n = atomic_load(&njobs);

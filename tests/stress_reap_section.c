@@ -20,15 +20,6 @@ static sem_t inside, gate, stopped;
 static atomic_int in_section;
 static uint64_t epoch0;
 
-static void on_alarm(int sig)
-{
-    (void)sig;
-    static const char msg[] = "stress_reap_section: hang (watchdog)\n";
-    if (write(2, msg, sizeof msg - 1) < 0)
-        _exit(1);
-    _exit(1);
-}
-
 static void on_stop(shard_worker *w, void *user)
 {
     (void)user;
@@ -60,8 +51,7 @@ static void *user_thread(void *a)
 
 int main(void)
 {
-    signal(SIGALRM, on_alarm);
-    alarm(STRESS_SANITIZED ? 120 : 30);
+    stress_watchdog("stress_reap_section", STRESS_SANITIZED ? 120 : 30);
     sem_init(&inside, 0, 0);
     sem_init(&gate, 0, 0);
     sem_init(&stopped, 0, 0);

@@ -30,15 +30,6 @@ static sem_t inside, gate;
 static char kkey[64];
 static atomic_long resubmitted;
 
-static void on_alarm(int sig)
-{
-    (void)sig;
-    static const char msg[] = "stress_throttle_waits: hang (watchdog)\n0 passed, 1 failed\n";
-    if (write(2, msg, sizeof msg - 1) < 0)
-        _exit(1);
-    _exit(1);
-}
-
 static void blocker(shard_worker *w, void *a)
 {
     (void)w;
@@ -246,8 +237,7 @@ static void storm(void)
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
-    signal(SIGALRM, on_alarm);
-    alarm(WATCHDOG_S);
+    stress_watchdog("stress_throttle_waits", WATCHDOG_S);
     sem_init(&inside, 0, 0);
     sem_init(&gate, 0, 0);
     const char *only = argc > 1 ? argv[1] : "";
