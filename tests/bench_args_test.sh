@@ -37,5 +37,6 @@ refused "no case 'nonesuch'" "$peers" --case=nonesuch --quick
 refused "unknown argument '--impl'" "$peers" --impl
 for b in "$@"; do
     [[ $(basename "$b") != bench_pins ]] || refused "unknown argument '--max=1'" "$b" --max=1 # below its counts
+    [[ $(basename "$b") != bench_mesh ]] || refused "--poll-us= is 1 to 1000000" "$b" --poll-us=0
 done
 echo "bench_args: $checks checks passed"
