@@ -109,7 +109,10 @@ bool shard__run_batch(struct shard_worker *w)
     shard_dispatcher *d = w->d;
     struct queue *q = &w->q;
     uint64_t start = q->head, pos = start;
-    if (w->own.held.count || !shard__queue_peek_sc(q, pos))
+    /* A first item that may not run here (a multi-key job queued whole, a job that must be checked)
+     * is shard__run_take's: no batch is begun for nothing (two clock reads and the lock let go). */
+    const struct slot *first = shard__queue_peek_sc(q, pos);
+    if (w->own.held.count || !first || !batch_may_run(d, w, pos, first))
         return false;
     /* Under w->lock: a crash reads it under the lock. */
     atomic_store_explicit(&w->batch.word, 2 * pos + 1, memory_order_relaxed);
