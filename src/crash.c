@@ -11,6 +11,7 @@ static uint32_t filter_index(uint64_t hash)
 {
     _Static_assert(CRASH_FILTER_BUCKETS == (uint32_t)KEYMAP_BUCKETS << 4, "filter_index's bits");
     _Static_assert(KEYMAP_BUCKETS % CRASH_STRIPES == 0, "a bucket's keys in one stripe");
+    _Static_assert(CRASH_STRIPES <= 32, "a bit a stripe in stripes_used");
     return (uint32_t)shard__keymap_bucket(hash) | (uint32_t)(hash >> 60) * KEYMAP_BUCKETS;
 }
 
@@ -44,9 +45,30 @@ static bool filter_marked(struct crash_table *t, uint64_t hash)
 }
 
 /* A key's stripe: its keymap bucket's, as a change to its FIFO writes only there. */
+static size_t stripe_index(uint64_t hash)
+{
+    return shard__keymap_bucket(hash) % CRASH_STRIPES;
+}
+
 static struct crash_stripe *stripe_of(struct crash_table *t, uint64_t hash)
 {
-    return &t->stripe[shard__keymap_bucket(hash) % CRASH_STRIPES];
+    return &t->stripe[stripe_index(hash)];
+}
+
+/* One more entry of hash's stripe, as filter_up. Context: its lock. */
+static void stripe_up(struct crash_table *t, uint64_t hash)
+{
+    size_t i = stripe_index(hash);
+    if (t->stripe[i].entries++ == 0)
+        atomic_fetch_or_explicit(&t->stripes_used, 1u << i, memory_order_relaxed);
+}
+
+/* One entry fewer, as filter_down (release: as there). Context: its lock. */
+static void stripe_down(struct crash_table *t, uint64_t hash)
+{
+    size_t i = stripe_index(hash);
+    if (--t->stripe[i].entries == 0)
+        atomic_fetch_and_explicit(&t->stripes_used, ~(1u << i), memory_order_release);
 }
 
 static void lock_all(struct crash_table *t)
@@ -66,13 +88,14 @@ void shard__crash_table_init(struct crash_table *t)
     for (size_t i = 0; i < CRASH_STRIPES; i++) {
         pthread_mutex_init(&t->stripe[i].lock, NULL);
         atomic_init(&t->stripe[i].owe_seq, 0);
+        t->stripe[i].entries = 0;
     }
     shard__keymap_init(&t->owed, KEYMAP_CRASH);
     for (size_t i = 0; i < CRASH_FILTER_BUCKETS; i++)
         atomic_init(&t->filter[i], 0);
     for (size_t i = 0; i < CRASH_FILTER_BUCKETS / 64; i++)
         atomic_init(&t->filter_bits[i], 0);
-    atomic_init(&t->entries, 0);
+    atomic_init(&t->stripes_used, 0);
     t->visit = 0;
 }
 
@@ -103,7 +126,7 @@ static void insert(struct crash_table *t, struct crash_record *c, struct job *j)
     shard__keymap_insert(&t->owed, j);
     atomic_fetch_add_explicit(&c->owed, 1, memory_order_relaxed);
     filter_up(t, j->hash);
-    atomic_fetch_add_explicit(&t->entries, 1, memory_order_relaxed);
+    stripe_up(t, j->hash);
 }
 
 static bool remove_entry(struct crash_table *t, struct job *j)
@@ -113,7 +136,7 @@ static bool remove_entry(struct crash_table *t, struct job *j)
     j->in_table = false;
     atomic_fetch_sub_explicit(&j->owed_to->owed, 1, memory_order_relaxed);
     filter_down(t, j->hash);
-    atomic_fetch_sub_explicit(&t->entries, 1, memory_order_release);
+    stripe_down(t, j->hash);
     return first;
 }
 
@@ -132,9 +155,8 @@ static bool older_entry(struct crash_table *t, const struct job *j)
 
 bool shard__crash_blocks(struct crash_table *t, const struct job *j)
 {
-    /* acquire (E7): the counts were raised before a release store this thread has acquired (crash.h).
-     * `entries` first: one line that every worker reads and only crashes write. */
-    if (!atomic_load_explicit(&t->entries, memory_order_acquire) || !filter_marked(t, j->hash))
+    /* acquire (E7): the counts were raised before a release store this thread has acquired (crash.h). */
+    if (!filter_marked(t, j->hash))
         return false;
     struct crash_stripe *s = stripe_of(t, j->hash);
     pthread_mutex_lock(&s->lock);
@@ -273,8 +295,8 @@ bool shard__crash_may_block(struct crash_table *t, uint64_t hash)
 
 bool shard__crash_any(struct crash_table *t)
 {
-    /* acquire: as shard__crash_blocks. */
-    return atomic_load_explicit(&t->entries, memory_order_acquire) != 0;
+    /* acquire: as filter_marked. */
+    return atomic_load_explicit(&t->stripes_used, memory_order_acquire) != 0;
 }
 
 void shard__crash_swap(struct crash_table *t, struct crash_record *owner, struct job *claim, struct job *step)

@@ -52,7 +52,7 @@
  * 2 ns a round trip (3 %); the bits cost about 0.6. A bucket's keys are all of one stripe
  * (filter_index, crash.c), so its count and its bit change under that stripe's lock alone. */
 #define CRASH_FILTER_BUCKETS 65536u
-#define CRASH_STRIPES        16u
+#define CRASH_STRIPES        16u /* at most 32: a bit each in stripes_used */
 
 /* S: under the lock of the stripe of the entry's key; A: every stripe's lock. */
 struct crash_stripe {
@@ -61,12 +61,17 @@ struct crash_stripe {
      * lock); read lock-free, summed over the stripes, as the count of entries ever made
      * (shard__crash_made). */
     _Atomic uint64_t owe_seq;
+    uint32_t entries; /* S: its keys' entries; its bit in the table's `stripes_used` says whether not 0 */
 };
 
 struct crash_table {
     struct crash_stripe stripe[CRASH_STRIPES];
     struct keymap    owed;                           /* S: KEYMAP_CRASH (a key's bucket: its stripe) */
-    _Atomic uint32_t entries;                        /* S to change; read lock-free */
+    /* A bit a stripe whose count of entries is not 0: S to change (an atomic RMW), read lock-free.
+     * One count of the whole table was one line that every claim and payment wrote, from every
+     * worker (kv_server's MSET at 2 workers: 10 % of its CPU); a stripe's count shares its lock's
+     * line, and this word changes only when a stripe empties or stops being empty. */
+    _Atomic uint32_t stripes_used;
     uint64_t         visit;                          /* A: the last walk of shard__crash_stuck_key (its marks) */
     _Atomic uint32_t filter[CRASH_FILTER_BUCKETS];   /* S to change (the bucket's stripe) */
     _Atomic uint64_t filter_bits[CRASH_FILTER_BUCKETS / 64]; /* a bucket's count is not 0: S to
@@ -97,9 +102,9 @@ bool shard__crash_stuck_key(struct crash_table *t, uint64_t hash);
 /* Whether an entry of hash's bucket may stand: false means no job of that key is held up by the
  * table (the batch fast path's check, run.c). Context: any thread, lock-free. */
 bool shard__crash_may_block(struct crash_table *t, uint64_t hash);
-/* Whether the table may hold any entry: false means no job is held up by it. One line that claims
- * change all the time under multi-key traffic: for a check of several keys at once (run.c's whole
- * jobs), before their buckets. Context: any thread, lock-free. */
+/* Whether the table may hold any entry: false means no job is held up by it. One word, written only
+ * when a stripe empties or stops being empty: for a check of several keys at once (run.c's whole
+ * jobs) before their buckets, and for the walks (walk.c). Context: any thread, lock-free. */
 bool shard__crash_any(struct crash_table *t);
 
 /* A multi-key job holds the key of claim (its hash set; claim->sibling its other claims, in a

@@ -69,7 +69,7 @@ static bool may_go(struct shard_worker *w, struct walk *k, struct job *j)
     case JOB_RUN:
         return shard__held_first_of_key(&w->own.held, j) && shard__job_may_run(d, w, j);
     case JOB_FENCE:
-        if (!k->fence_before && k->min_epoch < j->epoch && atomic_load_explicit(&d->crash.entries, memory_order_acquire))
+        if (!k->fence_before && k->min_epoch < j->epoch && shard__crash_any(&d->crash))
             k->min_epoch = defer_crash_blocked(w, j->epoch);
         return !k->fence_before && k->min_epoch >= j->epoch;
     case JOB_MARK:
@@ -104,7 +104,7 @@ static void walk_all(struct shard_worker *w)
     /* Rebuilt by this walk: each blocked job notes what it waits for. Fences and marks may wait on
      * crash entries (deferral, stuck keys). */
     atomic_store_explicit(&w->waits.on, 0, memory_order_relaxed);
-    if (atomic_load_explicit(&d->crash.entries, memory_order_acquire))
+    if (shard__crash_any(&d->crash))
         shard__wait_on_crashes(w);
     struct walk k = { .controls = w->own.held.controls != 0 };
     k.min_epoch = k.controls ? shard__held_min_unowed_epoch(&w->own.held) : UINT64_MAX;
