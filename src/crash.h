@@ -83,9 +83,10 @@ struct crash_table {
  * (the worker is not freed while it owes any: the entries point at it). Every worker has one: a live
  * worker's owes the jobs it deferred. The stuck entry under its key's stripe's lock. */
 struct crash_record {
-    struct job       stuck; /* the stuck entry: epoch 0, hash of the running job's key */
     _Atomic uint32_t owed;  /* entries owed by this record, the stuck one included (changed under the
-                             * entry's stripe's lock: its entries may be of several stripes) */
+                             * entry's stripe's lock: its entries may be of several stripes); first,
+                             * so that a multi-key job's (multi_layout.h) shares its state's line */
+    struct job       stuck; /* the stuck entry: epoch 0, hash of the running job's key */
 };
 
 void shard__crash_table_init(struct crash_table *t);

@@ -59,21 +59,24 @@ struct job {
     bool         in_prio;        /* held: in the rerouted (front) segment */
     bool         embedded;       /* part of a larger object (a worker's stop item): never freed */
     bool         in_table;       /* an entry of the crash table now (under its lock, crash.c) */
-    /* The one list the record is on, in its life's order: a queue's side list; then its worker's held
-     * order (held.c, doubly linked) or a spare list (record.c); or a crash's leftovers, then the list
-     * for one new owner, then that worker's inbox, then its held order. A record leaves one list
-     * before it joins the next, so one link serves all. */
-    struct job  *next, *prev;
-    struct keylink links[KEYMAP_USES];  /* keymap.c: held by key, crash record by key */
-    const struct snap *fence_before, *fence_after; /* every JOB_FENCE (fence_before is read only
-                                                    * with loses_keys) */
-    struct job_block  *block;    /* records made in bulk by a crash: freed with the last of them */
+    /* What an entry of the crash table uses, from here to links[KEYMAP_CRASH] (links[0]), is on the
+     * record's first two lines with the above: a multi-key job's claim is made on one worker and
+     * paid on another, and each line of it crosses between them. */
     struct crash_record *owed_to; /* a crash owes this job (crash.h): rerouted from its crashed
                                    * worker, or deferred behind a crash; NULL otherwise */
     uint64_t     owe_seq;        /* while owed_to: when it became owed, the crash table's order among
                                   * owed jobs of one key and epoch (crash.c, keymap.c) */
     struct job  *sibling;        /* JOB_CLAIM: the next claim of the same multi-key job, in a circle;
                                   * a multi-key job's step: its part's claim (multi.c) */
+    struct keylink links[KEYMAP_USES];  /* keymap.c: crash record by key, held by key */
+    /* The one list the record is on, in its life's order: a queue's side list; then its worker's held
+     * order (held.c, doubly linked) or a spare list (record.c); or a crash's leftovers, then the list
+     * for one new owner, then that worker's inbox, then its held order. A record leaves one list
+     * before it joins the next, so one link serves all. */
+    struct job  *next, *prev;
+    const struct snap *fence_before, *fence_after; /* every JOB_FENCE (fence_before is read only
+                                                    * with loses_keys) */
+    struct job_block  *block;    /* records made in bulk by a crash: freed with the last of them */
     uint64_t     moved_epoch;    /* moved to another worker (follow.c) while the ring of this epoch
                                   * was in force, 0 if not: it waits for that epoch's owners too */
     /* handoff.c: the older owner this held job was last found waiting for, so that a check while it

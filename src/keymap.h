@@ -27,7 +27,7 @@ struct keylink {
                               * it is in the FIFO, else NULL: where the next such insert starts */
 };
 
-enum keymap_use { KEYMAP_HELD, KEYMAP_CRASH, KEYMAP_USES };
+enum keymap_use { KEYMAP_CRASH, KEYMAP_HELD, KEYMAP_USES }; /* a job's links, in this order (job.h) */
 
 /* No count of its jobs: the crash table changes its buckets under one lock a stripe of them. */
 struct keymap {

@@ -55,10 +55,14 @@
 #include "multi_layout.h"
 #include "rcu.h"
 
+/* A block, and its multi in it, start on a cache line (multi_layout.h says why). */
+#define LINE 64
+
 static size_t multi_offset(size_t n)
 {
-    size_t at = sizeof(struct job_block) + n * sizeof(struct job), a = alignof(struct multi);
-    return (at + a - 1) / a * a;
+    _Static_assert(alignof(struct multi) == LINE, "a multi on a line of its own");
+    size_t at = sizeof(struct job_block) + n * sizeof(struct job);
+    return (at + LINE - 1) / LINE * LINE;
 }
 
 /* Blocks of jobs of up to SHARD_MULTI_POOL_KEYS keys are kept, up to POOL_BYTES of them in all (a
@@ -69,7 +73,8 @@ static size_t multi_offset(size_t n)
 
 static size_t block_bytes(size_t n)
 {
-    return multi_offset(2 * n) + sizeof(struct multi) + n * (sizeof(struct multi_part) + sizeof(struct key_ref));
+    size_t bytes = multi_offset(2 * n) + sizeof(struct multi) + n * (sizeof(struct multi_part) + sizeof(struct key_ref));
+    return (bytes + LINE - 1) / LINE * LINE; /* aligned_alloc's size: a multiple of the alignment */
 }
 
 static struct multi *multi_of(struct job_block *b)
@@ -118,7 +123,7 @@ static struct job_block *block_get(shard_dispatcher *d, size_t n)
         }
         pthread_mutex_unlock(&d->pool_lock);
     }
-    return b ? b : malloc(block_bytes(n));
+    return b ? b : aligned_alloc(LINE, block_bytes(n));
 }
 
 struct multi *shard__multi_new(shard_dispatcher *d, const struct key_ref *h, size_t n, shard_job_fn fn,

@@ -20,24 +20,28 @@ struct key_ref {
     uint32_t index;
 };
 
+/* A line apart from every other part's (parts run on different workers), and what a claim writes
+ * on its first two lines: it is made on one worker and paid on another (job.h). */
 struct multi_part {
-    struct job    claim;   /* its key's entry in the crash table while it holds the key */
-    struct multi *m;
-    uint32_t      key;     /* I: the index in the caller's keys of its key's first occurrence */
     /* claim is in the table: set by the part (or step) that made it; whoever exchanges it to false
      * pays the claim (the job's end, or a drop racing a part: multi.c's hold) */
-    _Atomic bool  claimed;
+    _Alignas(64) _Atomic bool claimed;
+    uint32_t      key;     /* I: the index in the caller's keys of its key's first occurrence */
+    struct multi *m;
+    struct job    claim;   /* its key's entry in the crash table while it holds the key */
 };
 
 /* multi.state: parts come up or dropped, and this bit once a DROP crash dropped one of them. */
 #define MULTI_DROPPED 0x80000000u
 
+/* On a line of its own (multi.c aligns it), the first holds what the part that runs the job reads
+ * (fn, step, arg, keys) and what every part and claim writes (state, owner.owed): the parts run on
+ * different workers, and each line they share crosses between them. */
 struct multi {
     shard_dispatcher   *d;
     shard_job_fn        fn;      /* the job; with steps, what runs after them (may be NULL) */
     shard_multi_step_fn step;    /* NULL: no steps */
     void               *arg;
-    struct job_block   *block;   /* the allocation this lives in */
     const struct key_ref *keys;  /* I: its n distinct keys, in the block after the parts */
     uint32_t            n;       /* I: parts, one a distinct key */
     _Atomic uint32_t    state;   /* parts come up or dropped, | MULTI_DROPPED (multi.c's arrive) */
@@ -46,6 +50,7 @@ struct multi {
      * whoever splits it or the crash that stops it, each alone with it then. */
     bool                parts_ready;
     struct crash_record owner;   /* owes its claims (the table counts entries by record) */
+    struct job_block   *block;   /* the allocation this lives in */
     struct multi_part   parts[];
 };
 
