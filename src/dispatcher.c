@@ -3,10 +3,13 @@
  * Submits are submit.c's, membership changes membership.c's, the wait for room in a full queue
  * space.c's, stats stats.c's. */
 #include <errno.h>
+#include <stdalign.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "balance.h"
+#include "cacheline.h"
 #include "ctl.h"
 #include "dispatcher_internal.h"
 #include "membership.h"
@@ -37,9 +40,12 @@ SHARD_API int shard_dispatcher_create(shard_dispatcher **out, const struct shard
         c.workers = default_workers();
     if (c.ring.vnodes == 0)
         c.ring.vnodes = SHARD_DEFAULT_VNODES;
-    shard_dispatcher *d = calloc(1, sizeof *d);
+    /* Aligned as its type says: the crash table's stripes and the multi-key counts are a line each. */
+    size_t bytes = (sizeof(shard_dispatcher) + SHARD_CACHELINE - 1) / SHARD_CACHELINE * SHARD_CACHELINE;
+    shard_dispatcher *d = aligned_alloc(alignof(shard_dispatcher), bytes);
     if (!d)
         return -ENOMEM;
+    memset(d, 0, bytes);
     d->cfg = c;
     d->capacity = c.queue_capacity ? c.queue_capacity : SHARD_DEFAULT_QUEUE_CAPACITY;
     pthread_mutex_init(&d->ctl, NULL);

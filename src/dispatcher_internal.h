@@ -22,6 +22,8 @@
 
 /* Multi-key jobs of up to this many keys keep their blocks for the next (multi.c). */
 #define SHARD_MULTI_POOL_KEYS 16
+/* Stripes of the multi-key jobs' counts (below). */
+#define MULTI_COUNT_STRIPES 8
 
 /* What the balancer reports in shard_stats (balance_rounds ... unsplittable_share): written by its thread
  * after each round (balance.c), read by shard_dispatcher_stats (stats.c). Kept here, not in the
@@ -98,12 +100,21 @@ struct shard_dispatcher {
     struct job_block *pool[SHARD_MULTI_POOL_KEYS]; /* pool_lock: by keys - 1, linked through the block's
                                                     * first record */
     size_t           pooled;        /* pool_lock: bytes of the blocks kept */
-    _Atomic uint64_t multi_open;    /* A: multi-key jobs accepted and not yet ended (stats) */
-    _Atomic int64_t  multi_waiting; /* A: of those, ones holding some of their keys while a part
-                                     * waits (stats). Each job's increment and decrement are made
-                                     * under its own lock, in that order (multi.c) */
+    /* Multi-key jobs accepted and not yet ended, and of those the ones holding some of their keys
+     * while a part waits (stats, multi.c's multi_count): changes, summed over stripes a line each,
+     * a worker's changes in its own (its id's), every other thread's in stripe 0. One count of each
+     * was a line that the submitter and the workers of a job's parts all wrote: 6 % of a 2-key
+     * job's CPU (bench_multi). A. */
+    struct multi_counts {
+        _Alignas(64) _Atomic int64_t open;
+        _Atomic int64_t waiting;
+    } multi_counts[MULTI_COUNT_STRIPES];
 };
 
+/* multi.c: one more multi-key job open (1), or one fewer (-1), in the calling thread's stripe. */
+void shard__multi_count_open(shard_dispatcher *d, int64_t delta);
+/* multi.c: the multi-key jobs open and waiting, summed over the stripes (stats). */
+void shard__multi_counts(shard_dispatcher *d, uint64_t *open, uint64_t *waiting);
 /* multi.c: frees the blocks kept for multi-key jobs. Context: destroy, no job left. */
 void shard__multi_pool_free(shard_dispatcher *d);
 /* dispatcher.c: frees everything create made (create's failure, destroy). */

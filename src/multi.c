@@ -48,6 +48,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cacheline.h"
 #include "dispatcher_internal.h"
 #include "follow.h"
 #include "handoff.h"
@@ -56,7 +57,7 @@
 #include "rcu.h"
 
 /* A block, and its multi in it, start on a cache line (multi_layout.h says why). */
-#define LINE 64
+#define LINE SHARD_CACHELINE
 
 static size_t multi_offset(size_t n)
 {
@@ -200,6 +201,37 @@ static void release_claims(struct multi *m)
         pay_claim(m, &m->parts[i]);
 }
 
+/* The counts' stripe of the calling thread (dispatcher_internal.h). */
+static struct multi_counts *counts_here(shard_dispatcher *d)
+{
+    const struct shard_worker *me = shard__current_worker;
+    size_t i = me && me->d == d ? 1 + me->id % (MULTI_COUNT_STRIPES - 1) : 0;
+    return &d->multi_counts[i];
+}
+
+void shard__multi_count_open(shard_dispatcher *d, int64_t delta)
+{
+    atomic_fetch_add_explicit(&counts_here(d)->open, delta, memory_order_relaxed);
+}
+
+static void count_waiting(shard_dispatcher *d, int64_t delta)
+{
+    atomic_fetch_add_explicit(&counts_here(d)->waiting, delta, memory_order_relaxed);
+}
+
+void shard__multi_counts(shard_dispatcher *d, uint64_t *open, uint64_t *waiting)
+{
+    int64_t o = 0, w = 0;
+    for (size_t i = 0; i < MULTI_COUNT_STRIPES; i++) {
+        o += atomic_load_explicit(&d->multi_counts[i].open, memory_order_relaxed);
+        w += atomic_load_explicit(&d->multi_counts[i].waiting, memory_order_relaxed);
+    }
+    /* Read one stripe after another, while they change: a job's two changes may be seen one
+     * without the other, in either order. */
+    *open = o > 0 ? (uint64_t)o : 0;
+    *waiting = w > 0 ? (uint64_t)w : 0;
+}
+
 /* One more part came up or was dropped: one atomic add on m->state. Return: whether it was the last.
  * A part that is not may touch m no more once it has arrived: the last may free it at once. The add
  * is acq_rel, so everything each part did before it arrived (its claim, what its key's jobs before it
@@ -216,11 +248,11 @@ static bool arrive(struct multi *m)
     uint32_t a = (was & ~MULTI_DROPPED) + 1;
     bool drop = was & MULTI_DROPPED;
     if (!drop && a == 1)
-        atomic_fetch_add_explicit(&d->multi_waiting, 1, memory_order_relaxed);
+        count_waiting(d, 1);
     if (a < n)
         return false;
     if (!drop)
-        atomic_fetch_sub_explicit(&d->multi_waiting, 1, memory_order_relaxed);
+        count_waiting(d, -1);
     return true;
 }
 
@@ -231,7 +263,7 @@ static void end(struct multi *m)
     shard_dispatcher *d = m->d;
     release_claims(m);
     if (!dropped(m))
-        atomic_fetch_sub_explicit(&d->multi_open, 1, memory_order_relaxed);
+        shard__multi_count_open(d, -1);
     multi_put(m);
 }
 
@@ -453,8 +485,8 @@ bool shard__multi_dropped(void *arg, shard_job_fn *fn, void **user_arg)
     if (first) {
         /* Dropped now, as on_dropped hears: no longer open, nor waiting (stats). */
         if (was)
-            atomic_fetch_sub_explicit(&d->multi_waiting, 1, memory_order_relaxed);
-        atomic_fetch_sub_explicit(&d->multi_open, 1, memory_order_relaxed);
+            count_waiting(d, -1);
+        shard__multi_count_open(d, -1);
     }
     *fn = m->fn;
     *user_arg = m->arg;

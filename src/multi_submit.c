@@ -157,7 +157,7 @@ static int submit_multi(shard_dispatcher *d, const struct shard_key *keys, size_
     if (!rc && !m)
         rc = -ENOMEM;
     if (!rc) {
-        atomic_fetch_add_explicit(&d->multi_open, 1, memory_order_relaxed);
+        shard__multi_count_open(d, 1);
         pthread_mutex_lock(&d->multi_lock);
         push_multi(d, m, owner, worker);
         pthread_mutex_unlock(&d->multi_lock);

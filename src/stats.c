@@ -46,9 +46,7 @@ SHARD_API int shard_dispatcher_stats(shard_dispatcher *d, struct shard_stats *ou
     out->timers = atomic_load_explicit(&d->timers.live, memory_order_relaxed);
     out->throttled_keys = atomic_load_explicit(&d->throttle.keys, memory_order_relaxed);
     out->held_full_waits = atomic_load_explicit(&d->throttle.full_waits, memory_order_relaxed);
-    out->multi_open = atomic_load_explicit(&d->multi_open, memory_order_relaxed);
-    int64_t waiting = atomic_load_explicit(&d->multi_waiting, memory_order_relaxed);
-    out->multi_waiting = waiting > 0 ? (uint64_t)waiting : 0;
+    shard__multi_counts(d, &out->multi_open, &out->multi_waiting);
     struct balance_report *rep = &d->balance_report;
     pthread_mutex_lock(&rep->lock);
     out->balance_rounds = rep->rounds;
