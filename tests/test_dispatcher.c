@@ -1238,12 +1238,23 @@ Test(dispatcher, hot_keys_name_the_heaviest_keys_of_a_window)
     cr_assert_eq(shard_drain(d), 0);
     long n = shard_worker_hot_keys(d, "w0", hk, 8, &total);
     cr_assert_eq(n, 4, "as many as hot_keys");
-    cr_assert_eq(hk[0].hash, shard_dispatcher_key_hash(d, "hot", 3), "the hot key first");
-    cr_assert_geq(hk[0].busy_ns - hk[0].error_ns, 30000000u, "at least its 30 ms");
-    cr_assert_geq(hk[0].jobs, 30);
+    cr_assert_geq(total, 30000000u + 60 * 200000u, "the window's total");
     for (long i = 1; i < n; i++)
         cr_assert_leq(hk[i].busy_ns, hk[i - 1].busy_ns, "heaviest first");
-    cr_assert_geq(total, 30000000u + 60 * 200000u, "the window's total");
+    /* Times are wall times: on a loaded machine a cold job preempted for longer than the hot key's
+     * 30 ms outweighs it (seen under ctest -j2 beside the stress programs), and the total grows with
+     * every preemption. What is promised: a key over a quarter of the total is listed. */
+    long hot = -1;
+    for (long i = 0; i < n; i++)
+        if (hk[i].hash == shard_dispatcher_key_hash(d, "hot", 3))
+            hot = i;
+    cr_assert(hot >= 0 || 4 * 30000000u <= total, "the hot key listed (%.1f ms of %.1f)", 30.0, (double)total / 1e6);
+    if (hot >= 0) {
+        cr_assert_geq(hk[hot].busy_ns - hk[hot].error_ns, 30000000u, "at least its 30 ms");
+        cr_assert_geq(hk[hot].jobs, 30);
+        for (long i = 0; i < hot; i++) /* only a preempted cold job weighs more */
+            cr_assert_gt(hk[i].busy_ns, 30000000u, "only a key over the hot key's 30 ms before it");
+    }
     cr_assert_eq(shard_worker_hot_keys(d, "w0", hk, 1, NULL), 4, "the count, whatever fits");
     shard_dispatcher_destroy(d);
     /* Off: nothing tracked. */

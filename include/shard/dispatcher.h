@@ -158,7 +158,8 @@ struct shard_config {
      * delivered at once rather than when their batch ends (shard_submit; since 0.4). */
     uint32_t   poll_us;
     /** Hot keys (added in 0.2): how many of the heaviest keys each worker tracks, by time spent in
-     * their jobs, over windows of hot_window_ms (shard_worker_hot_keys). 0 (the default): none, and
+     * their jobs (wall time: a job whose thread was preempted counts the time it waited), over
+     * windows of hot_window_ms (shard_worker_hot_keys). 0 (the default): none, and
      * nothing is measured; up to SHARD_MAX_HOT_KEYS. When on, a job costs one more clock read and a
      * scan of this many entries. */
     uint32_t   hot_keys;
