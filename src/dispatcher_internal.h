@@ -20,8 +20,6 @@
 #include "timer_table.h"
 #include "worker.h"
 
-/* Multi-key jobs of up to this many keys keep their blocks for the next (multi.c). */
-#define SHARD_MULTI_POOL_KEYS 16
 /* Stripes of the multi-key jobs' counts (below). */
 #define MULTI_COUNT_STRIPES 8
 

@@ -6,6 +6,9 @@
 #include "worker.h"
 
 #define SPARE_RECORDS 1024
+/* A worker's spare blocks of multi-key jobs, in bytes: a 2-key job's block is about 1.8 KiB, so some
+ * seventy of those, nine of 16 keys; beyond, they go to the dispatcher's pool (multi.c). */
+#define SPARE_BLOCK_BYTES ((size_t)128 << 10)
 
 /* Records for jobs set aside: spare ones are kept per worker, so steady handoffs do not allocate. */
 struct job *shard__record_alloc(struct shard_worker *w)
@@ -50,8 +53,53 @@ void shard__job_block_put(struct job_block *b)
         free(b);
 }
 
+/* A block kept as a spare links to the next through its first record. */
+static struct job_block **block_next(struct job_block *b)
+{
+    return (struct job_block **)b->recs;
+}
+
+bool shard__block_spare_keep(struct shard_worker *w, struct job_block *b, size_t cls, size_t bytes)
+{
+    SHARD_CHECK_ON(w);
+    if (w->own.spare_block_bytes + bytes > SPARE_BLOCK_BYTES)
+        return false;
+    *block_next(b) = w->own.spare_blocks[cls];
+    w->own.spare_blocks[cls] = b;
+    w->own.spare_block_bytes += bytes;
+    return true;
+}
+
+struct job_block *shard__block_spare_take(struct shard_worker *w, size_t cls, size_t bytes)
+{
+    SHARD_CHECK_ON(w);
+    struct job_block *b = w->own.spare_blocks[cls];
+    if (b) {
+        w->own.spare_blocks[cls] = *block_next(b);
+        w->own.spare_block_bytes -= bytes;
+    }
+    return b;
+}
+
+struct job_block *shard__block_spare_take_all(struct shard_worker *w, size_t cls, size_t bytes)
+{
+    SHARD_CHECK_ON(w);
+    struct job_block *list = w->own.spare_blocks[cls];
+    w->own.spare_blocks[cls] = NULL;
+    for (struct job_block *b = list; b; b = *block_next(b))
+        w->own.spare_block_bytes -= bytes;
+    return list;
+}
+
 void shard__worker_drop_spares(struct shard_worker *w)
 {
+    for (size_t cls = 0; cls < SHARD_MULTI_POOL_KEYS; cls++)
+        while (w->own.spare_blocks[cls]) {
+            struct job_block *b = w->own.spare_blocks[cls];
+            w->own.spare_blocks[cls] = *block_next(b);
+            free(b);
+        }
+    w->own.spare_block_bytes = 0;
     free(w->own.spare_ready);
     w->own.spare_ready = NULL;
     while (w->own.spare) {

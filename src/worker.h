@@ -20,6 +20,10 @@
 #include "wheel.h"
 #include "shard/dispatcher.h"
 
+/* Multi-key jobs of up to this many keys keep their blocks for the next (multi.c): spare ones per
+ * worker (below), then the dispatcher's pool. */
+#define SHARD_MULTI_POOL_KEYS 16
+
 /* Fields: I set before the worker is published and then read-only; W the worker's thread, or the
  * control thread holding w->lock. The rest is grouped by guard, one guard a group, named at its
  * struct: own (W), waits (atomics), inbox (inbox.lock), life (atomics), leaving (d->lock), ctl
@@ -49,6 +53,10 @@ struct worker_own {
     struct job      *spare_ready;   /* a record at hand in case that job must wait */
     struct job      *spare;         /* spare records (record.c) */
     uint32_t         nspare;        /* length of spare */
+    /* Spare blocks of multi-key jobs (multi.c) by class (keys - 1), linked through their first
+     * record, and their bytes in all (record.c). Its own thread's alone. */
+    struct job_block *spare_blocks[SHARD_MULTI_POOL_KEYS];
+    size_t           spare_block_bytes;
     bool             crash_stuck;   /* set by the crash: the running job holds a stuck entry */
     void            *running_whole; /* in_fn runs a multi-key job queued whole (multi.h); a crash
                                      * claims all its keys */
@@ -232,8 +240,16 @@ struct job *shard__inbox_take(struct shard_worker *w, bool close);
 /* Moves the inbox into the front of w's held jobs. Context: w's thread. */
 void shard__inbox_pull(struct shard_worker *w);
 
-/* record.c. Frees w's spare records. Context: w's thread or lock, or w no longer running. */
+/* record.c. Frees w's spare records and blocks. Context: w's thread or lock, or w no longer running. */
 void  shard__worker_drop_spares(struct shard_worker *w);
+/* Keeps b, of class cls (< SHARD_MULTI_POOL_KEYS) and bytes, as a spare block of w, unless w's spare
+ * blocks would be over SPARE_BLOCK_BYTES. Return: whether it was kept. Context: w's thread. */
+bool  shard__block_spare_keep(struct shard_worker *w, struct job_block *b, size_t cls, size_t bytes);
+/* A spare block of class cls and bytes, or NULL. Context: w's thread. */
+struct job_block *shard__block_spare_take(struct shard_worker *w, size_t cls, size_t bytes);
+/* Every spare block of class cls, of bytes each, as a list through their first records (NULL:
+ * none). Context: w's thread. */
+struct job_block *shard__block_spare_take_all(struct shard_worker *w, size_t cls, size_t bytes);
 /* Frees a record, or keeps it as a spare of w (w may be NULL). Context: w's thread or lock. */
 void  shard__free_record(struct shard_worker *w, struct job *j);
 /* A cleared record, a spare of w if it has one. Return: NULL when out of memory. Context: as above. */
