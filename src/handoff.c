@@ -112,28 +112,34 @@ void shard__wake_waiters_of(shard_dispatcher *d, struct shard_worker *w)
     kick_holders(d, wait_bit(w));
 }
 
-/* As kick_holders for the crash table's entry of hash, paid: each holder waiting on the table is told
- * which key, so that it looks at that key's first held job alone (walk.c). */
-static void kick_crash_holders(shard_dispatcher *d, uint64_t hash)
+/* As kick_holders for the crash table's entries of hashes[0..n), paid: each holder waiting on the
+ * table is told which keys, so that it looks at those keys' first held jobs alone (walk.c), with one
+ * kick for all of them (a multi-key job pays its claims together: shard__owed_done_all). */
+static void kick_crash_holders(shard_dispatcher *d, const uint64_t *hashes, size_t n)
 {
     if (!atomic_load_explicit(&d->nholding, memory_order_seq_cst))
         return;
     shard__rcu_read_lock();
     const struct worker_view *v = workers_view(d);
+    const size_t slots = sizeof v->w[0]->waits.released / sizeof v->w[0]->waits.released[0];
     for (size_t i = 0; v && i < v->n; i++) {
         struct shard_worker *h = v->w[i];
         if (!atomic_load_explicit(&h->waits.holding, memory_order_relaxed) ||
             !(atomic_load_explicit(&h->waits.on, memory_order_seq_cst) & WAIT_CRASH))
             continue;
-        bool put = false;
-        for (size_t s = 0; hash && !put && s < sizeof h->waits.released / sizeof h->waits.released[0]; s++) {
-            uint64_t free_slot = 0;
-            put = atomic_compare_exchange_strong_explicit(&h->waits.released[s], &free_slot, hash, memory_order_relaxed,
-                                                          memory_order_relaxed);
+        bool lost = false;
+        for (size_t k = 0, s = 0; k < n; k++) {
+            bool put = false;
+            for (; hashes[k] && !put && s < slots; s++) {
+                uint64_t free_slot = 0;
+                put = atomic_compare_exchange_strong_explicit(&h->waits.released[s], &free_slot, hashes[k],
+                                                              memory_order_relaxed, memory_order_relaxed);
+            }
+            lost |= !put;
         }
-        if (!put)
+        if (lost)
             atomic_store_explicit(&h->waits.released_lost, true, memory_order_relaxed);
-        /* seq_cst (so release): the slot above is seen by the holder that reads the count, and the
+        /* seq_cst (so release): the slots above are seen by the holder that reads the count, and the
          * count is read before the parking flag (the parking Dekker pair, shard__park_prepare). */
         atomic_fetch_add_explicit(&h->waits.kick_keys, 1, memory_order_seq_cst);
         shard__worker_wake(h);
@@ -276,6 +282,20 @@ void shard__owed_done(shard_dispatcher *d, struct job *j)
      * nholding first (seq_cst, after the table's lock was let go): a holder that begins to hold after
      * that read then finds the entry gone when it looks (its count first, then the table's lock:
      * crash.h). */
-    kick_crash_holders(d, j->hash);
+    kick_crash_holders(d, &j->hash, 1);
+}
+
+void shard__owed_done_all(shard_dispatcher *d, struct job *const *js, size_t n)
+{
+    uint64_t first[32];
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (shard__crash_paid(&d->crash, js[i]))
+            first[k++] = js[i]->hash;
+        if (k == sizeof first / sizeof first[0] || (k && i + 1 == n)) {
+            kick_crash_holders(d, first, k); /* as shard__owed_done: after the table's locks */
+            k = 0;
+        }
+    }
 }
 

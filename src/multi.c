@@ -211,20 +211,22 @@ static bool dropped(const struct multi *m)
     return atomic_load_explicit(&m->state, memory_order_acquire) & MULTI_DROPPED;
 }
 
-/* Pays p's claim unless another thread did or does (see claimed). */
-static void pay_claim(struct multi *m, struct multi_part *p)
-{
-    /* acq_rel: acquires the set, after which the claim was made. What the job did goes to the keys'
-     * next jobs through the payment (its stripe's lock, the bucket's count). */
-    if (atomic_exchange_explicit(&p->claimed, false, memory_order_acq_rel))
-        shard__owed_done(m->d, &p->claim);
-}
-
-/* Lets go of every key m holds. */
+/* Lets go of every key m holds: pays each part's claim unless another thread did or does (see
+ * claimed), all of them with one kick a holder. */
 static void release_claims(struct multi *m)
 {
-    for (uint32_t i = 0; m->parts_ready && i < m->n; i++)
-        pay_claim(m, &m->parts[i]);
+    struct job *paid[32];
+    size_t k = 0;
+    for (uint32_t i = 0; m->parts_ready && i < m->n; i++) {
+        /* acq_rel: acquires the set, after which the claim was made. What the job did goes to the
+         * keys' next jobs through the payment (its stripe's lock, the bucket's count). */
+        if (atomic_exchange_explicit(&m->parts[i].claimed, false, memory_order_acq_rel))
+            paid[k++] = &m->parts[i].claim;
+        if (k == sizeof paid / sizeof paid[0] || (k && i + 1 == m->n)) {
+            shard__owed_done_all(m->d, paid, k);
+            k = 0;
+        }
+    }
 }
 
 /* The counts' stripe of the calling thread (dispatcher_internal.h). */
@@ -396,7 +398,7 @@ void shard__multi_step(shard_worker *w, void *arg)
  * claim until it is paid by the drop (shard__multi_dropped_end, after on_dropped has returned), if that
  * sees it, or else at the job's end, when the last part has arrived, which is after the dropped part
  * arrived, so after on_dropped too: either way the key is held until on_dropped has returned, as for
- * a part that claimed before the drop; the exchange in pay_claim lets exactly one of them pay. The
+ * a part that claimed before the drop; the exchange in release_claims lets exactly one of them pay. The
  * part that will be last (all others arrived: the count is final but for its own add) runs the job in
  * its own job, which holds its key as any running job does (a crash meanwhile makes its stuck entry),
  * and claims only with steps, whose run goes on past this job (elsewhere) and whose done runs with
