@@ -1,13 +1,14 @@
 /* Job records: spare ones kept per worker, so that steady handoffs do not allocate; blocks of them
- * made by a crash, freed with the last. SPDX-License-Identifier: LGPL-2.1-or-later */
+ * made by a crash or a multi-key job, freed with the last (a multi-key job's kept as a spare of the
+ * worker that ends it, for its next). SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <stdlib.h>
 #include <string.h>
 
 #include "worker.h"
 
 #define SPARE_RECORDS 1024
-/* A worker's spare blocks of multi-key jobs, in bytes: a 2-key job's block is about 1.8 KiB, so some
- * seventy of those, nine of 16 keys; beyond, they go to the dispatcher's pool (multi.c). */
+/* A worker's spare blocks of multi-key jobs, in bytes: a 2-key job's block is 1.75 KiB, so some
+ * seventy of those, eleven of 16 keys; beyond, they go to the dispatcher's pool (multi.c). */
 #define SPARE_BLOCK_BYTES ((size_t)128 << 10)
 
 /* Records for jobs set aside: spare ones are kept per worker, so steady handoffs do not allocate. */
