@@ -99,10 +99,10 @@ struct shard_dispatcher {
                                                     * first record */
     size_t           pooled;        /* pool_lock: bytes of the blocks kept */
     /* Multi-key jobs accepted and not yet ended, and of those the ones holding some of their keys
-     * while a part waits (stats, multi.c's multi_count): changes, summed over stripes a line each,
-     * a worker's changes in its own (its id's), every other thread's in stripe 0. One count of each
-     * was a line that the submitter and the workers of a job's parts all wrote: 6 % of a 2-key
-     * job's CPU (bench_multi). A. */
+     * while a part waits (stats): their changes, in stripes a line each (multi.c's counts_here: a
+     * worker's in its own, by its id, every other thread's in stripe 0), summed when read. One
+     * count of each was a line that the submitter and the workers of a job's parts all wrote: 6 % of
+     * a 2-key job's CPU (bench_multi). A. */
     struct multi_counts {
         _Alignas(64) _Atomic int64_t open;
         _Atomic int64_t waiting;
