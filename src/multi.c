@@ -87,13 +87,6 @@ static struct multi *multi_of(struct job_block *b)
     return (struct multi *)((char *)b + multi_offset(b->size));
 }
 
-/* The calling thread, if it is one of d's workers (whose spare blocks it may use), else NULL. */
-static struct shard_worker *worker_here(shard_dispatcher *d)
-{
-    struct shard_worker *me = shard__current_worker;
-    return me && me->d == d ? me : NULL;
-}
-
 /* The block's last reference went (the multi's own, or a record's: record.c): kept for the next job
  * of as many keys, or freed. */
 static void block_release(struct job_block *b)
@@ -105,7 +98,7 @@ static void block_release(struct job_block *b)
         free(b);
         return;
     }
-    struct shard_worker *me = worker_here(d);
+    struct shard_worker *me = shard__worker_here(d);
     if (me && shard__block_spare_keep(me, b, n - 1, bytes))
         return;
     /* b, and the worker's spares of its class, into the pool as far as it has room. */
@@ -140,7 +133,7 @@ static struct job_block *block_get(shard_dispatcher *d, size_t n)
 {
     struct job_block *b = NULL;
     if (n <= POOL_KEYS) {
-        struct shard_worker *me = worker_here(d);
+        struct shard_worker *me = shard__worker_here(d);
         if (me && (b = shard__block_spare_take(me, n - 1, block_bytes(n))) != NULL)
             return b;
         pthread_mutex_lock(&d->pool_lock);
@@ -232,8 +225,8 @@ static void release_claims(struct multi *m)
 /* The counts' stripe of the calling thread (dispatcher_internal.h). */
 static struct multi_counts *counts_here(shard_dispatcher *d)
 {
-    const struct shard_worker *me = shard__current_worker;
-    size_t i = me && me->d == d ? 1 + me->id % (MULTI_COUNT_STRIPES - 1) : 0;
+    const struct shard_worker *me = shard__worker_here(d);
+    size_t i = me ? 1 + me->id % (MULTI_COUNT_STRIPES - 1) : 0;
     return &d->multi_counts[i];
 }
 

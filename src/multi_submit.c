@@ -103,7 +103,7 @@ static int distinct_hashes(shard_dispatcher *d, const struct shard_key *keys, si
  * Return: 0, -EAGAIN or -ESHUTDOWN. */
 static int make_room(shard_dispatcher *d, const struct key_ref *h, size_t k, bool wait)
 {
-    bool worker = shard__current_worker && shard__current_worker->d == d;
+    bool worker = shard__worker_here(d) != NULL;
     if (wait && (worker || shard__rcu_in_outer_section() || shard__ctl_held(d)))
         return 0; /* as their submits: they go in without waiting (submit.c) */
     for (size_t i = 0; i < k; i++) {
@@ -137,8 +137,8 @@ static int submit_multi(shard_dispatcher *d, const struct shard_key *keys, size_
     }
     /* d is read only inside a read-side section from here on, as in submit (submit.c). */
     shard__rcu_read_lock();
-    struct shard_worker *me = shard__current_worker;
-    bool worker = me && me->d == d;
+    struct shard_worker *me = shard__worker_here(d);
+    bool worker = me != NULL;
     int rc = 0;
     if (worker && !shard__outbox_deliver(me))
         rc = -ENOMEM; /* the job's earlier submits go first */

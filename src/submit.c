@@ -102,8 +102,8 @@ static int admit(shard_dispatcher *d, uint64_t h, bool wait, struct snap **sp, s
 
 int shard__submit_hashed(shard_dispatcher *d, uint64_t h, shard_job_fn fn, void *arg, uint8_t origin, bool wait)
 {
-    struct shard_worker *me = shard__current_worker;
-    if (me && me->d == d && !atomic_load_explicit(&d->shutdown, memory_order_relaxed)) {
+    struct shard_worker *me = shard__worker_here(d);
+    if (me && !atomic_load_explicit(&d->shutdown, memory_order_relaxed)) {
         /* A running job's submit waits in its worker's outbox for the batch's end (outbox.h); any
          * other submit of the worker's thread goes after what it holds. */
         if (wait && me->outbox.gathering)

@@ -108,8 +108,8 @@ static int submit_many(shard_dispatcher *d, const struct shard_job *jobs, size_t
     shard__rcu_read_lock();
     size_t done = 0;
     int rc = 0;
-    struct shard_worker *me = shard__current_worker;
-    if (me && me->d == d && wait && me->outbox.gathering) {
+    struct shard_worker *me = shard__worker_here(d);
+    if (me && wait && me->outbox.gathering) {
         /* A running job's: into its worker's outbox, in order, as that many shard_submit (outbox.h). */
         for (; done < n && !rc; done += !rc) {
             if (atomic_load_explicit(&d->shutdown, memory_order_relaxed))
@@ -119,7 +119,7 @@ static int submit_many(shard_dispatcher *d, const struct shard_job *jobs, size_t
                                           jobs[done].fn, jobs[done].arg, ORIGIN_USER);
         }
         n = done;
-    } else if (me && me->d == d && !atomic_load_explicit(&d->shutdown, memory_order_relaxed) &&
+    } else if (me && !atomic_load_explicit(&d->shutdown, memory_order_relaxed) &&
                !shard__outbox_deliver(me)) {
         rc = -ENOMEM; /* the worker's earlier submits go first */
     }

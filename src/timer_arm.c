@@ -30,8 +30,8 @@ static int arm(shard_dispatcher *d, const void *key, size_t len, uint64_t delay,
     }
     /* A running job's gathered submits go first: the timer may go straight into a wheel and fall
      * due at once, and it runs after its key's jobs submitted before (timer.h). */
-    struct shard_worker *me = shard__current_worker;
-    if (me && me->d == d && !shard__outbox_deliver(me)) {
+    struct shard_worker *me = shard__worker_here(d);
+    if (me && !shard__outbox_deliver(me)) {
         shard__rcu_read_unlock();
         return -ENOMEM;
     }
@@ -98,9 +98,9 @@ SHARD_API int shard_submit_every(shard_dispatcher *d, const void *key, size_t le
  * cancel contend with that worker's firing). */
 static void unlink_if_mine(shard_dispatcher *d, uint32_t idx, uint64_t cancelled)
 {
-    struct shard_worker *me = shard__current_worker;
+    struct shard_worker *me = shard__worker_here(d);
     struct timer *t = shard__timer_at(&d->timers, idx);
-    if (!me || me->d != d || atomic_load_explicit(&t->home, memory_order_relaxed) != &me->timers.wheel)
+    if (!me || atomic_load_explicit(&t->home, memory_order_relaxed) != &me->timers.wheel)
         return;
     pthread_mutex_lock(&me->timers.lock);
     /* Still the timer cancelled: a crash may have taken it from this wheel meanwhile and freed it,
@@ -189,7 +189,7 @@ SHARD_API int shard_timer_rearm(shard_dispatcher *d, shard_timer timer, uint64_t
     shard__rcu_read_lock();
     int rc = -ENOENT;
     long found = shard__timer_find(&d->timers, timer);
-    struct shard_worker *me = shard__current_worker;
+    struct shard_worker *me = shard__worker_here(d);
     if (atomic_load_explicit(&d->shutdown, memory_order_relaxed)) {
         rc = -ESHUTDOWN;
     } else if (found >= 0) {
@@ -197,7 +197,7 @@ SHARD_API int shard_timer_rearm(shard_dispatcher *d, shard_timer timer, uint64_t
         uint64_t word = atomic_load_explicit(&t->word, memory_order_acquire);
         if ((uint32_t)(word >> 32) == (uint32_t)(timer >> 32)) {
             enum timer_state st = shard__timer_state(word);
-            if (st == TIMER_PENDING && me && me->d == d && !shard__outbox_deliver(me))
+            if (st == TIMER_PENDING && me && !shard__outbox_deliver(me))
                 rc = -ENOMEM; /* as arm: the new deadline comes after what the job submitted so far */
             else
                 rc = st == TIMER_PENDING ? rearm_pending(d, (uint32_t)found, word, delay_ns)

@@ -176,6 +176,14 @@ struct shard_worker {
 
 extern _Thread_local struct shard_worker *shard__current_worker;
 
+/* The calling thread, if it is one of d's workers, else NULL (another dispatcher's worker, or no
+ * worker's thread). */
+static inline struct shard_worker *shard__worker_here(const shard_dispatcher *d)
+{
+    struct shard_worker *me = shard__current_worker;
+    return me && me->d == d ? me : NULL;
+}
+
 /* The legends' W, checked (check.h): w's own thread, or a thread holding w->lock. */
 #define SHARD_CHECK_W(w)  SHARD_CHECK(shard__current_worker == (w) || shard__mutex_mine(&(w)->lock))
 /* w's own thread. */
