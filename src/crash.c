@@ -11,36 +11,34 @@ static uint32_t filter_index(uint64_t hash)
 {
     _Static_assert(CRASH_FILTER_BUCKETS == (uint32_t)KEYMAP_BUCKETS << 4, "filter_index's bits");
     _Static_assert(KEYMAP_BUCKETS % CRASH_STRIPES == 0, "a bucket's keys in one stripe");
-    _Static_assert(CRASH_STRIPES <= 32, "a bit a stripe in stripes_used");
+    _Static_assert(CRASH_STRIPES <= 64, "a bit a stripe in stripes_used");
     return (uint32_t)shard__keymap_bucket(hash) | (uint32_t)(hash >> 60) * KEYMAP_BUCKETS;
 }
 
-/* One more entry of hash's bucket. Context: its stripe's lock. relaxed: published by the caller's
- * later release store (crash.h). */
-static void filter_up(struct crash_table *t, uint64_t hash)
+/* A count kept under a lock, and its bit in a word read without it, set while the count is not 0:
+ * a filter bucket's (filter_bits) and a stripe's (stripes_used). One more; relaxed: published by the
+ * caller's later release store (crash.h). Context: the count's stripe's lock. */
+static void count_up(uint32_t *count, _Atomic uint64_t *word, uint64_t bit)
 {
-    uint32_t i = filter_index(hash);
-    if (atomic_fetch_add_explicit(&t->filter[i], 1, memory_order_relaxed) == 0)
-        atomic_fetch_or_explicit(&t->filter_bits[i / 64], 1ull << (i % 64), memory_order_relaxed);
+    if ((*count)++ == 0)
+        atomic_fetch_or_explicit(word, bit, memory_order_relaxed);
 }
 
-/* One entry fewer. Context: its stripe's lock. */
-static void filter_down(struct crash_table *t, uint64_t hash)
+/* One fewer. release (E7, docs/protocol.md): whatever the job did (a stuck job's writes to its key's
+ * state) happens before a worker that reads the bit cleared with acquire (shard__crash_may_block)
+ * and runs the key's next job without taking the lock. The word is changed by RMWs only, so a reader
+ * of a later value of it still synchronizes with this. Context: as count_up. */
+static void count_down(uint32_t *count, _Atomic uint64_t *word, uint64_t bit)
 {
-    uint32_t i = filter_index(hash);
-    /* release (E7, docs/protocol.md): whatever the job did (a stuck job's writes to its key's state)
-     * happens before a worker that reads the bit cleared with acquire (shard__crash_may_block) and
-     * runs the key's next job without taking the lock. The bit's word is changed by RMWs only, so a
-     * reader of a later value of it still synchronizes with this. */
-    if (atomic_fetch_sub_explicit(&t->filter[i], 1, memory_order_relaxed) == 1)
-        atomic_fetch_and_explicit(&t->filter_bits[i / 64], ~(1ull << (i % 64)), memory_order_release);
+    if (--*count == 0)
+        atomic_fetch_and_explicit(word, ~bit, memory_order_release);
 }
 
 /* Whether hash's bucket may hold an entry. Context: any thread; lock-free. */
 static bool filter_marked(struct crash_table *t, uint64_t hash)
 {
     uint32_t i = filter_index(hash);
-    /* acquire: as filter_down says. */
+    /* acquire: as count_down says. */
     return atomic_load_explicit(&t->filter_bits[i / 64], memory_order_acquire) >> (i % 64) & 1;
 }
 
@@ -55,20 +53,18 @@ static struct crash_stripe *stripe_of(struct crash_table *t, uint64_t hash)
     return &t->stripe[stripe_index(hash)];
 }
 
-/* One more entry of hash's stripe, as filter_up. Context: its lock. */
-static void stripe_up(struct crash_table *t, uint64_t hash)
+/* One more entry of hash's bucket and of its stripe, or one fewer. Context: the stripe's lock. */
+static void entry_counted(struct crash_table *t, uint64_t hash, bool up)
 {
-    size_t i = stripe_index(hash);
-    if (t->stripe[i].entries++ == 0)
-        atomic_fetch_or_explicit(&t->stripes_used, 1u << i, memory_order_relaxed);
-}
-
-/* One entry fewer, as filter_down (release: as there). Context: its lock. */
-static void stripe_down(struct crash_table *t, uint64_t hash)
-{
-    size_t i = stripe_index(hash);
-    if (--t->stripe[i].entries == 0)
-        atomic_fetch_and_explicit(&t->stripes_used, ~(1u << i), memory_order_release);
+    uint32_t f = filter_index(hash);
+    size_t s = stripe_index(hash);
+    if (up) {
+        count_up(&t->filter[f], &t->filter_bits[f / 64], 1ull << (f % 64));
+        count_up(&t->stripe[s].entries, &t->stripes_used, 1ull << s);
+    } else {
+        count_down(&t->filter[f], &t->filter_bits[f / 64], 1ull << (f % 64));
+        count_down(&t->stripe[s].entries, &t->stripes_used, 1ull << s);
+    }
 }
 
 static void lock_all(struct crash_table *t)
@@ -91,8 +87,7 @@ void shard__crash_table_init(struct crash_table *t)
         t->stripe[i].entries = 0;
     }
     shard__keymap_init(&t->owed, KEYMAP_CRASH);
-    for (size_t i = 0; i < CRASH_FILTER_BUCKETS; i++)
-        atomic_init(&t->filter[i], 0);
+    memset(t->filter, 0, sizeof t->filter);
     for (size_t i = 0; i < CRASH_FILTER_BUCKETS / 64; i++)
         atomic_init(&t->filter_bits[i], 0);
     atomic_init(&t->stripes_used, 0);
@@ -125,8 +120,7 @@ static void insert(struct crash_table *t, struct crash_record *c, struct job *j)
     atomic_store_explicit(&s->owe_seq, j->owe_seq, memory_order_relaxed);
     shard__keymap_insert(&t->owed, j);
     atomic_fetch_add_explicit(&c->owed, 1, memory_order_relaxed);
-    filter_up(t, j->hash);
-    stripe_up(t, j->hash);
+    entry_counted(t, j->hash, true);
 }
 
 static bool remove_entry(struct crash_table *t, struct job *j)
@@ -135,8 +129,7 @@ static bool remove_entry(struct crash_table *t, struct job *j)
     bool first = shard__keymap_remove(&t->owed, j);
     j->in_table = false;
     atomic_fetch_sub_explicit(&j->owed_to->owed, 1, memory_order_relaxed);
-    filter_down(t, j->hash);
-    stripe_down(t, j->hash);
+    entry_counted(t, j->hash, false);
     return first;
 }
 
@@ -351,7 +344,7 @@ size_t shard__crash_defer_held(struct crash_table *t, struct crash_record *holde
     lock_all(t);
     for (struct job *j = held; j; j = j->next)
         if (j->kind == JOB_RUN && !j->owed_to && j->epoch < epoch &&
-            atomic_load_explicit(&t->filter[filter_index(j->hash)], memory_order_relaxed) && older_entry(t, j)) {
+            t->filter[filter_index(j->hash)] && older_entry(t, j)) {
             insert(t, holder, j);
             n++;
         }

@@ -52,7 +52,7 @@
  * 2 ns a round trip (3 %); the bits cost about 0.6. A bucket's keys are all of one stripe
  * (filter_index, crash.c), so its count and its bit change under that stripe's lock alone. */
 #define CRASH_FILTER_BUCKETS 65536u
-#define CRASH_STRIPES        16u /* at most 32: a bit each in stripes_used */
+#define CRASH_STRIPES        16u /* at most 64: a bit each in stripes_used */
 
 /* S: under the lock of the stripe of the entry's key; A: every stripe's lock. */
 struct crash_stripe {
@@ -71,9 +71,9 @@ struct crash_table {
      * One count of the whole table was one line that every claim and payment wrote, from every
      * worker (kv_server's MSET at 2 workers: 10 % of its CPU); a stripe's count shares its lock's
      * line, and this word changes only when a stripe empties or stops being empty. */
-    _Atomic uint32_t stripes_used;
+    _Atomic uint64_t stripes_used;
     uint64_t         visit;                          /* A: the last walk of shard__crash_stuck_key (its marks) */
-    _Atomic uint32_t filter[CRASH_FILTER_BUCKETS];   /* S to change (the bucket's stripe) */
+    uint32_t         filter[CRASH_FILTER_BUCKETS];   /* S (the bucket's stripe) */
     _Atomic uint64_t filter_bits[CRASH_FILTER_BUCKETS / 64]; /* a bucket's count is not 0: S to
                                                      * change (an atomic RMW: a word spans stripes);
                                                      * read lock-free */
