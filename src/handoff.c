@@ -287,15 +287,13 @@ void shard__owed_done(shard_dispatcher *d, struct job *j)
 
 void shard__owed_done_all(shard_dispatcher *d, struct job *const *js, size_t n)
 {
-    uint64_t first[32];
+    uint64_t first[SHARD_OWED_DONE_MAX];
     size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
+    SHARD_CHECK(n <= SHARD_OWED_DONE_MAX);
+    for (size_t i = 0; i < n; i++)
         if (shard__crash_paid(&d->crash, js[i]))
             first[k++] = js[i]->hash;
-        if (k == sizeof first / sizeof first[0] || (k && i + 1 == n)) {
-            kick_crash_holders(d, first, k); /* as shard__owed_done: after the table's locks */
-            k = 0;
-        }
-    }
+    if (k)
+        kick_crash_holders(d, first, k); /* as shard__owed_done: after the table's locks */
 }
 

@@ -29,8 +29,10 @@ void  shard__epochless_if_done(shard_dispatcher *d, struct shard_worker *x);
 /* j, owed by a crash, has run or was dropped; or x's stuck job returned. Context: w->lock or ctl may
  * be held; takes the crash table's lock (its stripe's), and kicks the holders without a lock. */
 void  shard__owed_done(shard_dispatcher *d, struct job *j);
-/* As shard__owed_done for each of js[0..n) (a multi-key job's claims), kicking each holder once for
- * all of them rather than once a job. Context: as shard__owed_done. */
+/* As shard__owed_done for each of js[0..n) (a multi-key job's claims), n at most
+ * SHARD_OWED_DONE_MAX, kicking each holder once for all of them rather than once a job. Context: as
+ * shard__owed_done. */
+#define SHARD_OWED_DONE_MAX 32
 void  shard__owed_done_all(shard_dispatcher *d, struct job *const *js, size_t n);
 
 #endif

@@ -208,7 +208,7 @@ static bool dropped(const struct multi *m)
  * claimed), all of them with one kick a holder. */
 static void release_claims(struct multi *m)
 {
-    struct job *paid[32];
+    struct job *paid[SHARD_OWED_DONE_MAX];
     size_t k = 0;
     for (uint32_t i = 0; m->parts_ready && i < m->n; i++) {
         /* acq_rel: acquires the set, after which the claim was made. What the job did goes to the
