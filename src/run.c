@@ -110,9 +110,11 @@ bool shard__run_batch(struct shard_worker *w)
     struct queue *q = &w->q;
     uint64_t start = q->head, pos = start;
     /* A first item that may not run here (a multi-key job queued whole, a job that must be checked)
-     * is shard__run_take's: no batch is begun for nothing (two clock reads and the lock let go). */
-    const struct slot *first = shard__queue_peek_sc(q, pos);
-    if (w->own.held.count || !first || !batch_may_run(d, w, pos, first))
+     * is shard__run_take's: no batch is begun for nothing (two clock reads and the lock let go). What
+     * lets it run stays so once seen (its epoch settled, no entry for its key: an older one can no
+     * longer be made), so the loop does not ask again. */
+    const struct slot *s = shard__queue_peek_sc(q, pos);
+    if (w->own.held.count || !s || !batch_may_run(d, w, pos, s))
         return false;
     /* Under w->lock: a crash reads it under the lock. */
     atomic_store_explicit(&w->batch.word, 2 * pos + 1, memory_order_relaxed);
@@ -121,8 +123,7 @@ bool shard__run_batch(struct shard_worker *w)
     uint64_t started = shard__load_start(w), job_start = started;
     w->outbox.gathering = true;
     for (int n = 0; n < BATCH_MAX; n++) {
-        const struct slot *s = shard__queue_peek_sc(q, pos);
-        if (!s || !batch_may_run(d, w, pos, s))
+        if (n > 0 && (!(s = shard__queue_peek_sc(q, pos)) || !batch_may_run(d, w, pos, s)))
             break;
         shard_job_fn fn = s->fn;
         void *arg = s->arg;
