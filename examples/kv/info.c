@@ -7,6 +7,9 @@
  * what SHARD.STATS shows. Run by the network thread (CMD_LOCAL): everything it reads is a counter or
  * one of shard's stats calls, which any thread may make; nothing waits on a worker. */
 #include <malloc.h>
+#ifdef KV_MIMALLOC
+#include <mimalloc.h>
+#endif
 #include <pthread.h>
 #include <stdarg.h>
 #include <strings.h>
@@ -145,7 +148,8 @@ static void section_memory(struct buf *b)
      * walks every arena under its lock: fine for INFO, not for a hot path. */
     struct mallinfo2 mi = mallinfo2();
     size_t rss = rss_bytes();
-    /* glibc's bytes in use; another allocator (a sanitizer's) leaves mallinfo2 at 0: then the RSS. */
+    /* glibc's bytes in use; another allocator (mimalloc, a sanitizer's) leaves mallinfo2 at 0: then
+     * the RSS. */
     size_t used = mi.uordblks + mi.hblkhd ? mi.uordblks + mi.hblkhd : rss;
     pthread_mutex_lock(&sample_lock);
     if (used > memory_peak)
@@ -167,7 +171,11 @@ static void section_memory(struct buf *b)
     line(b, "maxmemory_human:0B");
     line(b, "maxmemory_policy:noeviction");
     line(b, "mem_fragmentation_ratio:%.2f", used ? (double)rss / (double)used : 0.0);
+#ifdef KV_MIMALLOC
+    line(b, "mem_allocator:mimalloc-%d.%d.%d", mi_version() / 100, mi_version() / 10 % 10, mi_version() % 10);
+#else
     line(b, "mem_allocator:libc");
+#endif
 }
 
 static void section_persistence(struct buf *b)

@@ -42,6 +42,12 @@ for field in redis_version:7.0.0 "tcp_port:$KV_PORT" "process_id:$KV_PID" redis_
 done
 expect_match "INFO used_memory" $'used_memory:[1-9][0-9]*\r' "$(grep '^used_memory:' <<<"$info")"
 expect_match "INFO used_memory_human" $'used_memory_human:[0-9.]+[BKMG]\r' "$(grep '^used_memory_human:' <<<"$info")"
+# The allocator the binary is linked with (mimalloc when libmimalloc-dev was installed at build).
+if ldd "$server_bin" | grep -q libmimalloc; then
+    expect_match "INFO mem_allocator" $'mem_allocator:mimalloc-[0-9]+\\.[0-9]+\\.[0-9]+\r' "$(grep '^mem_allocator:' <<<"$info")"
+else
+    expect "INFO mem_allocator" "mem_allocator:libc" "$(grep '^mem_allocator:' <<<"$info" | tr -d '\r')"
+fi
 expect_match "INFO connected_clients" $'connected_clients:[1-9]\r' "$(grep '^connected_clients:' <<<"$info")"
 expect_match "INFO uptime" $'uptime_in_seconds:[0-9]+\r' "$(grep '^uptime_in_seconds:' <<<"$info")"
 expect_match "INFO worker line" $'worker_w0:state=running,keys=0,share=0\\.[0-9]+,queued=[0-9]+,executed=[0-9]+' \
