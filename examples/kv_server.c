@@ -164,7 +164,8 @@ int main(int argc, char **argv)
      * writes its reply; a worker's arena then shrinks its heap (madvise) on a free that leaves more
      * than 128 KiB at its top and grows it back on the next burst: page faults, and a TLB shootdown
      * across the cores each time. Measured with 2 workers: a third of the server's CPU a request in
-     * the kernel. Heaps are kept instead (what a burst took stays the process's). */
+     * the kernel. Heaps are kept instead (what a burst took stays the process's). For glibc's malloc
+     * only (-DSHARD_KV_MIMALLOC=OFF, a sanitizer build): mimalloc, when linked, ignores it. */
     mallopt(M_TRIM_THRESHOLD, 256 << 20);
 
     struct shard_config cfg = {

@@ -43,7 +43,8 @@ done
 expect_match "INFO used_memory" $'used_memory:[1-9][0-9]*\r' "$(grep '^used_memory:' <<<"$info")"
 expect_match "INFO used_memory_human" $'used_memory_human:[0-9.]+[BKMG]\r' "$(grep '^used_memory_human:' <<<"$info")"
 # The allocator the binary is linked with (mimalloc when libmimalloc-dev was installed at build).
-if ldd "$server_bin" | grep -q libmimalloc; then
+# Not `ldd | grep -q`: grep's early exit can fail ldd's write, and pipefail then says "not linked".
+if [[ $(ldd "$server_bin") == *libmimalloc* ]]; then
     expect_match "INFO mem_allocator" $'mem_allocator:mimalloc-[0-9]+\\.[0-9]+\\.[0-9]+\r' "$(grep '^mem_allocator:' <<<"$info")"
 else
     expect "INFO mem_allocator" "mem_allocator:libc" "$(grep '^mem_allocator:' <<<"$info" | tr -d '\r')"
