@@ -19,6 +19,7 @@ static struct job_block *block_new(size_t n)
     if (b) {
         atomic_init(&b->refs, 1); /* the crash's own, dropped when it is done with the block */
         b->size = n;
+        b->recs = (struct job *)(b + 1);
     }
     return b;
 }

@@ -95,8 +95,7 @@ struct shard_dispatcher {
      * without malloc, whose arenas a submitter allocating and a worker freeing take turns to grow
      * and trim (a page fault a job, measured). pool_lock is a leaf. */
     pthread_mutex_t  pool_lock;
-    struct job_block *pool[SHARD_MULTI_POOL_KEYS]; /* pool_lock: by keys - 1, linked through the block's
-                                                    * first record */
+    struct job_block *pool[SHARD_MULTI_POOL_KEYS]; /* pool_lock: by keys - 1, linked through next_kept */
     size_t           pooled;        /* pool_lock: bytes of the blocks kept */
     /* Multi-key jobs accepted and not yet ended, and of those the ones holding some of their keys
      * while a part waits (stats): their changes, in stripes a line each (multi.c's counts_here: a

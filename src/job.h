@@ -129,7 +129,9 @@ struct job_block {
     _Atomic long refs;
     size_t       used, size;
     void       (*release)(struct job_block *b); /* frees it at the last reference; NULL: free() */
-    struct job   recs[];
+    struct job  *recs; /* its size records, in the allocation: after this head (a crash's), or after
+                        * what a multi-key job reads and writes first (multi.c) */
+    struct job_block *next_kept; /* a block kept for reuse: the next one kept (record.c, multi.c) */
 };
 
 /* Drops a reference to b; the last frees it (its release, or free()). acq_rel: every user's writes

@@ -42,7 +42,7 @@ struct multi {
     shard_job_fn        fn;      /* the job; with steps, what runs after them (may be NULL) */
     shard_multi_step_fn step;    /* NULL: no steps */
     void               *arg;
-    const struct key_ref *keys;  /* I: its n distinct keys, in the block after the parts */
+    const struct key_ref *keys;  /* I: its n distinct keys, in the block before the multi (multi.c) */
     uint32_t            n;       /* I: parts, one a distinct key */
     _Atomic uint32_t    state;   /* parts come up or dropped, | MULTI_DROPPED (multi.c's arrive) */
     /* owner and parts are made when first needed (shard__multi_parts_ready): a job queued whole and run

@@ -54,10 +54,9 @@ void shard__job_block_put(struct job_block *b)
         free(b);
 }
 
-/* A block kept as a spare links to the next through its first record. */
 static struct job_block **block_next(struct job_block *b)
 {
-    return (struct job_block **)b->recs;
+    return &b->next_kept;
 }
 
 bool shard__block_spare_keep(struct shard_worker *w, struct job_block *b, size_t cls, size_t bytes)

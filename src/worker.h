@@ -53,8 +53,8 @@ struct worker_own {
     struct job      *spare_ready;   /* a record at hand in case that job must wait */
     struct job      *spare;         /* spare records (record.c) */
     uint32_t         nspare;        /* length of spare */
-    /* Spare blocks of multi-key jobs (multi.c) by class (keys - 1), linked through their first
-     * record, and their bytes in all (record.c). Its own thread's alone. */
+    /* Spare blocks of multi-key jobs (multi.c) by class (keys - 1), linked through next_kept, and
+     * their bytes in all (record.c). Its own thread's alone. */
     struct job_block *spare_blocks[SHARD_MULTI_POOL_KEYS];
     size_t           spare_block_bytes;
     bool             crash_stuck;   /* set by the crash: the running job holds a stuck entry */
@@ -255,8 +255,8 @@ void  shard__worker_drop_spares(struct shard_worker *w);
 bool  shard__block_spare_keep(struct shard_worker *w, struct job_block *b, size_t cls, size_t bytes);
 /* A spare block of class cls and bytes, or NULL. Context: w's thread. */
 struct job_block *shard__block_spare_take(struct shard_worker *w, size_t cls, size_t bytes);
-/* Every spare block of class cls, of bytes each, as a list through their first records (NULL:
- * none). Context: w's thread. */
+/* Every spare block of class cls, of bytes each, as a list through next_kept (NULL: none).
+ * Context: w's thread. */
 struct job_block *shard__block_spare_take_all(struct shard_worker *w, size_t cls, size_t bytes);
 /* Frees a record, or keeps it as a spare of w (w may be NULL). Context: w's thread or lock. */
 void  shard__free_record(struct shard_worker *w, struct job *j);
