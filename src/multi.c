@@ -83,7 +83,7 @@ static size_t records_offset(size_t n)
 
 /* Blocks of jobs of up to SHARD_MULTI_POOL_KEYS keys are kept: first by the worker that released
  * them, for its own next jobs (record.c, without a lock), then in the dispatcher's pool, up to
- * POOL_BYTES in all (a block of 16 keys is 11.4 KiB, of 2 keys 1.75 KiB: about 700 and 4,700 blocks).
+ * POOL_BYTES in all (a block of 16 keys is 11.4 KiB, of 2 keys 1.8 KiB: about 700 and 4,500 blocks).
  * 16, not 8: kv_server's 10-key MSET took a malloc and a free a command (1 worker, 4 % of its CPU in
  * malloc's bins). A block is released where the job ends and taken where the next is submitted: a
  * worker's spares, once full, go to the pool together, so that the pool's lock and lines cross

@@ -7,7 +7,7 @@
 #include "worker.h"
 
 #define SPARE_RECORDS 1024
-/* A worker's spare blocks of multi-key jobs, in bytes: a 2-key job's block is 1.75 KiB, so some
+/* A worker's spare blocks of multi-key jobs, in bytes: a 2-key job's block is 1.8 KiB, so some
  * seventy of those, eleven of 16 keys; beyond, they go to the dispatcher's pool (multi.c). */
 #define SPARE_BLOCK_BYTES ((size_t)128 << 10)
 
