@@ -145,10 +145,15 @@ static void finish(struct request *r)
 
 /* acq_rel: each part's writes (its reply, sum, error) are released by its decrement; the last one
  * acquires them all before it assembles the reply. */
+void request_parts_done(struct request *r, uint32_t k)
+{
+    if (atomic_fetch_sub_explicit(&r->parts_left, k, memory_order_acq_rel) == k)
+        finish(r);
+}
+
 static void part_done(struct request *r)
 {
-    if (atomic_fetch_sub_explicit(&r->parts_left, 1, memory_order_acq_rel) == 1)
-        finish(r);
+    request_parts_done(r, 1);
 }
 
 static void part_error(struct request *r, int err)
@@ -158,7 +163,7 @@ static void part_error(struct request *r, int err)
                                             memory_order_relaxed);
 }
 
-void request_run_part(shard_worker *w, struct part *p)
+void request_part_run(shard_worker *w, struct part *p)
 {
     struct request *r = p->r;
     struct kv_store *s = store_of(w);
@@ -168,7 +173,12 @@ void request_run_part(shard_worker *w, struct part *p)
         part_error(r, -ENOMEM);
     if (part_failed(&r->part_reply[p->index]))
         part_error(r, -ENOMEM);
-    part_done(r);
+}
+
+void request_run_part(shard_worker *w, struct part *p)
+{
+    request_part_run(w, p);
+    part_done(p->r);
 }
 
 static void run_part(shard_worker *w, void *arg)

@@ -232,8 +232,14 @@ struct submit_batch {
 void request_submit(struct request *r, struct submit_batch *b);
 /* Submits what b holds; a part that cannot be submitted answers with an error. */
 void request_flush(struct submit_batch *b, shard_dispatcher *d);
-/* Runs part p of its request as its job does (txn.c's steps). Context: the worker of p's key. */
+/* Runs part p of its request as its job does (txn.c's steps), then counts it done: the last part of
+ * a request completes it. Context: the worker of p's key. */
 void request_run_part(shard_worker *w, struct part *p);
+/* Runs part p, not yet counted done: for a caller that counts several parts of one request at once
+ * (request_parts_done), after every one of them has run. Context: as request_run_part. */
+void request_part_run(shard_worker *w, struct part *p);
+/* k parts of r have run: the last of r's parts completes it, after which r is not to be touched. */
+void request_parts_done(struct request *r, uint32_t k);
 /* Part p could not be submitted (err): it answers with the error. */
 void request_refuse_part(struct part *p, int err);
 /* Hands a finished request back to its network thread. The caller must not touch r afterwards.
@@ -260,8 +266,9 @@ bool request_all_put(const struct request *r);
  * that cannot be submitted answers with the error. Context: the network thread, after its batch was
  * flushed (the order of its earlier commands). */
 void txn_submit(struct server *srv, struct part **parts, uint32_t n);
-/* As txn_submit, for parts whose keys share one owner (a group of submit_grouped, request.c), given
- * their keys' shard hashes h (shard_dispatcher_key_hash): no owners to look up, no order to change. */
+/* As txn_submit, for parts of one request whose keys share one owner (a group of submit_grouped,
+ * request.c), given their keys' shard hashes h (shard_dispatcher_key_hash): no owners to look up, no
+ * order to change, and the parts counted done together once all have run. */
 void txn_submit_group(struct server *srv, struct part **parts, uint32_t n, const uint64_t *h);
 /* The order that puts parts of one owner together: order[] gets the indices 0..n-1, each owner's
  * from its first part on, each owner's in their order. Keys of different workers are not ordered
