@@ -75,12 +75,15 @@ void parts_by_owner(const uint32_t *owner, uint32_t n, uint32_t *order)
 {
     bool placed[TXN_MAX_PARTS] = { false };
     uint32_t k = 0;
-    for (uint32_t i = 0; i < n; i++)
-        for (uint32_t j = i; !placed[i] && j < n; j++)
+    for (uint32_t i = 0; i < n; i++) {
+        if (placed[i])
+            continue; /* in the run of an earlier part's owner */
+        for (uint32_t j = i; j < n; j++)
             if (!placed[j] && owner[j] == owner[i]) {
                 placed[j] = true;
                 order[k++] = j;
             }
+    }
 }
 
 /* Submits parts[0..n), whose keys' shard hashes are h, as one multi-key job with steps; group: parts

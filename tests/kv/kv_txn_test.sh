@@ -54,6 +54,29 @@ expect "DEL of 300 keys" 300 "$(cli DEL "${keys[@]}")"
 args=(); for ((i = 0; i < 1100; i++)); do args+=("n$i" "v$i"); done
 expect "MSET of 1100 keys" "ERR a command holds at most 1024 keys on kv_server" "$(cli MSET "${args[@]}")"
 expect "none of them set" "" "$(cli GET n0)"
+# An MGET's keys are grouped by their worker (parts_by_owner): keys of three workers interleaved, two
+# each, run as one job a worker, three in all (a job a key, or a group a run of adjacent keys of one
+# worker, would be six). The server is idle meanwhile: no timer, no balancer.
+declare -A by_owner=()
+for ((i = 0; i < 60; i++)); do
+    o=$(cli SHARD.OWNER "g$i")
+    by_owner[$o]="${by_owner[$o]:-} g$i"
+done
+read -ra g0 <<<"${by_owner[w0]}"
+read -ra g1 <<<"${by_owner[w1]}"
+read -ra g2 <<<"${by_owner[w2]}"
+((${#g0[@]} >= 2 && ${#g1[@]} >= 2 && ${#g2[@]} >= 2)) || fail "60 keys left a worker with fewer than 2"
+cli MSET "${g0[0]}" a0 "${g0[1]}" a1 "${g1[0]}" b0 "${g1[1]}" b1 "${g2[0]}" c0 "${g2[1]}" c1 >/dev/null
+executed() { cli INFO shard | grep -o 'executed=[0-9]*' | awk -F= '{ s += $2 } END { print s }'; }
+before=$(executed)
+expect "MGET of three workers' keys interleaved" "$(printf 'a0
+b0
+c0
+a1
+b1
+c1')" \
+    "$(cli MGET "${g0[0]}" "${g1[0]}" "${g2[0]}" "${g0[1]}" "${g1[1]}" "${g2[1]}")"
+expect "jobs that MGET ran (one a worker)" 3 $(($(executed) - before))
 # No reader sees an MSET or a DEL of two workers' keys half done.
 /usr/bin/python3 "$here/mset_atomic_client.py" "$KV_PORT" 2 || fail "MSET and DEL atomic across workers"
 # MGET and EXISTS run a job a worker: every value reads back while keys move between workers.
