@@ -163,7 +163,7 @@ static void part_error(struct request *r, int err)
                                             memory_order_relaxed);
 }
 
-void request_part_run(shard_worker *w, struct part *p)
+void request_run_part_uncounted(shard_worker *w, struct part *p)
 {
     struct request *r = p->r;
     struct kv_store *s = store_of(w);
@@ -177,7 +177,7 @@ void request_part_run(shard_worker *w, struct part *p)
 
 void request_run_part(shard_worker *w, struct part *p)
 {
-    request_part_run(w, p);
+    request_run_part_uncounted(w, p);
     part_done(p->r);
 }
 

@@ -237,7 +237,7 @@ void request_flush(struct submit_batch *b, shard_dispatcher *d);
 void request_run_part(shard_worker *w, struct part *p);
 /* Runs part p, not yet counted done: for a caller that counts several parts of one request at once
  * (request_parts_done), after every one of them has run. Context: as request_run_part. */
-void request_part_run(shard_worker *w, struct part *p);
+void request_run_part_uncounted(shard_worker *w, struct part *p);
 /* k parts of r have run: the last of r's parts completes it, after which r is not to be touched. */
 void request_parts_done(struct request *r, uint32_t k);
 /* Part p could not be submitted (err): it answers with the error. */

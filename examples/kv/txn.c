@@ -55,7 +55,7 @@ static void step(shard_worker *w, void *arg, size_t first)
         if (h[i] != key)
             continue;
         if (x->group)
-            request_part_run(w, x->parts[i]);
+            request_run_part_uncounted(w, x->parts[i]);
         else
             request_run_part(w, x->parts[i]);
     }
