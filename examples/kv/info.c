@@ -174,7 +174,8 @@ static void section_memory(struct buf *b)
     line(b, "maxmemory_policy:noeviction");
     line(b, "mem_fragmentation_ratio:%.2f", used ? (double)rss / (double)used : 0.0);
 #ifdef KV_MIMALLOC
-    line(b, "mem_allocator:mimalloc-%d.%d.%d", mi_version() / 100, mi_version() / 10 % 10, mi_version() % 10);
+    int v = mi_version(); /* major, minor, patch as decimal digits: 209 is 2.0.9 */
+    line(b, "mem_allocator:mimalloc-%d.%d.%d", v / 100, v / 10 % 10, v % 10);
 #else
     line(b, "mem_allocator:libc");
 #endif

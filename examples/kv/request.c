@@ -151,11 +151,6 @@ void request_parts_done(struct request *r, uint32_t k)
         finish(r);
 }
 
-static void part_done(struct request *r)
-{
-    request_parts_done(r, 1);
-}
-
 static void part_error(struct request *r, int err)
 {
     int none = 0;
@@ -178,7 +173,7 @@ void request_run_part_uncounted(shard_worker *w, struct part *p)
 void request_run_part(shard_worker *w, struct part *p)
 {
     request_run_part_uncounted(w, p);
-    part_done(p->r);
+    request_parts_done(p->r, 1);
 }
 
 static void run_part(shard_worker *w, void *arg)
@@ -189,7 +184,7 @@ static void run_part(shard_worker *w, void *arg)
 static void part_refused(struct request *r, int err)
 {
     part_error(r, err);
-    part_done(r);
+    request_parts_done(r, 1);
 }
 
 void request_refuse_part(struct part *p, int err)
