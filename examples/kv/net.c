@@ -43,7 +43,13 @@
 #define READ_CHUNK   16384
 #define READ_BUDGET  (256 * 1024) /* per wake-up, so one connection cannot starve the others */
 #define OUT_LIMIT    LARGE_REPLY_MAX
-#define MAX_EVENTS   64
+/* A round ends after the event that brought its commands to this many; the events left wait in
+ * nt->ev for the next round, so each is still handled once, in the order epoll gave them. The
+ * commands a round takes are submitted, then run once it returns: all 16 connections of a load of
+ * 256 pipelined MGETs each in one round were 4,096 requests, with their parts and multi-key jobs
+ * several MiB, made at once and run cold (1 worker: 7 % of an MGET's CPU, 9 % of an MSET's, 8 % of
+ * a SET's, 13 % of an INCR's). 64 still takes 64 unpipelined clients in one round. */
+#define ROUND_COMMANDS 64
 
 static atomic_ullong next_id = 1; /* CLIENT ID; relaxed: only unique, not ordered */
 
@@ -145,6 +151,16 @@ static void conn_free(struct conn *c)
 
 static void bury(struct net_thread *nt)
 {
+    /* The events left for the next round keep none of a connection freed here. */
+    if (nt->graveyard) {
+        int k = nt->ev_next;
+        for (int i = nt->ev_next; i < nt->ev_n; i++) {
+            const struct conn *c = nt->ev[i].data.ptr;
+            if (c == NULL || (const void *)c == (const void *)nt || !c->dead)
+                nt->ev[k++] = nt->ev[i];
+        }
+        nt->ev_n = k;
+    }
     for (struct conn *c = nt->graveyard, *next; c; c = next) {
         next = c->next;
         free(c);
@@ -419,7 +435,7 @@ static void conn_event(struct conn *c, uint32_t events)
 {
     if (events & (EPOLLHUP | EPOLLERR))
         conn_hangup(c);
-    else if (events & EPOLLIN)
+    else if ((events & EPOLLIN) && c->want_in) /* not an event left from a round before it stopped taking */
         conn_recv(c);
     conn_pump(c);
 }
@@ -610,25 +626,33 @@ static bool take_completions(struct net_thread *nt, bool signalled)
 
 bool net_round(struct net_thread *nt, int timeout_ms)
 {
-    struct epoll_event ev[MAX_EVENTS];
-    int n = epoll_wait(nt->epfd, ev, MAX_EVENTS, timeout_ms);
+    if (nt->ev_next == nt->ev_n) {
+        int n = epoll_wait(nt->epfd, nt->ev, NET_EVENTS, timeout_ms);
+        nt->ev_n = n > 0 ? n : 0;
+        nt->ev_next = 0;
+    }
     nt->now_ms = monotonic_ms(CLOCK_MONOTONIC_COARSE);
-    for (int i = 0; i < n; i++) {
-        struct conn *c = ev[i].data.ptr;
-        if (ev[i].data.ptr == NULL)
+    bool any = nt->ev_n > 0;
+    uint64_t start = atomic_load_explicit(&nt->commands, memory_order_relaxed);
+    while (nt->ev_next < nt->ev_n) {
+        struct epoll_event *e = &nt->ev[nt->ev_next++];
+        struct conn *c = e->data.ptr;
+        if (e->data.ptr == NULL)
             accept_all(nt);
-        else if (ev[i].data.ptr == nt) {
+        else if (e->data.ptr == nt) {
             /* After the eventfd is read: a hand-off made after that read signals it again. */
             take_completions(nt, true);
             take_handoffs(nt);
         } else if (c->dead || c->hungup)
-            continue; /* out of epoll since an earlier event of this batch */
+            continue; /* out of epoll since its event was taken */
         else
-            conn_event(c, ev[i].events);
+            conn_event(c, e->events);
+        if (atomic_load_explicit(&nt->commands, memory_order_relaxed) - start >= ROUND_COMMANDS)
+            break;
     }
     bool took = take_completions(nt, false);
     bury(nt);
-    return n > 0 || took;
+    return any || took;
 }
 
 static void *net_main(void *arg)

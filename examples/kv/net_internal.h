@@ -2,7 +2,11 @@
 #ifndef KV_NET_INTERNAL_H
 #define KV_NET_INTERNAL_H
 
+#include <sys/epoll.h>
+
 #include "server.h"
+
+#define NET_EVENTS 64 /* the most events a round takes from epoll_wait */
 
 /* A connection belongs to one network thread, and only that thread touches it. Its life:
  *
@@ -75,14 +79,19 @@ struct net_thread {
     _Atomic uint32_t nhandoff; /* written under handoff_lock; read without it to skip the lock */
     struct conn     *graveyard; /* unlinked, freed after the current batch of events */
     int64_t          now_ms;    /* CLOCK_MONOTONIC_COARSE, read once per batch of events */
+    /* The events of its last epoll_wait; ev_next..ev_n: those a round left for the next (net.c's
+     * ROUND_COMMANDS), none of a connection freed since (bury). */
+    struct epoll_event ev[NET_EVENTS];
+    int              ev_next, ev_n;
     /* Bytes read and written, commands: only this thread writes them (relaxed load, add, store: no read-modify-
      * write on the hot path), INFO sums them on another. */
     atomic_ullong    bytes_in, bytes_out;
     atomic_ullong    commands; /* dispatched (INFO's total_commands_processed), the same way */
 };
 
-/* One round of nt's loop: waits up to timeout_ms (0: not at all; -1: no limit) for events, handles
- * them, then the completions and the dead connections. Return: whether any event came. Context: nt's
+/* One round of nt's loop: handles the events the last round left (net.c's ROUND_COMMANDS), or else
+ * waits up to timeout_ms (0: not at all; -1: no limit) for events and handles them, then the
+ * completions and the dead connections. Return: whether it had any event. Context: nt's
  * own thread, or a worker holding nt->drive. */
 bool net_round(struct net_thread *nt, int timeout_ms);
 
