@@ -93,15 +93,44 @@ void shard__run_job(struct shard_worker *w, struct job *j)
 /* A batch is at most this many jobs: the space waiters and the idle check wait for its end. */
 #define BATCH_MAX 32
 
+/* Whether no crash table entry may stand for any key of the multi-key job queued whole m. */
+static bool whole_unclaimed(shard_dispatcher *d, const void *m)
+{
+    if (!shard__crash_any(&d->crash))
+        return true; /* the common case: one read, not one a key */
+    for (uint32_t i = 0, n = shard__multi_whole_count(m); i < n; i++)
+        if (shard__crash_may_block(&d->crash, shard__multi_whole_hash(m, i)))
+            return false;
+    return true;
+}
+
 /* Whether the ring job at pos, of epoch, may run with no more checks: every owner its key had before
- * is done (the epoch is settled), no crash table entry may stand for its key, and nothing delivered to w or queued
- * on its side list comes before it; and it is no multi-key job queued whole, which has several keys.
- * Otherwise shard__run_take decides. */
+ * is done (the epoch is settled), no crash table entry may stand for its key (for each of its keys,
+ * a multi-key job queued whole), and nothing delivered to w or queued on its side list comes before
+ * it. Otherwise shard__run_take decides. (A batch begins only when w holds no job.) */
 static bool batch_may_run(shard_dispatcher *d, struct shard_worker *w, uint64_t pos, const struct slot *s)
 {
-    return s->epoch <= atomic_load_explicit(&d->settled, memory_order_acquire) &&
-           !shard__crash_may_block(&d->crash, s->hash) && !shard__inbox_pending(w) &&
-           pos < shard__queue_side_next(&w->q) && s->origin != ORIGIN_MULTI_WHOLE;
+    if (s->epoch > atomic_load_explicit(&d->settled, memory_order_acquire) || shard__inbox_pending(w) ||
+        pos >= shard__queue_side_next(&w->q))
+        return false;
+    if (s->origin == ORIGIN_MULTI_WHOLE)
+        return whole_unclaimed(d, s->arg);
+    return !shard__crash_may_block(&d->crash, s->hash);
+}
+
+/* A multi-key job queued whole, run at pos in a batch: as run_whole does, but a crash meanwhile finds
+ * it in w->batch.whole rather than in running_whole. Whoever takes it back from there, this thread or
+ * the crash, decides whether its keys were claimed; the crash claims them under w->lock, which it
+ * holds until they are in, so that the end pays them. */
+static void batch_whole(struct shard_worker *w, uint64_t pos, void *m)
+{
+    bool handed_on = shard__multi_whole_run(w, m);
+    if (!atomic_exchange_explicit(&w->batch.whole[pos & 1], NULL, memory_order_relaxed)) {
+        pthread_mutex_lock(&w->lock);
+        pthread_mutex_unlock(&w->lock);
+    }
+    if (!handed_on)
+        shard__multi_whole_end(m);
 }
 
 bool shard__run_batch(struct shard_worker *w)
@@ -109,8 +138,7 @@ bool shard__run_batch(struct shard_worker *w)
     shard_dispatcher *d = w->d;
     struct queue *q = &w->q;
     uint64_t start = q->head, pos = start;
-    /* A first item that may not run here (a multi-key job queued whole, a job that must be checked)
-     * is shard__run_take's: no batch is begun for nothing (two clock reads and the lock let go). What
+    /* A first item that may not run here (a job that must be checked) is shard__run_take's: no batch is begun for nothing (two clock reads and the lock let go). What
      * lets it run stays so once seen (its epoch settled, no entry for its key: an older one can no
      * longer be made), so the loop does not ask again. */
     const struct slot *s = shard__queue_peek_sc(q, pos);
@@ -127,20 +155,28 @@ bool shard__run_batch(struct shard_worker *w)
             break;
         shard_job_fn fn = s->fn;
         void *arg = s->arg;
+        bool whole = s->origin == ORIGIN_MULTI_WHOLE;
         w->batch.hash[pos & 1] = s->hash;
+        if (whole)
+            atomic_store_explicit(&w->batch.whole[pos & 1], arg, memory_order_relaxed);
         w->own.job_hash = s->hash; /* shard_job_key_hash; not running_hash, which a crash reads */
         /* Takes pos unless a crash took the batch back: then the crash hands pos over. release: the
-         * crash that ends the batch after this sees that pos was taken, and its hash. */
+         * crash that ends the batch after this sees that pos was taken, its hash and whole. */
         uint64_t expect = 2 * pos + 1;
         if (!atomic_compare_exchange_strong_explicit(&w->batch.word, &expect, expect + 2, memory_order_release,
-                                                     memory_order_relaxed))
+                                                     memory_order_relaxed)) {
+            atomic_store_explicit(&w->batch.whole[pos & 1], NULL, memory_order_relaxed); /* not taken */
             break;
+        }
         /* Its slot is free once taken, as pop frees it: the running job does not count against the
          * queue's capacity. (A crash that ends the batch meanwhile may publish further: never back.) */
         if (((pos + 1) & q->release_mask) == 0)
             shard__queue_publish_upto_sc(q, pos + 1);
         if (fn != shard__queue_void) {
-            fn(w, arg);
+            if (whole)
+                batch_whole(w, pos, arg);
+            else
+                fn(w, arg);
             shard__outbox_seal(&w->outbox); /* a crash may deliver its submits now (outbox.h) */
             shard__count(&w->counts.executed);
             if (w->hot) {
@@ -167,7 +203,7 @@ bool shard__run_batch(struct shard_worker *w)
     return pos != start;
 }
 
-bool shard__run_batch_interrupt(struct shard_worker *w, uint64_t *running_hash)
+bool shard__run_batch_interrupt(struct shard_worker *w, uint64_t *running_hash, void **whole)
 {
     /* acquire: pairs with the worker's CAS, so the slot it took is seen as it was written. */
     uint64_t b = atomic_exchange_explicit(&w->batch.word, 0, memory_order_acquire);
@@ -175,8 +211,10 @@ bool shard__run_batch_interrupt(struct shard_worker *w, uint64_t *running_hash)
         return false;
     uint64_t taken = b >> 1;
     bool running = taken != w->q.head;
-    if (running)
+    if (running) {
         *running_hash = w->batch.hash[(taken - 1) & 1];
+        *whole = atomic_exchange_explicit(&w->batch.whole[(taken - 1) & 1], NULL, memory_order_relaxed);
+    }
     shard__queue_advance_sc(&w->q, taken);
     /* The last job taken may have returned already: its stuck entry is then paid at once, when the
      * worker finds its batch ended. */
@@ -295,17 +333,12 @@ static void set_aside(struct shard_worker *w, struct job *j, bool dirty)
 static bool whole_may_run(struct shard_worker *w, const struct job *j)
 {
     shard_dispatcher *d = w->d;
-    if (j->epoch > atomic_load_explicit(&d->settled, memory_order_acquire) || shard__inbox_pending(w))
+    if (j->epoch > atomic_load_explicit(&d->settled, memory_order_acquire) || shard__inbox_pending(w) ||
+        !whole_unclaimed(d, j->arg))
         return false;
-    bool table = shard__crash_any(&d->crash);
-    if (!table && !w->own.held.count)
-        return true; /* the common case: one read, not one a key */
-    for (uint32_t i = 0, n = shard__multi_whole_count(j->arg); i < n; i++) {
-        uint64_t h = shard__multi_whole_hash(j->arg, i);
-        if ((table && shard__crash_may_block(&d->crash, h)) ||
-            (w->own.held.count && shard__held_has_key(&w->own.held, h)))
+    for (uint32_t i = 0, n = w->own.held.count ? shard__multi_whole_count(j->arg) : 0; i < n; i++)
+        if (shard__held_has_key(&w->own.held, shard__multi_whole_hash(j->arg, i)))
             return false;
-    }
     return true;
 }
 

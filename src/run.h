@@ -17,8 +17,10 @@ bool shard__run_record_ready(struct shard_worker *w);
  * item to shard__queue_pop_sc and shard__run_take. */
 bool shard__run_batch(struct shard_worker *w);
 /* A crash ends w's batch, if one runs (context: the crash, holding w->lock): every position w took is
- * consumed. Return: whether the last job taken may still be running, and then its key's hash. */
-bool shard__run_batch_interrupt(struct shard_worker *w, uint64_t *running_hash);
+ * consumed. Return: whether the last job taken may still be running, and then its key's hash and, if
+ * it is a multi-key job queued whole that has not ended, that job (else NULL), whose keys the crash
+ * must claim. */
+bool shard__run_batch_interrupt(struct shard_worker *w, uint64_t *running_hash, void **whole);
 /* A job or control item just taken from the queue: run it, act on it, or set it aside. */
 void shard__run_take(struct shard_worker *w, struct job *j);
 /* Runs j (the lock is let go meanwhile), then frees its record and pays what a crash owed. */

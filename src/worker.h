@@ -121,6 +121,11 @@ struct worker_batch {
      * reads the entry of the last position taken, which W does not write again (its next write to it
      * would follow a successful CAS). */
     uint64_t         hash[2];
+    /* [p & 1]: the multi-key job queued whole (multi.h) at position p while W takes and runs it;
+     * else NULL. W sets it before the CAS that takes p, and takes it back with an exchange once the
+     * job has returned (or the CAS failed); a crash that ends the batch exchanges the entry of the
+     * last position taken too, and claims the job's keys if it got it (worker_crash.c). */
+    _Atomic(void *)  whole[2];
 };
 
 /* Atomics written by W alone, relaxed (stats and the balancer read them); woken is bumped by wakers. */

@@ -21,12 +21,13 @@ void shard__worker_crash_stop(shard_dispatcher *d, struct shard_worker *x)
     atomic_store_explicit(&x->life.crash_pending, false, memory_order_release);
     shard__worker_set_state(x, SHARD_WORKER_CRASHED);
     uint64_t hash = x->own.running_hash;
-    if ((x->own.in_fn && x->own.running_job) || shard__run_batch_interrupt(x, &hash)) {
+    void *whole = x->own.in_fn ? x->own.running_whole : NULL;
+    if ((x->own.in_fn && x->own.running_job) || shard__run_batch_interrupt(x, &hash, &whole)) {
         /* A multi-key job queued whole holds its keys by running: from now on by claims, which its
          * end pays (run.c), the stuck entry behind its first key's claim (crash.c's
          * claim_job_stuck_in_run finds it there). */
-        if (x->own.in_fn && x->own.running_whole)
-            shard__multi_whole_crashed(x->own.running_whole);
+        if (whole)
+            shard__multi_whole_crashed(whole);
         /* Before the publication of the next ring: a job routed with it sees the entry. */
         shard__crash_stick(&d->crash, &x->crash, hash);
         x->own.crash_stuck = true;

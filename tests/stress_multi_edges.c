@@ -3,7 +3,8 @@
  *   crash-in-job   a multi-key job blocks, and the worker running it crashes (REROUTE, then DROP):
  *                  its keys stay held until it returns (no later job of them runs meanwhile), and
  *                  shard_drain() does not wait for it nor for what waits behind it; for a job queued
- *                  whole (its keys on one worker) and for one run in its last part.
+ *                  whole (its keys on one worker), run in a batch and taken alone beside a held job,
+ *                  and for one run in its last part.
  *   chain          a chain of multi-key jobs, each waiting for the one before through a shared key,
  *                  the first behind a stuck key: drain waits for none of them, however long the chain.
  *   drop-stats     a DROP crash drops a multi-key job whose other part has not come up: on_dropped once,
@@ -160,12 +161,29 @@ static void later(shard_worker *w, void *arg)
     atomic_fetch_add((atomic_int *)arg, 1);
 }
 
-/* spread: keys on w0, w2 and w1, w1 held until the other parts have come up, so that the job runs in
- * its part on w1 (the last); else every key on w1, so that it is queued and runs there whole. */
-static void crash_in_job(enum shard_crash_policy policy, bool spread)
+/* w1's stats. */
+static struct shard_worker_stats w1_stats(shard_dispatcher *d)
 {
-    const char *pname = policy == SHARD_CRASH_REROUTE ? (spread ? "REROUTE spread" : "REROUTE whole")
-                                                      : (spread ? "DROP spread" : "DROP whole");
+    struct shard_worker_stats st[3];
+    long n = shard_dispatcher_worker_stats(d, st, 3);
+    for (long i = 0; i < n; i++)
+        if (strcmp(st[i].name, "w1") == 0)
+            return st[i];
+    CHECK(false, "no w1 in the stats");
+    return st[0];
+}
+
+/* SPREAD: keys on w0, w2 and w1, w1 held until the other parts have come up, so that the job runs in
+ * its part on w1 (the last); WHOLE: every key on w1, so that it is queued and runs there whole (in a
+ * batch, run.c); WHOLE_HELD: the same while w1 holds a job of another key set aside, so that it is
+ * taken alone (run.c's take path), not in a batch. */
+enum crash_mode { WHOLE, SPREAD, WHOLE_HELD };
+static void crash_in_job(enum shard_crash_policy policy, enum crash_mode mode)
+{
+    static const char *const modes[] = { "whole", "spread", "whole beside a held job" };
+    bool spread = mode == SPREAD;
+    char pname[64];
+    snprintf(pname, sizeof pname, "%s %s", policy == SHARD_CRASH_REROUTE ? "REROUTE" : "DROP", modes[mode]);
     shard_dispatcher *d = make(3, 64, NULL);
     gate_init(&job_gate);
     atomic_store(&in_job, 0);
@@ -181,6 +199,19 @@ static void crash_in_job(enum shard_crash_policy policy, bool spread)
         CHECK(shard_submit(d, kz.key, kz.len, blocker, &hold) == 0, "hold w1");
         sem_wait(&hold.started);
     }
+    /* WHOLE_HELD: a 2-key job of x (w1) and y (w0), w0 held so that only x's part comes up and claims
+     * x; x's next job, queued before the job under test, is set aside on w1 behind that claim. */
+    struct gate hold0;
+    gate_init(&hold0);
+    atomic_int pair_runs = 0, x_runs = 0;
+    if (mode == WHOLE_HELD) {
+        char h0[32], x[32], y[32];
+        struct shard_key k0 = key_of(d, "w0", 5, h0), pair[2] = { key_of(d, "w1", 5, x), key_of(d, "w0", 6, y) };
+        CHECK(shard_submit(d, k0.key, k0.len, blocker, &hold0) == 0, "hold w0");
+        sem_wait(&hold0.started);
+        CHECK(shard_submit_multi(d, pair, 2, count, &pair_runs) == 0, "the pair");
+        CHECK(shard_submit(d, pair[0].key, pair[0].len, count, &x_runs) == 0, "x's job");
+    }
     CHECK(shard_submit_multi(d, keys, 3, multi_blocks, NULL) == 0, "submit_multi");
     if (spread) {
         /* The parts on w0 and w2 have come up once a job queued after each has run. */
@@ -194,6 +225,11 @@ static void crash_in_job(enum shard_crash_policy policy, bool spread)
         sem_post(&hold.open);
     }
     sem_wait(&job_gate.started);
+    if (mode == WHOLE_HELD) {
+        CHECK(w1_stats(d).held == 1, "%s: w1 holds %llu jobs while the job runs, not x's one", pname,
+              (unsigned long long)w1_stats(d).held);
+        sem_post(&hold0.open);
+    }
     CHECK(shard_worker_crash(d, "w1", policy) == 0, "crash w1");
     atomic_int later_runs = 0;
     for (int i = 0; i < 3; i++)
@@ -212,6 +248,11 @@ static void crash_in_job(enum shard_crash_policy policy, bool spread)
         CHECK(shard_drain(d) == 0, "drain");
     CHECK(atomic_load(&later_ran_during) == 0, "%s: a later job of its keys overlapped it", pname);
     CHECK(atomic_load(&job_runs) == 1, "%s: it ran %d times", pname, atomic_load(&job_runs));
+    if (mode == WHOLE_HELD) {
+        while (atomic_load(&x_runs) < 1 && policy == SHARD_CRASH_REROUTE)
+            CHECK(shard_drain(d) == 0, "drain");
+        CHECK(atomic_load(&pair_runs) == 1, "%s: the pair ran %d times", pname, atomic_load(&pair_runs));
+    }
     check_none_open(d, pname);
     shard_dispatcher_destroy(d);
     printf("crash-in-job %s: drain %s\n", pname, returned ? "returned" : "HUNG");
@@ -712,10 +753,10 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     const char *only = argc > 1 ? argv[1] : NULL;
     if (!only || !strcmp(only, "crash-in-job")) {
-        crash_in_job(SHARD_CRASH_REROUTE, false);
-        crash_in_job(SHARD_CRASH_DROP, false);
-        crash_in_job(SHARD_CRASH_REROUTE, true);
-        crash_in_job(SHARD_CRASH_DROP, true);
+        for (enum crash_mode m = WHOLE; m <= WHOLE_HELD; m++) {
+            crash_in_job(SHARD_CRASH_REROUTE, m);
+            crash_in_job(SHARD_CRASH_DROP, m);
+        }
     }
     if (!only || !strcmp(only, "chain"))
         chain();
