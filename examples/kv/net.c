@@ -43,12 +43,13 @@
 #define READ_CHUNK   16384
 #define READ_BUDGET  (256 * 1024) /* per wake-up, so one connection cannot starve the others */
 #define OUT_LIMIT    LARGE_REPLY_MAX
-/* A round ends after the event that brought its commands to this many; the events left wait in
- * nt->ev for the next round, so each is still handled once, in the order epoll gave them. The
- * commands a round takes are submitted, then run once it returns: all 16 connections of a load of
- * 256 pipelined MGETs each in one round were 4,096 requests, with their parts and multi-key jobs
- * several MiB, made at once and run cold (1 worker: 7 % of an MGET's CPU, 9 % of an MSET's, 8 % of
- * a SET's, 13 % of an INCR's). 64 still takes 64 unpipelined clients in one round. */
+/* A round ends after the event that brought its commands to this many or more (one event may bring
+ * a connection's whole pipeline, and the completions taken at its end may parse more); the events
+ * left wait in nt->ev for the next round, so each is still handled once, in the order epoll gave
+ * them. The commands a round takes are submitted, then run once it returns: all 16 connections of a
+ * load of 256 pipelined MGETs each in one round were 4,096 requests, with their parts and multi-key
+ * jobs several MiB, made at once and run cold (1 worker: 7 % of an MGET's CPU, 9 % of an MSET's, 8 %
+ * of a SET's, 13 % of an INCR's). 64 still takes 64 unpipelined clients in one round. */
 #define ROUND_COMMANDS 64
 
 static atomic_ullong next_id = 1; /* CLIENT ID; relaxed: only unique, not ordered */
@@ -127,8 +128,8 @@ static void conn_hangup(struct conn *c)
         conn_close_socket(c);
 }
 
-/* Unlinks a dead connection. Its memory is freed after the current batch of epoll events, which
- * may still name it (the handlers skip dead connections). */
+/* Unlinks a dead connection. Its memory is freed at the end of the round (bury), whose events may
+ * still name it (the handlers skip dead connections); bury takes it out of those kept for the next. */
 static void conn_free(struct conn *c)
 {
     struct net_thread *nt = c->nt;

@@ -77,8 +77,8 @@ struct net_thread {
     pthread_mutex_t  handoff_lock;
     int              handoff[64];
     _Atomic uint32_t nhandoff; /* written under handoff_lock; read without it to skip the lock */
-    struct conn     *graveyard; /* unlinked, freed after the current batch of events */
-    int64_t          now_ms;    /* CLOCK_MONOTONIC_COARSE, read once per batch of events */
+    struct conn     *graveyard; /* unlinked, freed at the end of the round (bury) */
+    int64_t          now_ms;    /* CLOCK_MONOTONIC_COARSE, read once a round */
     /* The events of its last epoll_wait; ev_next..ev_n: those a round left for the next (net.c's
      * ROUND_COMMANDS), none of a connection freed since (bury). */
     struct epoll_event ev[NET_EVENTS];

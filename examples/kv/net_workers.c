@@ -178,8 +178,12 @@ void net_on_idle(shard_worker *w, int wake_fd, int timeout_ms, void *user)
             left = true;
             continue;
         }
-        if (pthread_mutex_trylock(&nt->drive) != 0)
-            continue; /* another worker runs it now */
+        if (pthread_mutex_trylock(&nt->drive) != 0) {
+            /* Another worker runs it now, and its round may leave events for the next (net.c's
+             * ROUND_COMMANDS), which wake nobody: look again soon, in case it is then in a long job. */
+            left = true;
+            continue;
+        }
         if (atomic_load_explicit(&nt->keeper, memory_order_relaxed) == token)
             atomic_store_explicit(&nt->keeper_round_ns, mono_ns(), memory_order_relaxed);
         /* Under drive, after the check: net_stop takes every drive lock after setting stopping. */

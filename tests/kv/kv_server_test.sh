@@ -183,10 +183,11 @@ echo "garbage: 5 bad clients refused and disconnected, the others unaffected"
 # makes the reset certain and waits for the result).
 python3 "$here/hangup_client.py" "$port" 20000 || fail "a client that hung up did not have all its commands run"
 
-# --- A loop's round leaves events for the next once it has taken ROUND_COMMANDS (net.c); clients
-# that reset their connections with replies owed, beside eight that pipeline, must not have a freed
-# connection's event handled (the AddressSanitizer build runs this too: without bury's sweep of the
-# events left, it reported a use after free in 5 of 5 runs at 2 workers), and lose or reorder nothing.
+# --- A loop's round keeps events for the next once it has taken ROUND_COMMANDS (net.c); clients
+# that reset their connections while their commands run, beside eight that pipeline, must not have
+# a freed connection's kept event handled (the AddressSanitizer build runs this too: without bury's
+# sweep of the kept events, it reported a use after free in 8 of 8 runs at 2 workers), and every
+# command received runs once, each pipelining connection's in order.
 python3 "$here/conn_churn_client.py" "$port" 5 || fail "connections reset beside pipelining ones"
 
 # --- Load and membership changes. redis-benchmark sends INCRs to 1,000 counters (pipelined, 8
