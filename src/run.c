@@ -138,9 +138,10 @@ bool shard__run_batch(struct shard_worker *w)
     shard_dispatcher *d = w->d;
     struct queue *q = &w->q;
     uint64_t start = q->head, pos = start;
-    /* A first item that may not run here (a job that must be checked) is shard__run_take's: no batch is begun for nothing (two clock reads and the lock let go). What
-     * lets it run stays so once seen (its epoch settled, no entry for its key: an older one can no
-     * longer be made), so the loop does not ask again. */
+    /* A first item that may not run here (a job that must be checked) is shard__run_take's: no batch
+     * is begun for nothing (two clock reads and the lock let go). What lets it run stays so once seen
+     * (its epoch settled, no entry for its key: an older one can no longer be made), so the loop does
+     * not ask again. */
     const struct slot *s = shard__queue_peek_sc(q, pos);
     if (w->own.held.count || !s || !batch_may_run(d, w, pos, s))
         return false;
