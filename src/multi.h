@@ -37,8 +37,8 @@ struct job *shard__multi_whole_split(struct job *j);
  * then goes behind its first key's claim). Context: the crashing thread, holding the worker's lock. */
 void shard__multi_whole_crashed(void *arg);
 /* The whole job arg has returned, all of it run there (shard__multi_whole_run returned false): the
- * claims a crash made go, and the job ends (it may be freed). Context: its worker, holding its lock
- * again. */
+ * claims a crash made go, and the job ends (it may be freed). Context: its worker, after any crash's
+ * claims of its keys (run.c: holding its lock again, or in a batch after taking batch.whole back). */
 void shard__multi_whole_end(void *arg);
 /* A DROP crash dropped the part arg: the whole job is dropped. Return: whether on_dropped is to
  * hear of it (the first of its parts dropped), with *fn and *user_arg set to the job's own. Its

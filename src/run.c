@@ -108,13 +108,18 @@ static bool whole_unclaimed(shard_dispatcher *d, const void *m)
  * is done (the epoch is settled), no crash table entry may stand for its key (for each of its keys,
  * a multi-key job queued whole), and nothing delivered to w or queued on its side list comes before
  * it. Otherwise shard__run_take decides. (A batch begins only when w holds no job.) */
-static bool batch_may_run(shard_dispatcher *d, struct shard_worker *w, uint64_t pos, const struct slot *s)
+static bool batch_may_run(shard_dispatcher *d, struct shard_worker *w, uint64_t pos, const struct slot *s,
+                          bool locked)
 {
     if (s->epoch > atomic_load_explicit(&d->settled, memory_order_acquire) || shard__inbox_pending(w) ||
         pos >= shard__queue_side_next(&w->q))
         return false;
+    /* Without w->lock (a batch's later items) a crash may have handed the job at pos over, and it may
+     * have ended and its block gone: a whole job's keys are read only under the lock (the batch's
+     * first item), or after its position is taken. Beyond the first, it runs in the batch only while
+     * the crash table is empty. */
     if (s->origin == ORIGIN_MULTI_WHOLE)
-        return whole_unclaimed(d, s->arg);
+        return locked ? whole_unclaimed(d, s->arg) : !shard__crash_any(&d->crash);
     return !shard__crash_may_block(&d->crash, s->hash);
 }
 
@@ -143,7 +148,7 @@ bool shard__run_batch(struct shard_worker *w)
      * (its epoch settled, no entry for its key: an older one can no longer be made), so the loop does
      * not ask again. */
     const struct slot *s = shard__queue_peek_sc(q, pos);
-    if (w->own.held.count || !s || !batch_may_run(d, w, pos, s))
+    if (w->own.held.count || !s || !batch_may_run(d, w, pos, s, true))
         return false;
     /* Under w->lock: a crash reads it under the lock. */
     atomic_store_explicit(&w->batch.word, 2 * pos + 1, memory_order_relaxed);
@@ -152,7 +157,7 @@ bool shard__run_batch(struct shard_worker *w)
     uint64_t started = shard__load_start(w), job_start = started;
     w->outbox.gathering = true;
     for (int n = 0; n < BATCH_MAX; n++) {
-        if (n > 0 && (!(s = shard__queue_peek_sc(q, pos)) || !batch_may_run(d, w, pos, s)))
+        if (n > 0 && (!(s = shard__queue_peek_sc(q, pos)) || !batch_may_run(d, w, pos, s, false)))
             break;
         shard_job_fn fn = s->fn;
         void *arg = s->arg;

@@ -26,6 +26,8 @@
  *                  their keys' jobs run now, before those keys' later jobs, and done after them.
  *   whole-max     the same with SHARD_MULTI_MAX_KEYS keys: every key claimed by the crash, drain
  *                  returns meanwhile, every step runs once, done last, then the keys' later jobs.
+ *   whole-peek    a crash hands over a job queued whole behind its worker's running batch job, and
+ *                  the job ends elsewhere before that batch goes on: the batch must not read it.
  * Drain and the like are run on a helper thread and given a generous time to return (a hang detector,
  * not synchronisation): a drain that does not return is reported, then the stuck jobs are let go.
  *   stress_multi_edges [SCENARIO]   (default: all) */
@@ -185,6 +187,7 @@ static void crash_in_job(enum shard_crash_policy policy, enum crash_mode mode)
     char pname[64];
     snprintf(pname, sizeof pname, "%s %s", policy == SHARD_CRASH_REROUTE ? "REROUTE" : "DROP", modes[mode]);
     shard_dispatcher *d = make(3, 64, NULL);
+    CHECK(shard_drain(d) == 0, "drain"); /* the first ring settled: WHOLE's job runs in a batch */
     gate_init(&job_gate);
     atomic_store(&in_job, 0);
     atomic_store(&job_runs, 0);
@@ -748,6 +751,47 @@ static void whole_max(void)
            returned ? "returned" : "HUNG");
 }
 
+/* ---- whole-peek ---- */
+
+/* A crash hands over a multi-key job queued whole behind the job its worker runs in a batch, and
+ * the job ends elsewhere (run on its keys' new owner, or dropped) while the batch's job still runs;
+ * then that job returns and the batch looks at its next position: it must not read the job there,
+ * whose block is gone (20 keys: more than a pooled block holds, so it is freed, which
+ * AddressSanitizer sees). */
+static atomic_int peek_runs;
+static void peek_count(shard_worker *w, void *arg)
+{
+    (void)w, (void)arg;
+    atomic_fetch_add(&peek_runs, 1);
+}
+
+static void whole_peek(enum shard_crash_policy policy)
+{
+    enum { N = 20 };
+    const char *pname = policy == SHARD_CRASH_REROUTE ? "REROUTE" : "DROP";
+    atomic_store(&drops, 0);
+    atomic_store(&peek_runs, 0);
+    shard_dispatcher *d = make(2, 64, on_dropped_count);
+    CHECK(shard_drain(d) == 0, "drain"); /* the first ring settled: an idle worker's job runs in a batch */
+    static char names[N][32];
+    char ka[32];
+    struct shard_key a = key_of(d, "w1", 0, ka), keys[N];
+    for (unsigned i = 0; i < N; i++)
+        keys[i] = key_of(d, "w1", i + 1, names[i]);
+    struct gate g;
+    gate_init(&g);
+    CHECK(shard_submit(d, a.key, a.len, blocker, &g) == 0, "a");
+    sem_wait(&g.started);
+    CHECK(shard_submit_multi(d, keys, N, peek_count, NULL) == 0, "the whole job");
+    CHECK(shard_worker_crash(d, "w1", policy) == 0, "crash w1");
+    CHECK(shard_drain(d) == 0, "drain"); /* not waiting for a, stuck on the crashed worker */
+    CHECK(atomic_load(&peek_runs) + atomic_load(&drops) == 1, "%s: the whole job ran %d times, dropped %d", pname,
+          atomic_load(&peek_runs), atomic_load(&drops));
+    sem_post(&g.open); /* a returns: the crashed worker's batch looks at the next position */
+    shard_dispatcher_destroy(d);
+    printf("whole-peek %s: ran %d, dropped %d\n", pname, atomic_load(&peek_runs), atomic_load(&drops));
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -777,6 +821,10 @@ int main(int argc, char **argv)
     if (!only || !strcmp(only, "whole-steps")) {
         whole_steps(SHARD_CRASH_REROUTE);
         whole_steps(SHARD_CRASH_DROP);
+    }
+    if (!only || !strcmp(only, "whole-peek")) {
+        whole_peek(SHARD_CRASH_REROUTE);
+        whole_peek(SHARD_CRASH_DROP);
     }
     return stress_result("stress_multi_edges");
 }
