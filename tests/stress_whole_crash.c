@@ -62,22 +62,14 @@ static void give(struct rjob *j)
         atomic_fetch_sub(&busy[j->acct[i]], 1);
 }
 
-static void run_single(shard_worker *w, void *arg)
+/* A single-key job, or a multi-key one without steps. */
+static void run_job(shard_worker *w, void *arg)
 {
     (void)w;
     struct rjob *j = arg;
-    CHECK(atomic_fetch_add(&j->runs, 1) == 0, "single ran twice");
-    take(j, "single");
-    if (j->spin)
-        spin_us(j->spin * 20);
-    give(j);
-}
-static void run_whole(shard_worker *w, void *arg)
-{
-    (void)w;
-    struct rjob *j = arg;
-    CHECK(atomic_fetch_add(&j->runs, 1) == 0, "multi ran twice");
-    take(j, "multi");
+    const char *what = j->kind == SINGLE ? "single" : "multi";
+    CHECK(atomic_fetch_add(&j->runs, 1) == 0, "%s ran twice", what);
+    take(j, what);
     if (j->spin)
         spin_us(j->spin * 20);
     give(j);
@@ -129,7 +121,7 @@ static void *producer(void *arg)
             j->n = 1;
             j->acct[0] = (uint8_t)(rand_r(&seed) % ACCTS);
             j->seq[0] = ++next_seq[p][j->acct[0]];
-            rc = shard_submit(disp, names[j->acct[0]], strlen(names[j->acct[0]]), run_single, j);
+            rc = shard_submit(disp, names[j->acct[0]], strlen(names[j->acct[0]]), run_job, j);
             atomic_fetch_add(&nsingle, 1);
         } else {
             /* Keys all of one worker under the current ring (the ring may change before the submit). */
@@ -154,7 +146,7 @@ static void *producer(void *arg)
             }
             j->kind = r < 80 ? WHOLE : EACH;
             if (j->kind == WHOLE) {
-                rc = shard_submit_multi(disp, keys, j->n, run_whole, j);
+                rc = shard_submit_multi(disp, keys, j->n, run_job, j);
                 atomic_fetch_add(&nwhole, 1);
             } else {
                 rc = shard_submit_multi_each(disp, keys, j->n, each_step, each_done, j);

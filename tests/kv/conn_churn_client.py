@@ -23,22 +23,12 @@ import sys
 import threading
 import time
 
+from wire import command, fail
+
 PIPELINERS = 8
 DEPTH = 256
 RESET_INCRS = 300
 RESETTERS = 8
-
-
-def command(*args):
-    out = b"*%d\r\n" % len(args)
-    for a in args:
-        out += b"$%d\r\n%s\r\n" % (len(a), a)
-    return out
-
-
-def fail(msg):
-    print("FAIL: " + msg)
-    sys.exit(1)
 
 
 def read_line(f):

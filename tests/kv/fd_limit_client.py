@@ -9,10 +9,7 @@ import socket
 import sys
 import time
 
-
-def fail(msg):
-    print("FAIL: " + msg)
-    sys.exit(1)
+from wire import fail
 
 
 def cpu_seconds(pid):

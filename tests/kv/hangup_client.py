@@ -27,22 +27,11 @@ import sys
 import termios
 import time
 
-
-
-def command(*args):
-    out = b"*%d\r\n" % len(args)
-    for a in args:
-        out += b"$%d\r\n%s\r\n" % (len(a), a)
-    return out
+from wire import command, fail
 
 
 def ioctl_int(sock, request):
     return struct.unpack("i", fcntl.ioctl(sock.fileno(), request, b"\0\0\0\0"))[0]
-
-
-def fail(msg):
-    print("FAIL: " + msg)
-    sys.exit(1)
 
 
 def read_reply(f):

@@ -14,19 +14,9 @@ import socket
 import sys
 import time
 
+from wire import command, fail
+
 VALUE = bytes(range(256)) * 1024  # 256 KiB
-
-
-def command(*args):
-    out = b"*%d\r\n" % len(args)
-    for a in args:
-        out += b"$%d\r\n%s\r\n" % (len(a), a)
-    return out
-
-
-def fail(msg):
-    print("FAIL: " + msg)
-    sys.exit(1)
 
 
 def vm_kb(pid, field):

@@ -20,6 +20,7 @@ import threading
 import time
 
 from pace import Pace
+from wire import command
 
 port, seconds = int(sys.argv[1]), float(sys.argv[2])
 pace = Pace(seconds)
@@ -27,14 +28,6 @@ errors = []
 counts = {"txns": 0, "moves": 0, "audits": 0, "quits": 0, "changes": 0}
 lock = threading.Lock()
 ACCOUNTS = 12
-
-
-def command(*args):
-    out = [b"*%d\r\n" % len(args)]
-    for a in args:
-        a = a if isinstance(a, bytes) else str(a).encode()
-        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-    return b"".join(out)
 
 
 class Conn:
