@@ -342,7 +342,9 @@ static bool whole_may_run(struct shard_worker *w, const struct job *j)
     if (j->epoch > atomic_load_explicit(&d->settled, memory_order_acquire) || shard__inbox_pending(w) ||
         !whole_unclaimed(d, j->arg))
         return false;
-    for (uint32_t i = 0, n = w->own.held.count ? shard__multi_whole_count(j->arg) : 0; i < n; i++)
+    if (!w->own.held.count)
+        return true;
+    for (uint32_t i = 0, n = shard__multi_whole_count(j->arg); i < n; i++)
         if (shard__held_has_key(&w->own.held, shard__multi_whole_hash(j->arg, i)))
             return false;
     return true;

@@ -150,14 +150,21 @@ static void conn_free(struct conn *c)
     nt->graveyard = c;
 }
 
+/* The connection an event of nt's epoll is of; NULL for the listening socket's (data.ptr NULL) and
+ * for its eventfd's (data.ptr nt). */
+static struct conn *conn_of_event(const struct net_thread *nt, const struct epoll_event *e)
+{
+    return e->data.ptr == (const void *)nt ? NULL : e->data.ptr;
+}
+
 static void bury(struct net_thread *nt)
 {
     /* The events left for the next round keep none of a connection freed here. */
     if (nt->graveyard) {
         int k = nt->ev_next;
         for (int i = nt->ev_next; i < nt->ev_n; i++) {
-            const struct conn *c = nt->ev[i].data.ptr;
-            if (c == NULL || (const void *)c == (const void *)nt || !c->dead)
+            const struct conn *c = conn_of_event(nt, &nt->ev[i]);
+            if (!c || !c->dead)
                 nt->ev[k++] = nt->ev[i];
         }
         nt->ev_n = k;
@@ -636,11 +643,11 @@ bool net_round(struct net_thread *nt, int timeout_ms)
     bool any = nt->ev_n > 0;
     uint64_t start = atomic_load_explicit(&nt->commands, memory_order_relaxed);
     while (nt->ev_next < nt->ev_n) {
-        struct epoll_event *e = &nt->ev[nt->ev_next++];
-        struct conn *c = e->data.ptr;
+        const struct epoll_event *e = &nt->ev[nt->ev_next++];
+        struct conn *c = conn_of_event(nt, e);
         if (e->data.ptr == NULL)
             accept_all(nt);
-        else if (e->data.ptr == nt) {
+        else if (!c) {
             /* After the eventfd is read: a hand-off made after that read signals it again. */
             take_completions(nt, true);
             take_handoffs(nt);
