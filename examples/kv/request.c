@@ -196,6 +196,10 @@ void request_flush(struct submit_batch *b, shard_dispatcher *d)
 {
     uint32_t n = b->n, i = 0;
     b->n = 0;
+    /* Each part's bucket was asked for when it was queued here (request_submit), and has arrived:
+     * its entry starts loading now, while the jobs are submitted and the earlier ones run. */
+    for (uint32_t k = 0; k < n; k++)
+        store_prefetch_entry(b->parts[k]->hash);
     while (i < n) {
         int got = shard_submit_many(d, b->jobs + i, n - i);
         if (got < 0) {
