@@ -164,26 +164,40 @@ int shard__submit_room(shard_dispatcher *d, uint64_t h, bool wait)
     }
 }
 
-static int submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn fn, void *arg, bool wait)
+/* A submit of key[0..len), or, key_hash, of the key whose hash is hash. */
+static int submit(shard_dispatcher *d, const void *key, size_t len, bool key_hash, uint64_t hash, shard_job_fn fn,
+                  void *arg, bool wait)
 {
-    if (!d || !fn || (!key && len > 0))
+    if (!d || !fn || (!key_hash && !key && len > 0))
         return -EINVAL;
     /* From here on d is read only inside a read-side section, or by a registered waiter: destroy
      * frees it after a grace period that follows both (shard_dispatcher_destroy). */
     shard__rcu_read_lock();
-    int rc = shard__submit_hashed(d, shard__hash_key_cfg(&d->cfg.ring, key, len), fn, arg, ORIGIN_USER, wait);
+    if (!key_hash)
+        hash = shard__hash_key_cfg(&d->cfg.ring, key, len);
+    int rc = shard__submit_hashed(d, hash, fn, arg, ORIGIN_USER, wait);
     shard__rcu_read_unlock();
     return rc;
 }
 
 SHARD_API int shard_submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn fn, void *arg)
 {
-    return submit(d, key, len, fn, arg, true);
+    return submit(d, key, len, false, 0, fn, arg, true);
 }
 
 SHARD_API int shard_try_submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn fn, void *arg)
 {
-    return submit(d, key, len, fn, arg, false);
+    return submit(d, key, len, false, 0, fn, arg, false);
+}
+
+SHARD_API int shard_submit_hash(shard_dispatcher *d, uint64_t hash, shard_job_fn fn, void *arg)
+{
+    return submit(d, NULL, 0, true, hash, fn, arg, true);
+}
+
+SHARD_API int shard_try_submit_hash(shard_dispatcher *d, uint64_t hash, shard_job_fn fn, void *arg)
+{
+    return submit(d, NULL, 0, true, hash, fn, arg, false);
 }
 
 /* The id of hash's owner in the ring in force. Context: inside a read-side section. */

@@ -25,14 +25,14 @@ struct dest {
     uint64_t want, got, first, used;
 };
 
-/* Submits the longest prefix of jobs[0..n) (n <= CHUNK, hashes in h) whose queues have room and whose
- * keys are not throttled for this caller (wait: as shard_submit), routed with the current snapshot.
+/* Submits the longest prefix of jobs[0..n) (n <= CHUNK) whose queues have room and whose keys are not
+ * throttled for this caller (wait: as shard_submit), routed with the current snapshot.
  * Context: inside a read-side section. Return: its length. */
-static size_t push_chunk(shard_dispatcher *d, const struct shard_job *jobs, const uint64_t *h, size_t n, bool wait)
+static size_t push_chunk(shard_dispatcher *d, const struct shard_hashed_job *jobs, size_t n, bool wait)
 {
     /* The prefix ends before a throttled key's job: it waits, or is refused, as one submit. */
     for (size_t i = 0; i < n && shard__throttle_any(&d->throttle); i++)
-        if (shard__submit_throttled(d, h[i], wait)) {
+        if (shard__submit_throttled(d, jobs[i].hash, wait)) {
             n = i;
             break;
         }
@@ -44,9 +44,9 @@ static size_t push_chunk(shard_dispatcher *d, const struct shard_job *jobs, cons
     uint8_t which[CHUNK];
     size_t nd = 0;
     for (size_t i = 0; i < n; i++) {
-        struct shard_worker *w = snap_worker(s, shard__ring_owner_index(s->ring, h[i]));
+        struct shard_worker *w = snap_worker(s, shard__ring_owner_index(s->ring, jobs[i].hash));
         /* And before a job that a worker full of set-aside jobs holds back (throttle.h's gate). */
-        if (shard__submit_full(d, s, w, h[i], wait)) {
+        if (shard__submit_full(d, s, w, jobs[i].hash, wait)) {
             if (!wait)
                 atomic_fetch_add_explicit(&d->throttle.full_waits, 1, memory_order_relaxed);
             n = i;
@@ -85,9 +85,9 @@ static size_t push_chunk(shard_dispatcher *d, const struct shard_job *jobs, cons
             continue;
         uint64_t pos = dk->first + dk->used++;
         if (i < cut)
-            shard__queue_write(&dk->w->q, pos, jobs[i].fn, jobs[i].arg, h[i], s->epoch, ORIGIN_USER);
+            shard__queue_write(&dk->w->q, pos, jobs[i].fn, jobs[i].arg, jobs[i].hash, s->epoch, ORIGIN_USER);
         else
-            shard__queue_write(&dk->w->q, pos, shard__queue_void, NULL, h[i], s->epoch, ORIGIN_USER);
+            shard__queue_write(&dk->w->q, pos, shard__queue_void, NULL, jobs[i].hash, s->epoch, ORIGIN_USER);
     }
     for (size_t k = 0; k < nd; k++)
         if (dests[k].got)
@@ -95,28 +95,54 @@ static size_t push_chunk(shard_dispatcher *d, const struct shard_job *jobs, cons
     return cut;
 }
 
-static int submit_many(shard_dispatcher *d, const struct shard_job *jobs, size_t n, bool wait)
+/* The caller's jobs: keyed (struct shard_job, hashed here a chunk at a time) or hashed already. */
+struct batch {
+    const struct shard_job        *keyed;
+    const struct shard_hashed_job *hashed;
+};
+
+/* jobs[at..at+m) of b as hashed jobs: b's own, or hashed into buf. Context: inside a read-side section. */
+static const struct shard_hashed_job *chunk_of(shard_dispatcher *d, struct batch b, size_t at, size_t m,
+                                               struct shard_hashed_job *buf)
 {
-    if (!d || (!jobs && n > 0) || n > INT_MAX)
-        return -EINVAL;
+    if (b.hashed)
+        return b.hashed + at;
+    for (size_t i = 0; i < m; i++) {
+        const struct shard_job *j = &b.keyed[at + i];
+        buf[i] = (struct shard_hashed_job){ shard__hash_key_cfg(&d->cfg.ring, j->key, j->len), j->fn, j->arg };
+    }
+    return buf;
+}
+
+/* Whether every job of b[0..n) is one shard_submit would take. */
+static bool batch_valid(struct batch b, size_t n)
+{
     for (size_t i = 0; i < n; i++)
-        if (!jobs[i].fn || (!jobs[i].key && jobs[i].len > 0))
-            return -EINVAL;
+        if (b.hashed ? !b.hashed[i].fn : !b.keyed[i].fn || (!b.keyed[i].key && b.keyed[i].len > 0))
+            return false;
+    return true;
+}
+
+static int submit_many(shard_dispatcher *d, struct batch b, size_t n, bool wait)
+{
+    if (!d || (!b.keyed && !b.hashed && n > 0) || n > INT_MAX || !batch_valid(b, n))
+        return -EINVAL;
     /* One read-side section for the whole call, left only while registered as a waiter for room
      * (shard__submit_hashed): destroy frees d after a grace period that follows both, so d is never
      * read between chunks outside of one. */
     shard__rcu_read_lock();
     size_t done = 0;
     int rc = 0;
+    struct shard_hashed_job buf[CHUNK];
     struct shard_worker *me = shard__worker_here(d);
     if (me && wait && me->outbox.gathering) {
         /* A running job's: into its worker's outbox, in order, as that many shard_submit (outbox.h). */
         for (; done < n && !rc; done += !rc) {
+            const struct shard_hashed_job *j = chunk_of(d, b, done, 1, buf);
             if (atomic_load_explicit(&d->shutdown, memory_order_relaxed))
                 rc = -ESHUTDOWN;
             else
-                rc = shard__outbox_gather(me, shard__hash_key_cfg(&d->cfg.ring, jobs[done].key, jobs[done].len),
-                                          jobs[done].fn, jobs[done].arg, ORIGIN_USER);
+                rc = shard__outbox_gather(me, j->hash, j->fn, j->arg, ORIGIN_USER);
         }
         n = done;
     } else if (me && !atomic_load_explicit(&d->shutdown, memory_order_relaxed) &&
@@ -129,10 +155,8 @@ static int submit_many(shard_dispatcher *d, const struct shard_job *jobs, size_t
             break;
         }
         size_t m = n - done < CHUNK ? n - done : CHUNK;
-        uint64_t h[CHUNK];
-        for (size_t i = 0; i < m; i++)
-            h[i] = shard__hash_key_cfg(&d->cfg.ring, jobs[done + i].key, jobs[done + i].len);
-        size_t got = push_chunk(d, jobs + done, h, m, wait);
+        const struct shard_hashed_job *jobs = chunk_of(d, b, done, m, buf);
+        size_t got = push_chunk(d, jobs, m, wait);
         done += got;
         if (got == m)
             continue;
@@ -140,8 +164,8 @@ static int submit_many(shard_dispatcher *d, const struct shard_job *jobs, size_t
             break;
         /* A full queue or a throttled key: this job waits (or, from a worker, goes beyond a full
          * queue) as one submit does; the chunks go on after it. */
-        const struct shard_job *j = &jobs[done];
-        rc = shard__submit_hashed(d, h[got], j->fn, j->arg, ORIGIN_USER, true);
+        const struct shard_hashed_job *j = &jobs[got];
+        rc = shard__submit_hashed(d, j->hash, j->fn, j->arg, ORIGIN_USER, true);
         if (!rc)
             done++;
     }
@@ -151,10 +175,20 @@ static int submit_many(shard_dispatcher *d, const struct shard_job *jobs, size_t
 
 SHARD_API int shard_submit_many(shard_dispatcher *d, const struct shard_job *jobs, size_t n)
 {
-    return submit_many(d, jobs, n, true);
+    return submit_many(d, (struct batch){ .keyed = jobs }, n, true);
 }
 
 SHARD_API int shard_try_submit_many(shard_dispatcher *d, const struct shard_job *jobs, size_t n)
 {
-    return submit_many(d, jobs, n, false);
+    return submit_many(d, (struct batch){ .keyed = jobs }, n, false);
+}
+
+SHARD_API int shard_submit_many_hash(shard_dispatcher *d, const struct shard_hashed_job *jobs, size_t n)
+{
+    return submit_many(d, (struct batch){ .hashed = jobs }, n, true);
+}
+
+SHARD_API int shard_try_submit_many_hash(shard_dispatcher *d, const struct shard_hashed_job *jobs, size_t n)
+{
+    return submit_many(d, (struct batch){ .hashed = jobs }, n, false);
 }

@@ -254,6 +254,18 @@ SHARD_API int shard_submit(shard_dispatcher *d, const void *key, size_t len, sha
  * Context: any thread, including a running job. Return: as shard_submit(). */
 SHARD_API int shard_try_submit(shard_dispatcher *d, const void *key, size_t len, shard_job_fn fn, void *arg);
 
+/** As shard_submit(), for a key known by its hash (shard_dispatcher_key_hash() of its bytes, or the
+ * same function of them computed by the caller: XXH3_64bits_withSeed with the ring's seed, or the
+ * ring's hash hook), for a caller that hashes its keys anyway (its own table, a grouping by worker):
+ * shard keeps and routes by nothing but the hash, so a job submitted by hash and one by the key's
+ * bytes are jobs of one key, in one order. A hash no key's bytes give is a key of its own. Context:
+ * any thread, including a running job. Return: as shard_submit(); -EINVAL only for d or fn NULL
+ * (added in 0.4). */
+SHARD_API int shard_submit_hash(shard_dispatcher *d, uint64_t hash, shard_job_fn fn, void *arg);
+/** As shard_try_submit(), for a key known by its hash (shard_submit_hash()). Return: as
+ * shard_submit_hash(), and -EAGAIN (added in 0.4). */
+SHARD_API int shard_try_submit_hash(shard_dispatcher *d, uint64_t hash, shard_job_fn fn, void *arg);
+
 /** Delivers now what the running job submitted so far (shard_submit gathers a job's submits until its
  * batch ends): for a job that must see a job it submitted start before it returns (added in 0.3).
  * Context: a job running on w; elsewhere there is nothing to deliver. Return: 0; -EINVAL (w NULL, or
@@ -290,6 +302,21 @@ SHARD_API int shard_submit_many(shard_dispatcher *d, const struct shard_job *job
  * and returns k (0 <= k <= n; the rest were not accepted). Context: any thread, including a running
  * job. Return: k; -EINVAL or -ESHUTDOWN (none accepted) as shard_submit_many() (added in 0.2). */
 SHARD_API int shard_try_submit_many(shard_dispatcher *d, const struct shard_job *jobs, size_t n);
+
+/** One job of a batch submit by hash (shard_submit_many_hash) (added in 0.4). */
+struct shard_hashed_job {
+    uint64_t     hash; /**< the key's hash, as shard_submit_hash() takes it */
+    shard_job_fn fn;   /**< the job */
+    void        *arg;  /**< given to fn */
+};
+
+/** As shard_submit_many(), for keys known by their hashes (shard_submit_hash()). Return: as
+ * shard_submit_many(); -EINVAL (none accepted) for d NULL, jobs NULL with n > 0, n > INT_MAX or a
+ * job with fn NULL (added in 0.4). */
+SHARD_API int shard_submit_many_hash(shard_dispatcher *d, const struct shard_hashed_job *jobs, size_t n);
+/** As shard_try_submit_many(), for keys known by their hashes (shard_submit_hash()). Return: as
+ * shard_try_submit_many(), with shard_submit_many_hash()'s -EINVAL (added in 0.4). */
+SHARD_API int shard_try_submit_many_hash(shard_dispatcher *d, const struct shard_hashed_job *jobs, size_t n);
 
 /** Adds a worker named name with weight ring weight (vnodes * weight ring points); it takes over
  * about weight / total weight of the keys, from every other worker. Costs O(workers + points of the

@@ -111,6 +111,27 @@ SHARD_API int shard_submit_multi_each(shard_dispatcher *d, const struct shard_ke
 SHARD_API int shard_try_submit_multi_each(shard_dispatcher *d, const struct shard_key *keys, size_t n,
                                           shard_multi_step_fn step, shard_job_fn done, void *arg);
 
+/** As shard_submit_multi(), for keys known by their hashes (shard_submit_hash(): a hash stands for its
+ * key, and for any key of that hash), hashes[0..n): for a caller that has hashed the keys anyway
+ * (kv_server groups an MGET's keys by worker with them). A job of these keys submitted by hash and
+ * one submitted by their bytes are in one order. Context: as shard_submit_multi(). Return: as
+ * shard_submit_multi(); -EINVAL for d, hashes or fn NULL, or n 0 (added in 0.4). */
+SHARD_API int shard_submit_multi_hash(shard_dispatcher *d, const uint64_t *hashes, size_t n, shard_job_fn fn,
+                                      void *arg);
+/** As shard_try_submit_multi(), for keys known by their hashes. Return: as shard_submit_multi_hash(),
+ * and -EAGAIN (added in 0.4). */
+SHARD_API int shard_try_submit_multi_hash(shard_dispatcher *d, const uint64_t *hashes, size_t n, shard_job_fn fn,
+                                          void *arg);
+/** As shard_submit_multi_each(), for keys known by their hashes: step's index is that of the hash's
+ * first occurrence in hashes. Return: as shard_submit_multi_hash(); -EINVAL also for step NULL
+ * (added in 0.4). */
+SHARD_API int shard_submit_multi_each_hash(shard_dispatcher *d, const uint64_t *hashes, size_t n,
+                                           shard_multi_step_fn step, shard_job_fn done, void *arg);
+/** As shard_try_submit_multi_each(), for keys known by their hashes. Return: as
+ * shard_submit_multi_each_hash(), and -EAGAIN (added in 0.4). */
+SHARD_API int shard_try_submit_multi_each_hash(shard_dispatcher *d, const uint64_t *hashes, size_t n,
+                                               shard_multi_step_fn step, shard_job_fn done, void *arg);
+
 #ifdef __cplusplus
 }
 #endif
