@@ -189,6 +189,7 @@ int main(int argc, char **argv)
         net_free(&srv);
         return 1;
     }
+    cfg.ring.seed = kv_hash_seed; /* drawn by store_global_init: a key's kv_hash is its shard hash */
     if (!err)
         err = shard_dispatcher_create(&srv.d, &cfg);
     if (err) {

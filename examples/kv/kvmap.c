@@ -11,23 +11,17 @@
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #define INITIAL_BITS 10
 
 /* Drawn at start: keys crafted to fall into one bucket of an unseeded hash (hash flooding) cannot be
  * made without it. Written once before any thread reads it. */
-static uint64_t seed;
+uint64_t kv_hash_seed;
 
 void kv_hash_init(void)
 {
-    if (getrandom(&seed, sizeof seed, 0) != sizeof seed)
-        seed = (uint64_t)time(NULL) ^ (uint64_t)getpid() << 32; /* no entropy yet: still per process */
-}
-
-uint64_t kv_hash(const void *key, size_t len)
-{
-    return XXH3_64bits_withSeed(key, len, seed);
+    if (getrandom(&kv_hash_seed, sizeof kv_hash_seed, 0) != sizeof kv_hash_seed)
+        kv_hash_seed = (uint64_t)time(NULL) ^ (uint64_t)getpid() << 32; /* no entropy yet: still per process */
 }
 
 /* Where an entry with a key of klen bytes keeps its inline value: after the key, aligned. */

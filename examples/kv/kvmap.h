@@ -16,6 +16,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 struct kv_value {
     atomic_size_t refs; /* the entry holding it, and each reply sending it */
     size_t        len;
@@ -84,9 +87,41 @@ static inline void kvmap_prefetch_entry(const struct kvmap *m, uint64_t hash)
 
 /* Seeds kv_hash with a random number, so that clients cannot craft keys that collide. Context:
  * once, before any other thread starts (store_global_init). SCAN's cursors, positions in the space
- * of these hashes, so hold for one run of the server. */
-void     kv_hash_init(void);
-uint64_t kv_hash(const void *key, size_t len);
+ * of the keys' store hashes, so hold for one run of the server. */
+void kv_hash_init(void);
+
+/* The seed kv_hash_init drew; the server gives it to shard's ring too, so that a key's kv_hash is
+ * its shard hash (shard_dispatcher_key_hash) and a request hashes each key once. */
+extern uint64_t kv_hash_seed;
+
+/* XXH3 with the seed; inline: a call cost as much as the hash of a short key. */
+static inline uint64_t kv_hash(const void *key, size_t len)
+{
+    return XXH3_64bits_withSeed(key, len, kv_hash_seed);
+}
+
+/* A key's hash in its store, from its shard hash (its kv_hash): that times an odd constant, a
+ * bijection. Not the shard hash itself: a worker's keys are those of its arcs of the ring, so their
+ * shard hashes' top bits, which pick a bucket, would crowd half the buckets of its store. */
+#define KV_STORE_MUL 0x9E3779B97F4A7C15ull
+#define KV_STORE_INV 0xF1DE83E19937733Dull /* KV_STORE_MUL's inverse modulo 2^64 */
+
+static inline uint64_t kv_store_hash(uint64_t shard_hash)
+{
+    return shard_hash * KV_STORE_MUL;
+}
+
+/* The shard hash of the key whose store hash is store_hash. */
+static inline uint64_t kv_shard_hash(uint64_t store_hash)
+{
+    return store_hash * KV_STORE_INV;
+}
+
+/* The store hash of a key's bytes. */
+static inline uint64_t kv_key_hash(const void *key, size_t len)
+{
+    return kv_store_hash(kv_hash(key, len));
+}
 
 /* A value shorter than this lives in its entry's own allocation, after the key: one allocation a key
  * and one cache line less to read, and a new value that fits is written in place. Nothing but the

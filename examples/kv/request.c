@@ -74,7 +74,8 @@ struct request *request_new(struct conn *c, struct net_thread *nt, struct server
     uint32_t step = cmd && cmd->key_step > 0 ? (uint32_t)cmd->key_step : 1;
     for (uint32_t i = 0; i < nparts; i++) {
         uint32_t arg = 1 + i * step;
-        r->parts[i] = (struct part){ r, i, arg, kv_hash(r->argv[arg].p, r->argv[arg].len), NULL, i };
+        uint64_t h = kv_hash(r->argv[arg].p, r->argv[arg].len);
+        r->parts[i] = (struct part){ r, i, arg, kv_store_hash(h), h, NULL, i };
     }
     atomic_init(&r->parts_left, nparts);
     return r;
@@ -201,7 +202,7 @@ void request_flush(struct submit_batch *b, shard_dispatcher *d)
     for (uint32_t k = 0; k < n; k++)
         store_prefetch_entry(b->parts[k]->hash);
     while (i < n) {
-        int got = shard_submit_many(d, b->jobs + i, n - i);
+        int got = shard_submit_many_hash(d, b->jobs + i, n - i);
         if (got < 0) {
             for (; i < n; i++)
                 part_refused(b->parts[i]->r, got);
@@ -210,8 +211,8 @@ void request_flush(struct submit_batch *b, shard_dispatcher *d)
         i += (uint32_t)got;
         if (i < n) {
             /* Refused midway (destroy, or memory): one submit of the next part says why. */
-            const struct shard_job *j = &b->jobs[i];
-            int err = shard_submit(d, j->key, j->len, j->fn, j->arg);
+            const struct shard_hashed_job *j = &b->jobs[i];
+            int err = shard_submit_hash(d, j->hash, j->fn, j->arg);
             if (err)
                 part_refused(b->parts[i]->r, err);
             i++;
@@ -234,8 +235,7 @@ static bool submit_grouped(struct request *r, struct submit_batch *b)
     uint64_t h[GROUP_MAX], gh[GROUP_MAX];
     uint32_t owner[GROUP_MAX], order[GROUP_MAX];
     for (uint32_t i = 0; i < r->nparts; i++) {
-        const struct resp_arg *key = &r->argv[r->parts[i].arg];
-        h[i] = shard_dispatcher_key_hash(d, key->p, key->len);
+        h[i] = r->parts[i].shard_hash;
         if (shard_key_owner_hash(d, h[i], &owner[i]) != 0)
             return false;
     }
@@ -253,8 +253,7 @@ static bool submit_grouped(struct request *r, struct submit_batch *b)
         }
         if (b->n == SUBMIT_BATCH)
             request_flush(b, d);
-        const struct resp_arg *key = &r->argv[group[0]->arg];
-        b->jobs[b->n] = (struct shard_job){ key->p, key->len, run_part, group[0] };
+        b->jobs[b->n] = (struct shard_hashed_job){ group[0]->shard_hash, run_part, group[0] };
         b->parts[b->n++] = group[0];
     }
     return true;
@@ -280,8 +279,7 @@ void request_submit(struct request *r, struct submit_batch *b)
     for (uint32_t i = 0; i < r->nparts; i++) {
         if (b->n == SUBMIT_BATCH)
             request_flush(b, r->srv->d);
-        const struct resp_arg *key = &r->argv[r->parts[i].arg];
-        b->jobs[b->n] = (struct shard_job){ key->p, key->len, run_part, &r->parts[i] };
+        b->jobs[b->n] = (struct shard_hashed_job){ r->parts[i].shard_hash, run_part, &r->parts[i] };
         b->parts[b->n++] = &r->parts[i];
         store_prefetch(r->parts[i].hash);
     }

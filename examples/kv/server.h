@@ -93,7 +93,8 @@ struct part {
     struct request  *r;
     uint32_t         index; /* which part: its reply is r->part_reply[index] */
     uint32_t         arg;   /* argv index of its key */
-    uint64_t         hash;  /* kv_hash of its key, taken once by request_new */
+    uint64_t         hash;  /* its key's store hash (kv_store_hash of shard_hash), taken once by request_new */
+    uint64_t         shard_hash; /* its key's kv_hash, which is its shard hash (kvmap.h) */
     /* A command whose keys meet (cross.h): the key's entry, taken out of its store by the part, for
      * the request's last part; and the first part of the request with the same key (set by the last
      * part). Written by the part's step, read by the later steps of its multi-key job. */
@@ -219,14 +220,14 @@ struct request *request_new(struct conn *c, struct net_thread *nt, struct server
                             const struct command *cmd, const struct resp_arg *argv, uint32_t argc);
 /* Accepts a request whose reply is partly put out; drops the references the rest holds. */
 void request_free(struct request *r);
-/* Parts on their way to shard: a read's commands go in one call (shard_submit_many: one read-side
- * section, and one slot claim and wake-up check per worker reached), not one call a command. Owned by
- * a network thread. */
+/* Parts on their way to shard: a read's commands go in one call (shard_submit_many_hash: one
+ * read-side section, and one slot claim and wake-up check per worker reached), not one call a
+ * command; by their keys' shard hashes, which request_new took. Owned by a network thread. */
 #define SUBMIT_BATCH 64
 struct submit_batch {
-    struct shard_job jobs[SUBMIT_BATCH];
-    struct part     *parts[SUBMIT_BATCH];
-    uint32_t         n;
+    struct shard_hashed_job jobs[SUBMIT_BATCH];
+    struct part            *parts[SUBMIT_BATCH];
+    uint32_t                n;
 };
 /* Adds every part of a keyed request to b, submitting b whenever it is full. */
 void request_submit(struct request *r, struct submit_batch *b);

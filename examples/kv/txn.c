@@ -91,21 +91,14 @@ void parts_by_owner(const uint32_t *owner, uint32_t n, uint32_t *order)
 static void submit_steps(struct server *srv, struct part **parts, uint32_t n, const uint64_t *h, bool group)
 {
     struct txn_job *x = malloc(sizeof *x + n * (sizeof *x->parts + sizeof(uint64_t)));
-    struct shard_key few[64], *keys = n <= 64 ? few : calloc(n, sizeof *keys); /* an MGET's group: no malloc */
     int err = -ENOMEM;
-    if (x && keys) {
+    if (x) {
         x->n = n;
         x->group = group;
         memcpy(job_hashes(x), h, n * sizeof *h);
-        for (uint32_t i = 0; i < n; i++) {
-            const struct resp_arg *k = key_of(parts[i]->r, parts[i]);
-            x->parts[i] = parts[i];
-            keys[i] = (struct shard_key){ k->p, k->len };
-        }
-        err = shard_submit_multi_each(srv->d, keys, n, step, done, x);
+        memcpy(x->parts, parts, n * sizeof *parts);
+        err = shard_submit_multi_each_hash(srv->d, job_hashes(x), n, step, done, x);
     }
-    if (keys != few)
-        free(keys);
     if (err) {
         free(x);
         for (uint32_t i = 0; i < n; i++)
@@ -125,8 +118,7 @@ void txn_submit(struct server *srv, struct part **parts, uint32_t n)
     struct part *op[TXN_MAX_PARTS];
     bool owners = true;
     for (uint32_t i = 0; i < n; i++) {
-        const struct resp_arg *k = key_of(parts[i]->r, parts[i]);
-        h[i] = shard_dispatcher_key_hash(srv->d, k->p, k->len);
+        h[i] = parts[i]->shard_hash;
         owners = owners && shard_key_owner_hash(srv->d, h[i], &owner[i]) == 0;
     }
     if (!owners || n <= 2) { /* two keys: either order is one hop */
