@@ -200,14 +200,16 @@ SHARD_API int shard_try_submit_hash(shard_dispatcher *d, uint64_t hash, shard_jo
     return submit(d, NULL, 0, true, hash, fn, arg, false);
 }
 
-/* The id of hash's owner in the ring in force. Context: inside a read-side section. */
-static int owner_id(shard_dispatcher *d, uint64_t hash, uint32_t *id)
+/* The ids of the owners of hashes[0..n) in the ring in force, one ring for all. Context: inside a
+ * read-side section. */
+static int owner_ids(shard_dispatcher *d, const uint64_t *hashes, size_t n, uint32_t *ids)
 {
     if (atomic_load_explicit(&d->shutdown, memory_order_relaxed))
         return -ESHUTDOWN;
     /* acquire: pairs with the release store that published the snapshot (membership.c's publish). */
     struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire);
-    *id = snap_worker(s, shard__ring_owner_index(s->ring, hash))->id;
+    for (size_t i = 0; i < n; i++)
+        ids[i] = snap_worker(s, shard__ring_owner_index(s->ring, hashes[i]))->id;
     return 0;
 }
 
@@ -216,17 +218,23 @@ SHARD_API int shard_key_owner(shard_dispatcher *d, const void *key, size_t len, 
     if (!d || !id || (!key && len > 0))
         return -EINVAL;
     shard__rcu_read_lock(); /* as submit: d is read inside a section, the hash included */
-    int rc = owner_id(d, shard__hash_key_cfg(&d->cfg.ring, key, len), id);
+    uint64_t hash = shard__hash_key_cfg(&d->cfg.ring, key, len);
+    int rc = owner_ids(d, &hash, 1, id);
     shard__rcu_read_unlock();
     return rc;
 }
 
 SHARD_API int shard_key_owner_hash(shard_dispatcher *d, uint64_t hash, uint32_t *id)
 {
-    if (!d || !id)
+    return id ? shard_key_owners_hash(d, &hash, 1, id) : -EINVAL;
+}
+
+SHARD_API int shard_key_owners_hash(shard_dispatcher *d, const uint64_t *hashes, size_t n, uint32_t *ids)
+{
+    if (!d || ((!hashes || !ids) && n > 0))
         return -EINVAL;
     shard__rcu_read_lock();
-    int rc = owner_id(d, hash, id);
+    int rc = owner_ids(d, hashes, n, ids);
     shard__rcu_read_unlock();
     return rc;
 }

@@ -1319,12 +1319,20 @@ Test(dispatcher, key_owner_names_the_worker_a_job_of_the_key_runs_on)
     static struct ran_on ran[300];
     char key[32];
     uint32_t seen[3] = { 0 };
+    static uint64_t hashes[300];
+    static uint32_t batch[300];
+    for (unsigned i = 0; i < 300; i++) {
+        size_t n = kname(key, i);
+        hashes[i] = shard_dispatcher_key_hash(d, key, n);
+    }
+    cr_assert_eq(shard_key_owners_hash(d, hashes, 300, batch), 0);
     for (unsigned i = 0; i < 300; i++) {
         size_t n = kname(key, i);
         uint32_t id = UINT32_MAX, by_hash = UINT32_MAX;
         cr_assert_eq(shard_key_owner(d, key, n, &id), 0);
-        cr_assert_eq(shard_key_owner_hash(d, shard_dispatcher_key_hash(d, key, n), &by_hash), 0);
+        cr_assert_eq(shard_key_owner_hash(d, hashes[i], &by_hash), 0);
         cr_assert_eq(id, by_hash, "key %u: by key %u, by hash %u", i, id, by_hash);
+        cr_assert_eq(id, batch[i], "key %u: by key %u, in a batch %u", i, id, batch[i]);
         cr_assert_lt(id, 3u);
         seen[id]++;
         cr_assert_eq(shard_submit(d, key, n, note_worker, &ran[i]), 0);
@@ -1344,6 +1352,13 @@ Test(dispatcher, key_owner_names_the_worker_a_job_of_the_key_runs_on)
     cr_assert_eq(shard_submit(d, key, n, note_worker, &placed), 0);
     cr_assert_eq(shard_drain(d), 0);
     cr_assert_eq(atomic_load(&placed.id), 3u);
+    uint64_t two[2] = { shard_dispatcher_key_hash(d, key, n), hashes[0] };
+    uint32_t ids[2];
+    cr_assert_eq(shard_key_owners_hash(d, two, 2, ids), 0);
+    cr_assert_eq(ids[0], 3u, "a batch follows the pin too");
+    uint32_t one = UINT32_MAX;
+    cr_assert_eq(shard_key_owner_hash(d, hashes[0], &one), 0);
+    cr_assert_eq(ids[1], one, "after the add, a batch and a single query agree");
     shard_dispatcher_destroy(d);
 }
 
@@ -1356,7 +1371,12 @@ Test(dispatcher, key_owner_refuses_bad_arguments)
     cr_assert_eq(shard_key_owner(d, NULL, 1, &id), -EINVAL);
     cr_assert_eq(shard_key_owner_hash(NULL, 1, &id), -EINVAL);
     cr_assert_eq(shard_key_owner_hash(d, 1, NULL), -EINVAL);
+    uint64_t h = 1;
+    cr_assert_eq(shard_key_owners_hash(NULL, &h, 1, &id), -EINVAL);
+    cr_assert_eq(shard_key_owners_hash(d, NULL, 1, &id), -EINVAL);
+    cr_assert_eq(shard_key_owners_hash(d, &h, 1, NULL), -EINVAL);
     cr_assert_eq(id, 42u, "a refused call wrote *id");
+    cr_assert_eq(shard_key_owners_hash(d, NULL, 0, NULL), 0, "no keys: nothing to answer");
     cr_assert_eq(shard_key_owner(d, NULL, 0, &id), 0, "the empty key is a key");
     shard_dispatcher_destroy(d);
 }

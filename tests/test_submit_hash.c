@@ -282,9 +282,10 @@ Test(submit_hash, try_refuses_a_full_queue)
     shard_dispatcher_destroy(d);
 }
 
-/* Once destroy has begun, every one of them says so: a job running while destroy waits for it. */
+/* Once destroy has begun, every one of them says so (and the owner queries by hash): a job running
+ * while destroy waits for it. */
 static shard_dispatcher *dd;
-static atomic_int shutdown_rc[8], spun;
+static atomic_int shutdown_rc[10], spun;
 
 static void during_destroy(shard_worker *w, void *arg)
 {
@@ -305,6 +306,9 @@ static void during_destroy(shard_worker *w, void *arg)
     atomic_store(&shutdown_rc[5], shard_try_submit_multi_hash(dd, h, 2, count, &n));
     atomic_store(&shutdown_rc[6], shard_submit_multi_each_hash(dd, h, 2, step, count, &n));
     atomic_store(&shutdown_rc[7], shard_try_submit_multi_each_hash(dd, h, 2, step, count, &n));
+    uint32_t ids[2];
+    atomic_store(&shutdown_rc[8], shard_key_owners_hash(dd, h, 2, ids));
+    atomic_store(&shutdown_rc[9], shard_key_owner_hash(dd, h[0], ids));
 }
 
 Test(submit_hash, destroy_refuses_each_with_eshutdown)
@@ -314,6 +318,6 @@ Test(submit_hash, destroy_refuses_each_with_eshutdown)
     cr_assert_eq(shard_submit_hash(dd, 9, during_destroy, NULL), 0);
     sem_wait(&started);
     shard_dispatcher_destroy(dd); /* waits for the job, which spins until destroy has begun */
-    for (int i = 0; i < 8; i++)
+    for (int i = 0; i < 10; i++)
         cr_assert_eq(atomic_load(&shutdown_rc[i]), -ESHUTDOWN, "call %d returned %d", i, atomic_load(&shutdown_rc[i]));
 }

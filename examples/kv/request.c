@@ -224,7 +224,7 @@ void request_flush(struct submit_batch *b, shard_dispatcher *d)
  * that owns their keys now, up to this many parts; beyond, a job a part. */
 #define GROUP_MAX 64
 
-/* Such a command's parts, grouped by their keys' owners now (shard_key_owner): a group of two or more
+/* Such a command's parts, grouped by their keys' owners now (shard_key_owners_hash): a group of two or more
  * as one multi-key job with steps, which shard runs on that worker as a single job (its keys all
  * live there), a lone part into b as one job: a job a worker, not one a key. A group is one step, the
  * command as a whole is not (as before: each key's part in its key's order). Return: false (nothing
@@ -234,11 +234,10 @@ static bool submit_grouped(struct request *r, struct submit_batch *b)
     shard_dispatcher *d = r->srv->d;
     uint64_t h[GROUP_MAX], gh[GROUP_MAX];
     uint32_t owner[GROUP_MAX], order[GROUP_MAX];
-    for (uint32_t i = 0; i < r->nparts; i++) {
+    for (uint32_t i = 0; i < r->nparts; i++)
         h[i] = r->parts[i].shard_hash;
-        if (shard_key_owner_hash(d, h[i], &owner[i]) != 0)
-            return false;
-    }
+    if (shard_key_owners_hash(d, h, r->nparts, owner) != 0)
+        return false;
     parts_by_owner(owner, r->nparts, order);
     request_flush(b, d); /* a group goes in now: the commands before it first */
     for (uint32_t i = 0, k; i < r->nparts; i += k) {

@@ -73,7 +73,8 @@ static void done(shard_worker *w, void *arg)
 
 void parts_by_owner(const uint32_t *owner, uint32_t n, uint32_t *order)
 {
-    bool placed[TXN_MAX_PARTS] = { false };
+    bool placed[TXN_MAX_PARTS];
+    memset(placed, 0, n * sizeof *placed); /* not all 1,024: an MGET of 10 zeroed them each time */
     uint32_t k = 0;
     for (uint32_t i = 0; i < n; i++) {
         if (placed[i])
@@ -116,12 +117,10 @@ void txn_submit(struct server *srv, struct part **parts, uint32_t n)
     uint64_t h[TXN_MAX_PARTS], oh[TXN_MAX_PARTS];
     uint32_t owner[TXN_MAX_PARTS], order[TXN_MAX_PARTS];
     struct part *op[TXN_MAX_PARTS];
-    bool owners = true;
-    for (uint32_t i = 0; i < n; i++) {
+    for (uint32_t i = 0; i < n; i++)
         h[i] = parts[i]->shard_hash;
-        owners = owners && shard_key_owner_hash(srv->d, h[i], &owner[i]) == 0;
-    }
-    if (!owners || n <= 2) { /* two keys: either order is one hop */
+    /* Two keys: either order is one hop. Without owners (destroy began), the submit says why. */
+    if (n <= 2 || shard_key_owners_hash(srv->d, h, n, owner) != 0) {
         submit_steps(srv, parts, n, h, false);
         return;
     }

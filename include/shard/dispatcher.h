@@ -368,6 +368,11 @@ SHARD_API int shard_key_owner(shard_dispatcher *d, const void *key, size_t len, 
 /** As shard_key_owner(), for a key known by its hash (shard_dispatcher_key_hash()). Context: any
  * thread. Return: 0 with *id set; -EINVAL (d or id NULL); -ESHUTDOWN (added in 0.4). */
 SHARD_API int shard_key_owner_hash(shard_dispatcher *d, uint64_t hash, uint32_t *id);
+/** As shard_key_owner_hash() for each of hashes[0..n), into ids[0..n), all from one ring (the one in
+ * force at the call: a change cannot come between two of the answers), for less than n calls: one
+ * read-side section. Context: any thread. Return: 0 with ids set; -EINVAL (d NULL, or hashes or ids
+ * NULL with n > 0); -ESHUTDOWN (added in 0.4). */
+SHARD_API int shard_key_owners_hash(shard_dispatcher *d, const uint64_t *hashes, size_t n, uint32_t *ids);
 
 /** Graceful removal: the worker leaves the ring, runs every job it was given, runs its release hook,
  * and exits; its keys move to their next owners (and wait for it, in order). Returns once the new
