@@ -189,7 +189,7 @@ int main(int argc, char **argv)
         net_free(&srv);
         return 1;
     }
-    cfg.ring.seed = kv_hash_seed; /* drawn by store_global_init: a key's kv_hash is its shard hash */
+    cfg.ring.seed = KV_RING_SEED; /* public: kv_shard_hash */
     if (!err)
         err = shard_dispatcher_create(&srv.d, &cfg);
     if (err) {
@@ -197,10 +197,10 @@ int main(int argc, char **argv)
         net_free(&srv);
         return 1;
     }
-    /* Parts go to shard by their kv_hash, timers and placements by their bytes: the two must agree,
-     * or a key's jobs would go to two owners. */
-    if (shard_dispatcher_key_hash(srv.d, "kv:probe", 8) != kv_hash("kv:probe", 8)) {
-        fprintf(stderr, "kv_server: shard's key hash is not kv_hash\n");
+    /* Parts go to shard by their kv_shard_hash, timers and placements by their bytes: the two must
+     * agree, or a key's jobs would go to two owners. */
+    if (shard_dispatcher_key_hash(srv.d, "kv:probe", 8) != kv_shard_hash("kv:probe", 8)) {
+        fprintf(stderr, "kv_server: shard's key hash is not kv_shard_hash\n");
         abort(); /* a programming error, found at the first start */
     }
     err = admin_start(&srv);

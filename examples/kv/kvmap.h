@@ -90,37 +90,40 @@ static inline void kvmap_prefetch_entry(const struct kvmap *m, uint64_t hash)
  * of the keys' store hashes, so hold for one run of the server. */
 void kv_hash_init(void);
 
-/* The seed kv_hash_init drew; the server gives it to shard's ring too, so that a key's kv_hash is
- * its shard hash (shard_dispatcher_key_hash) and a request hashes each key once. */
+/* The seed kv_hash_init drew: secret. No reply may depend on it but through the order of the store's
+ * buckets (SCAN), as before it was shared. */
 extern uint64_t kv_hash_seed;
 
-/* XXH3 with the seed; inline: a call cost as much as the hash of a short key. */
+/* XXH3 with the secret seed (a hash's field, a set's member); inline: a call cost as much as the hash
+ * of a short key. */
 static inline uint64_t kv_hash(const void *key, size_t len)
 {
     return XXH3_64bits_withSeed(key, len, kv_hash_seed);
 }
 
-/* A key's hash in its store, from its shard hash (its kv_hash): that times an odd constant, a
- * bijection. Not the shard hash itself: a worker's keys are those of its arcs of the ring, so their
- * shard hashes' top bits, which pick a bucket, would crowd half the buckets of its store. */
-#define KV_STORE_MUL 0x9E3779B97F4A7C15ull
-#define KV_STORE_INV 0xF1DE83E19937733Dull /* KV_STORE_MUL's inverse modulo 2^64 */
+/* The seed of shard's ring in kv_server: public, as SHARD.STATS shows shard hashes (placements, hot
+ * keys), from which, with the key, XXH3's seed can be worked out for short keys. */
+#define KV_RING_SEED 0
 
-static inline uint64_t kv_store_hash(uint64_t shard_hash)
+/* A key's shard hash (shard_dispatcher_key_hash: the ring's default hash with KV_RING_SEED), taken
+ * once a key by request_new; its parts go to shard by it. */
+static inline uint64_t kv_shard_hash(const void *key, size_t len)
 {
-    return shard_hash * KV_STORE_MUL;
+    return XXH3_64bits_withSeed(key, len, KV_RING_SEED);
 }
 
-/* The shard hash of the key whose store hash is store_hash. */
-static inline uint64_t kv_shard_hash(uint64_t store_hash)
+/* A key's hash in its store, from its shard hash: that hashed with the secret seed, as 8 bytes (less
+ * than hashing the key again). Not the shard hash itself, which anyone can compute; nor a public
+ * bijection of it, for the same reason. */
+static inline uint64_t kv_store_hash(uint64_t shard_hash)
 {
-    return store_hash * KV_STORE_INV;
+    return XXH3_64bits_withSeed(&shard_hash, sizeof shard_hash, kv_hash_seed);
 }
 
 /* The store hash of a key's bytes. */
 static inline uint64_t kv_key_hash(const void *key, size_t len)
 {
-    return kv_store_hash(kv_hash(key, len));
+    return kv_store_hash(kv_shard_hash(key, len));
 }
 
 /* A value shorter than this lives in its entry's own allocation, after the key: one allocation a key

@@ -74,7 +74,7 @@ struct request *request_new(struct conn *c, struct net_thread *nt, struct server
     uint32_t step = cmd && cmd->key_step > 0 ? (uint32_t)cmd->key_step : 1;
     for (uint32_t i = 0; i < nparts; i++) {
         uint32_t arg = 1 + i * step;
-        uint64_t h = kv_hash(r->argv[arg].p, r->argv[arg].len);
+        uint64_t h = kv_shard_hash(r->argv[arg].p, r->argv[arg].len);
         r->parts[i] = (struct part){ r, i, arg, kv_store_hash(h), h, NULL, i };
     }
     atomic_init(&r->parts_left, nparts);

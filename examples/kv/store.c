@@ -156,7 +156,7 @@ static void count_local(struct kv_store *s)
 
 static bool moves_away(const struct kv_entry *e, void *ctx)
 {
-    return shard_handoff_moves_hash(ctx, kv_shard_hash(e->hash));
+    return shard_handoff_moves(ctx, e->key, e->klen);
 }
 
 static bool everything(const struct kv_entry *e, void *ctx)

@@ -51,6 +51,12 @@ for bind in localhost ::1; do
 done
 KV_LOG=$tmp/holder.err kv_start "$server_bin"
 bad_start 1 "cannot listen on 127.0.0.1:$KV_PORT: Address already in use" --port "$KV_PORT"
+# The hashes clients see (SHARD.STATS's placements and hot keys) are shard's, with the ring's public
+# seed: the same in every run. Were the ring seeded with the store's secret seed (drawn at each
+# start), one such hash of a short key would give the seed away, and with it keys that collide.
+redis-cli -p "$KV_PORT" SHARD.PLACE placed-key w0 >/dev/null
+holder_placed=$(redis-cli -p "$KV_PORT" SHARD.STATS | grep -o '^placed:[0-9a-f]*')
+[[ -n $holder_placed ]] || fail "SHARD.STATS of the first server lists no placement"
 redis-cli -p "$KV_PORT" SHUTDOWN >/dev/null
 wait "$KV_PID" || fail "the first server on port $KV_PORT did not exit cleanly: $(cat "$tmp/holder.err")"
 
@@ -121,6 +127,8 @@ cli SHARD.STATS | grep -q '^ring_checksum:[0-9a-f]\{16\}' || fail "SHARD.STATS h
 expect "SHARD.PLACE" "OK" "$(cli SHARD.PLACE placed-key w1)"
 expect "SHARD.OWNER of a placed key" "w1" "$(cli SHARD.OWNER placed-key)"
 cli SHARD.STATS | grep -q '^placed:[0-9a-f]\{16\} on=w1' || fail "SHARD.STATS does not list the placement"
+[[ $(cli SHARD.STATS | grep -o '^placed:[0-9a-f]*') == "$holder_placed" ]] ||
+    fail "a placement's hash differs between two runs of the server: clients see a seed drawn at start"
 [[ $(cli SHARD.PLACE placed-key nobody) == "ERR shard_key_place: "* ]] || fail "SHARD.PLACE on an unknown worker"
 expect "SHARD.UNPLACE" "OK" "$(cli SHARD.UNPLACE placed-key)"
 [[ $(cli SHARD.UNPLACE placed-key) == "ERR shard_key_unplace: "* ]] || fail "SHARD.UNPLACE of a key not placed"
