@@ -40,7 +40,7 @@ const char *kv_type_name(uint8_t type);
 
 struct kv_entry {
     struct kv_entry *next; /* bucket chain, or a list of entries on their way elsewhere */
-    uint64_t         hash; /* kv_hash of the key */
+    uint64_t         hash; /* the key's hash in this map: a store's kv_key_hash, a member's kv_hash */
     union {
         struct kv_value *val; /* KV_STRING: the entry's reference (NULL only in a set's members) */
         void            *obj; /* the other types: the type's object (obj.h) */
