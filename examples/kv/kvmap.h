@@ -91,14 +91,23 @@ static inline void kvmap_prefetch_entry(const struct kvmap *m, uint64_t hash)
 void kv_hash_init(void);
 
 /* The seed kv_hash_init drew: secret. No reply may depend on it but through the order of the store's
- * buckets (SCAN), as before it was shared. */
+ * buckets (SCAN). */
 extern uint64_t kv_hash_seed;
 
-/* XXH3 with the secret seed (a hash's field, a set's member); inline: a call cost as much as the hash
- * of a short key. */
+/* XXH3 of the bytes with the secret seed: a key's hash in its store (kv_key_hash), a hash's field's,
+ * a set's member's; inline: a call cost as much as the hash of a short key. Always of the bytes
+ * themselves: XXH3 with a known seed has collisions anyone can make (xxhash.h says so for 17 to 240
+ * bytes: 2^128 keys of 32 bytes share one seed-0 hash), which no function of that hash, keyed or not,
+ * can tell apart again. */
 static inline uint64_t kv_hash(const void *key, size_t len)
 {
     return XXH3_64bits_withSeed(key, len, kv_hash_seed);
+}
+
+/* A key's hash in its store. */
+static inline uint64_t kv_key_hash(const void *key, size_t len)
+{
+    return kv_hash(key, len);
 }
 
 /* The seed of shard's ring in kv_server: public, as SHARD.STATS shows shard hashes (placements, hot
@@ -106,24 +115,10 @@ static inline uint64_t kv_hash(const void *key, size_t len)
 #define KV_RING_SEED 0
 
 /* A key's shard hash (shard_dispatcher_key_hash: the ring's default hash with KV_RING_SEED), taken
- * once a key by request_new; its parts go to shard by it. */
+ * once a key by request_new: its parts go to shard by it, and shard hashes no key again. */
 static inline uint64_t kv_shard_hash(const void *key, size_t len)
 {
     return XXH3_64bits_withSeed(key, len, KV_RING_SEED);
-}
-
-/* A key's hash in its store, from its shard hash: that hashed with the secret seed, as 8 bytes (less
- * than hashing the key again). Not the shard hash itself, which anyone can compute; nor a public
- * bijection of it, for the same reason. */
-static inline uint64_t kv_store_hash(uint64_t shard_hash)
-{
-    return XXH3_64bits_withSeed(&shard_hash, sizeof shard_hash, kv_hash_seed);
-}
-
-/* The store hash of a key's bytes. */
-static inline uint64_t kv_key_hash(const void *key, size_t len)
-{
-    return kv_store_hash(kv_shard_hash(key, len));
 }
 
 /* A value shorter than this lives in its entry's own allocation, after the key: one allocation a key

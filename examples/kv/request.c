@@ -77,8 +77,8 @@ struct request *request_new(struct conn *c, struct net_thread *nt, struct server
     uint32_t step = cmd && cmd->key_step > 0 ? (uint32_t)cmd->key_step : 1;
     for (uint32_t i = 0; i < nparts; i++) {
         uint32_t arg = 1 + i * step;
-        uint64_t h = kv_shard_hash(r->argv[arg].p, r->argv[arg].len);
-        r->parts[i] = (struct part){ r, i, arg, kv_store_hash(h), h, NULL, i };
+        const struct resp_arg *key = &r->argv[arg];
+        r->parts[i] = (struct part){ r, i, arg, kv_key_hash(key->p, key->len), kv_shard_hash(key->p, key->len), NULL, i };
     }
     atomic_init(&r->parts_left, nparts);
     return r;
