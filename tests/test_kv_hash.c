@@ -31,7 +31,7 @@ Test(kv_hash, keys_colliding_under_the_public_seed_do_not_share_a_store_hash)
     int same_bucket = 0;
     for (uint64_t seed = 1; seed <= 1000; seed++) {
         kv_hash_seed = seed * 0x9E3779B97F4A7C15ull;
-        uint64_t ha = kv_key_hash(a, 32), hb = kv_key_hash(b, 32), hc = kv_key_hash(c, 32);
+        uint64_t ha = kv_hash(a, 32), hb = kv_hash(b, 32), hc = kv_hash(c, 32); /* the store hash */
         cr_assert(ha != hb && ha != hc && hb != hc, "seed %#llx: keys of one public hash share a store hash",
                   (unsigned long long)kv_hash_seed);
         same_bucket += (ha >> 48) == (hb >> 48); /* one bucket of 65,536 (a store's top 16 bits) */

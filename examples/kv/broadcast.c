@@ -209,7 +209,7 @@ static void broadcast_job(shard_worker *w, void *arg)
     } else if (b->op == OP_CLEAR) {
         sl->count = store_clear(s, b->ring ? owned_here : NULL, sl);
     } else if (b->op == OP_MEMORY) {
-        struct kv_entry *e = store_find(s, kv_key_hash(b->key->p, b->key->len), b->key->p, b->key->len);
+        struct kv_entry *e = store_find(s, kv_hash(b->key->p, b->key->len), b->key->p, b->key->len);
         sl->found = e != NULL;
         sl->count = e ? entry_bytes(e) : 0;
     } else {

@@ -138,7 +138,7 @@ static void expire_run(shard_worker *w, void *arg)
 {
     struct kv_expiry *x = arg;
     struct kv_store *s = store_of(w);
-    struct kv_entry *e = s ? store_peek(s, kv_key_hash(x->key, x->klen), x->key, x->klen) : NULL;
+    struct kv_entry *e = s ? store_peek(s, kv_hash(x->key, x->klen), x->key, x->klen) : NULL;
     if (!e || e->exp != x) {
         put(x); /* deleted, given another expiry or none, or being flushed: the entry side lets go */
         return;

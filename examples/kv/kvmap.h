@@ -40,7 +40,7 @@ const char *kv_type_name(uint8_t type);
 
 struct kv_entry {
     struct kv_entry *next; /* bucket chain, or a list of entries on their way elsewhere */
-    uint64_t         hash; /* the key's hash in this map: a store's kv_key_hash, a member's kv_hash */
+    uint64_t         hash; /* kv_hash of the key */
     union {
         struct kv_value *val; /* KV_STRING: the entry's reference (NULL only in a set's members) */
         void            *obj; /* the other types: the type's object (obj.h) */
@@ -87,27 +87,21 @@ static inline void kvmap_prefetch_entry(const struct kvmap *m, uint64_t hash)
 
 /* Seeds kv_hash with a random number, so that clients cannot craft keys that collide. Context:
  * once, before any other thread starts (store_global_init). SCAN's cursors, positions in the space
- * of the keys' store hashes, so hold for one run of the server. */
+ * of these hashes, so hold for one run of the server. */
 void kv_hash_init(void);
 
 /* The seed kv_hash_init drew: secret. No reply may depend on it but through the order of the store's
  * buckets (SCAN). */
 extern uint64_t kv_hash_seed;
 
-/* XXH3 of the bytes with the secret seed: a key's hash in its store (kv_key_hash), a hash's field's,
- * a set's member's; inline: a call cost as much as the hash of a short key. Always of the bytes
+/* XXH3 of the bytes with the secret seed: a key's hash in its store, a hash's field's, a set's
+ * member's; inline: a call cost as much as the hash of a short key. Always of the bytes
  * themselves: XXH3 with a known seed has collisions anyone can make (xxhash.h says so for 17 to 240
  * bytes: 2^128 keys of 32 bytes share one seed-0 hash), which no function of that hash, keyed or not,
  * can tell apart again. */
 static inline uint64_t kv_hash(const void *key, size_t len)
 {
     return XXH3_64bits_withSeed(key, len, kv_hash_seed);
-}
-
-/* A key's hash in its store. */
-static inline uint64_t kv_key_hash(const void *key, size_t len)
-{
-    return kv_hash(key, len);
 }
 
 /* The seed of shard's ring in kv_server: public, as SHARD.STATS shows shard hashes (placements, hot

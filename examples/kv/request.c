@@ -78,7 +78,7 @@ struct request *request_new(struct conn *c, struct net_thread *nt, struct server
     for (uint32_t i = 0; i < nparts; i++) {
         uint32_t arg = 1 + i * step;
         const struct resp_arg *key = &r->argv[arg];
-        r->parts[i] = (struct part){ r, i, arg, kv_key_hash(key->p, key->len), kv_shard_hash(key->p, key->len), NULL, i };
+        r->parts[i] = (struct part){ r, i, arg, kv_hash(key->p, key->len), kv_shard_hash(key->p, key->len), NULL, i };
     }
     atomic_init(&r->parts_left, nparts);
     return r;

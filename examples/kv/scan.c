@@ -2,9 +2,9 @@
  * MEMORY USAGE, run by the admin thread over every worker (broadcast.c). SPDX-License-Identifier:
  * LGPL-2.1-or-later
  *
- * The cursor. A SCAN cursor is a position in the 64-bit space of the keys' store hashes
- * (kv_key_hash). A call covers the slice [cursor, end] and answers end + 1 as the next cursor, or 0
- * when end is the top of the space: the iteration is over. end is chosen so that the slice holds about COUNT keys: a width of
+ * The cursor. A SCAN cursor is a position in the 64-bit space of key hashes (kv_hash). A call covers
+ * the slice [cursor, end] and answers end + 1 as the next cursor, or 0 when end is the top of the
+ * space: the iteration is over. end is chosen so that the slice holds about COUNT keys: a width of
  * 2^64 * COUNT / DBSIZE. Buckets of every kvmap run in hash order (kvmap.h), so a slice is a run of
  * buckets in every store, whatever its size.
  *

@@ -93,7 +93,7 @@ struct part {
     struct request  *r;
     uint32_t         index; /* which part: its reply is r->part_reply[index] */
     uint32_t         arg;   /* argv index of its key */
-    uint64_t         hash;  /* its key's store hash (kv_key_hash), taken once by request_new */
+    uint64_t         hash;  /* kv_hash of its key (its store's), taken once by request_new */
     uint64_t         shard_hash; /* its key's shard hash (kv_shard_hash) */
     /* A command whose keys meet (cross.h): the key's entry, taken out of its store by the part, for
      * the request's last part; and the first part of the request with the same key (set by the last
