@@ -129,6 +129,67 @@ Test(submit_hash, a_hash_is_its_key_in_one_order_with_its_bytes)
     shard_dispatcher_destroy(d);
 }
 
+/* ---- a running job's submits by hash: gathered in its worker's outbox with its submits by bytes ---- */
+
+static shard_dispatcher *fd;
+static int fan_seq;                /* the sequence number the key's next job must carry */
+static atomic_int fan_bad, fan_ran;
+
+static void fan_child(shard_worker *w, void *arg)
+{
+    (void)w;
+    int seq = (int)(intptr_t)arg;
+    if (seq != fan_seq)
+        atomic_fetch_add(&fan_bad, 1);
+    fan_seq = seq + 1;
+    atomic_fetch_add(&fan_ran, 1);
+}
+
+/* Submits start..start+59 (arg: start) of key "child" from a running job, alternating by bytes, by hash, in batches
+ * by hash (waiting and try), and as a multi-key job by hash of the key twice. */
+static void fan_parent(shard_worker *w, void *arg)
+{
+    (void)w;
+    int start = (int)(intptr_t)arg;
+    uint64_t h = shard_dispatcher_key_hash(fd, "child", 5);
+    for (int seq = start; seq < start + 60;) {
+        struct shard_hashed_job two[2] = { { h, fan_child, (void *)(intptr_t)seq },
+                                           { h, fan_child, (void *)(intptr_t)(seq + 1) } };
+        uint64_t same[2] = { h, h };
+        int rc = 0;
+        switch ((seq - start) % 5) {
+        case 0: rc = shard_submit(fd, "child", 5, fan_child, (void *)(intptr_t)seq++); break;
+        case 1: rc = shard_submit_hash(fd, h, fan_child, (void *)(intptr_t)seq++); break;
+        case 2: rc = shard_submit_many_hash(fd, two, 2) == 2 ? 0 : -1, seq += 2; break;
+        default: rc = shard_submit_multi_hash(fd, same, 2, fan_child, (void *)(intptr_t)seq++); break;
+        }
+        if (rc)
+            atomic_fetch_add(&fan_bad, 1);
+    }
+}
+
+Test(submit_hash, a_running_jobs_submits_by_hash_keep_their_order)
+{
+    fd = make(3, 0);
+    char other[24];
+    uint32_t child_owner, owner;
+    cr_assert_eq(shard_key_owner(fd, "child", 5, &child_owner), 0);
+    size_t len = 0;
+    for (unsigned i = 0;; i++) { /* a parent key on another worker than the child's, and one on the same */
+        len = (size_t)snprintf(other, sizeof other, "parent-%u", i);
+        cr_assert_eq(shard_key_owner(fd, other, len, &owner), 0);
+        if (owner != child_owner)
+            break;
+    }
+    cr_assert_eq(shard_submit(fd, other, len, fan_parent, (void *)0), 0);
+    cr_assert_eq(shard_drain(fd), 0);
+    cr_assert_eq(shard_submit(fd, "child", 5, fan_parent, (void *)60), 0); /* the child's own worker, and key */
+    cr_assert_eq(shard_drain(fd), 0);
+    cr_assert_eq(atomic_load(&fan_ran), 120);
+    cr_assert_eq(atomic_load(&fan_bad), 0, "a running job's submits by hash and by bytes left their order");
+    shard_dispatcher_destroy(fd);
+}
+
 /* ---- repeated hashes of a multi-key job with steps ---- */
 
 static atomic_int step_runs[40];
