@@ -108,14 +108,6 @@ static inline void shard__queue_write(struct queue *q, uint64_t pos, shard_job_f
     atomic_store_explicit(&s->seq, pos + 1, memory_order_release);
 }
 
-/* Asks for the lines of the n slots from first for writing, before the caller writes them: each is
- * the consumer's since it last read it, and the writes would otherwise wait for them one by one. */
-static inline void shard__queue_prefetch_write(const struct queue *q, uint64_t first, uint64_t n)
-{
-    for (uint64_t k = 0; k < n; k++)
-        __builtin_prefetch(&q->slots[(first + k) & q->mask], 1);
-}
-
 /* One job. Return: false when the ring is full (nothing written). */
 static inline bool shard__queue_push_mp(struct queue *q, shard_job_fn fn, void *arg, uint64_t hash, uint64_t epoch,
                                         uint8_t origin)

@@ -68,7 +68,7 @@ static size_t push_chunk(shard_dispatcher *d, const struct shard_hashed_job *job
             dk->want += which[i] == k;
         /* A worker leaves a queue that threads wait for to them (shard__submit_hashed says why). */
         bool yield = shard__current_worker && shard__space_waited(dk->w);
-        /* No prefetch of the claimed slots for writing (the outbox's delivery does it): a producer
+        /* No prefetch of the claimed slots for writing (nor in the outbox's delivery): a producer
          * that outruns its worker claims the slots the worker has just freed, and asking for 32 of its
          * lines at once halved a 1-to-1 stream of bursts (bench_peers 1to1_burst 29.5-30.5 -> 12.9-14.2
          * M jobs/s, since 093cd7b). */
