@@ -17,7 +17,7 @@
 
 /* Queues fn(arg), a job of m of key hash h, to w under snapshot s, never waiting: beyond a full ring
  * (or one whose slots a waiting thread is owed, for a worker) through the side list, in a record of
- * m's block. Context: d->multi_lock, inside a read-side section. */
+ * m's block. The caller wakes w (wake_owners). Context: d->multi_lock, inside a read-side section. */
 static void push_to(struct multi *m, struct shard_worker *w, const struct snap *s, shard_job_fn fn, void *arg,
                     uint64_t h, uint8_t origin, bool worker)
 {
@@ -29,22 +29,26 @@ static void push_to(struct multi *m, struct shard_worker *w, const struct snap *
         atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed); /* before anyone can run it */
         shard__queue_push_side(&w->q, j);
     }
-    shard__worker_wake(w);
 }
 
-/* Queues m under the snapshot in force: whole, as one job of its first key (shard__multi_whole),
- * when every key has one owner in it (what its parts would be, queued one after another there with
- * nothing between them, in one item); else its parts, each where a job of its key goes. Each key's
- * owner is looked up once, into owner[0..m->n). Context: as push_to. */
-static void push_multi(shard_dispatcher *d, struct multi *m, uint32_t *owner, bool worker)
+/* Each key's owner under s into owner[0..n): the index of its ring member. Return: whether they are
+ * all one (the job goes whole). */
+static bool owners_of(const struct snap *s, const struct key_ref *h, uint32_t n, uint32_t *owner)
 {
-    /* acquire: pairs with the release store that published the snapshot (membership.c's publish). */
-    struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire);
     bool whole = true;
-    for (uint32_t i = 0; i < m->n; i++) {
-        owner[i] = (uint32_t)shard__ring_owner_index(s->ring, m->keys[i].hash);
+    for (uint32_t i = 0; i < n; i++) {
+        owner[i] = (uint32_t)shard__ring_owner_index(s->ring, h[i].hash);
         whole = whole && owner[i] == owner[0];
     }
+    return whole;
+}
+
+/* Queues m under snapshot s, in which its keys' owners are owner[] (owners_of; whole: all one): whole,
+ * as one job of its first key (shard__multi_whole), what its parts would be, queued one after another
+ * there with nothing between them, in one item; else its parts, each where a job of its key goes.
+ * Context: as push_to, s the snapshot in force. */
+static void push_multi(struct multi *m, const struct snap *s, const uint32_t *owner, bool whole, bool worker)
+{
     if (whole) {
         push_to(m, snap_worker(s, owner[0]), s, shard__multi_whole, m, m->keys[0].hash, ORIGIN_MULTI_WHOLE, worker);
         return;
@@ -54,6 +58,25 @@ static void push_multi(shard_dispatcher *d, struct multi *m, uint32_t *owner, bo
     for (uint32_t i = 0, n = m->n; i < n; i++)
         push_to(m, snap_worker(s, owner[i]), s, shard__multi_part, &m->parts[i], m->keys[i].hash, ORIGIN_MULTI_PART,
                 worker);
+}
+
+/* Wakes each worker that push_multi queued to (owner[0..n), under s), once (members beyond the 64th
+ * once a run of them). After the pushes, in program order, as any submit's wake-up (the Dekker pair:
+ * the pushes' seq_cst claims, then shard__worker_wake's look at the parking flag); and after
+ * d->multi_lock, which a wake-up's write to a parked worker's eventfd or futex (a system call) held
+ * for every other multi-key submitter. Context: inside the pushes' read-side section (s and its
+ * workers stay). */
+static void wake_owners(const struct snap *s, const uint32_t *owner, uint32_t n)
+{
+    uint64_t woken = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t o = owner[i];
+        if (o < 64 ? woken >> o & 1 : i > 0 && owner[i - 1] == o)
+            continue;
+        if (o < 64)
+            woken |= 1ull << o;
+        shard__worker_wake(snap_worker(s, o));
+    }
 }
 
 static int by_hash(const void *a, const void *b)
@@ -174,9 +197,21 @@ static int submit_multi(shard_dispatcher *d, struct keys keys, size_t n, shard_j
         rc = -ENOMEM;
     if (!rc) {
         shard__multi_count_open(d, 1);
+        /* The owners are looked up before the lock, and again under it only if a change published
+         * another snapshot meanwhile (inside the read-side section, the one looked at is not freed,
+         * so an unchanged pointer is that snapshot): the lock covers the pushes alone.
+         * acquire: pairs with the release store that published the snapshot (membership.c's publish). */
+        struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire);
+        bool whole = owners_of(s, h, (uint32_t)k, owner);
         pthread_mutex_lock(&d->multi_lock);
-        push_multi(d, m, owner, worker);
+        struct snap *now = atomic_load_explicit(&d->snap, memory_order_acquire);
+        if (now != s) {
+            s = now;
+            whole = owners_of(s, h, (uint32_t)k, owner);
+        }
+        push_multi(m, s, owner, whole, worker);
         pthread_mutex_unlock(&d->multi_lock);
+        wake_owners(s, owner, whole ? 1 : (uint32_t)k); /* m may be gone: its keys' owners are ours */
     }
     shard__rcu_read_unlock();
     if (h != few)
