@@ -1,7 +1,8 @@
 /* Multi-key jobs (shard_submit_multi, multi.h): every error before anything is queued; the job runs
  * once, in each of its keys' order with this thread's other jobs, with its keys to itself; only its
  * keys wait for it; DROP and REROUTE crashes; a key stuck behind a crash, and drain; the try
- * variant's refusal; a running job's multi-key submit after its earlier submits. */
+ * variant's refusal; a running job's multi-key submit after its earlier submits; a job to parked
+ * workers wakes them (split, whole, with steps). */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <semaphore.h>
@@ -9,6 +10,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 static shard_dispatcher *make(uint32_t workers, uint32_t capacity, void (*on_dropped)(shard_job_fn, void *, void *))
 {
@@ -439,4 +441,76 @@ Test(multi, steps_run_once_a_key_on_its_worker_then_done)
     cr_assert_eq(shard_dispatcher_stats(sd, &st), 0);
     cr_assert_eq(st.multi_open, 0);
     shard_dispatcher_destroy(sd);
+}
+
+/* ---- a multi-key job wakes the workers it goes to ---- */
+
+static sem_t ran_sem;
+static void ran_post(shard_worker *w, void *arg)
+{
+    (void)w, (void)arg;
+    sem_post(&ran_sem);
+}
+static void ran_step(shard_worker *w, void *arg, size_t key)
+{
+    (void)w, (void)arg, (void)key;
+}
+
+/* Waits (10 s at most) until every one of d's n workers is parked: it has parked since it last ran a
+ * job (seen[i]: its executed and parked counts when it was last found parked, from 0), and is not
+ * running one; then records them. Each is then asleep, or about to be, with nothing to wake it. */
+static void all_parked(shard_dispatcher *d, uint64_t (*seen)[2], size_t n)
+{
+    struct shard_worker_stats ws[3];
+    for (int tries = 0; tries < 10000; tries++) {
+        cr_assert_eq(shard_dispatcher_worker_stats(d, ws, n), (long)n);
+        size_t parked = 0;
+        for (size_t i = 0; i < n; i++)
+            parked += !ws[i].running && ws[i].parked > 0 &&
+                      (ws[i].executed == seen[i][0] || ws[i].parked > seen[i][1]);
+        if (parked == n) {
+            for (size_t i = 0; i < n; i++) {
+                seen[i][0] = ws[i].executed;
+                seen[i][1] = ws[i].parked;
+            }
+            return;
+        }
+        struct timespec ms = { 0, 1000000 };
+        nanosleep(&ms, NULL); /* polling the stats for a state, bounded above */
+    }
+    cr_assert_fail("the workers did not all park in 10 s");
+}
+
+/* The job must run with nothing else submitted: within 10 s, or the wake-up was lost. */
+static void runs_alone(void)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 10;
+    cr_assert_eq(sem_timedwait(&ran_sem, &until), 0, "a multi-key job to parked workers did not run in 10 s");
+}
+
+/* Every worker parked, then a multi-key job alone: split over two workers, whole on one, and with
+ * steps over two. Each runs with no other submit, drain or change to wake a worker for it. */
+Test(multi, a_job_to_parked_workers_wakes_them)
+{
+    shard_dispatcher *d = make(3, 0, NULL);
+    sem_init(&ran_sem, 0, 0);
+    uint64_t after[3][2] = { { 0 } };
+    char a[24], b[24], c[24], e[24];
+    size_t al = key_of(d, "w0", 0, a), bl = key_of(d, "w1", 0, b), cl = key_of(d, "w2", 0, c),
+           el = key_of(d, "w2", 1, e);
+    struct shard_key split[2] = { { a, al }, { b, bl } }, whole[2] = { { c, cl }, { e, el } },
+                     each[2] = { { b, bl }, { c, cl } };
+    all_parked(d, after, 3);
+    cr_assert_eq(shard_submit_multi(d, split, 2, ran_post, NULL), 0);
+    runs_alone();
+    all_parked(d, after, 3);
+    cr_assert_eq(shard_submit_multi(d, whole, 2, ran_post, NULL), 0);
+    runs_alone();
+    all_parked(d, after, 3);
+    cr_assert_eq(shard_submit_multi_each(d, each, 2, ran_step, ran_post, NULL), 0);
+    runs_alone();
+    shard_dispatcher_destroy(d);
+    sem_destroy(&ran_sem);
 }
