@@ -7,8 +7,8 @@
  * bug in shard. Not assert(): RelWithDebInfo, the sanitizer builds' type, defines NDEBUG.
  *
  * Whether the caller holds a mutex: glibc keeps the holder's thread id in the mutex (__data.__owner),
- * for the default and error-checking mutexes shard uses, which a debug check may read; elsewhere the
- * check only asks that some thread holds it (trylock fails). Not with glibc's lock elision
+ * for the default, error-checking and adaptive mutexes shard uses, which a debug check may read;
+ * elsewhere the check only asks that some thread holds it (trylock fails). Not with glibc's lock elision
  * (GLIBC_TUNABLES=glibc.elision.enable=1 on a CPU with TSX): an elided lock records no holder, and
  * every check would fail. The checks are for shard's own test builds, which do not turn it on. */
 #ifndef SHARD_SRC_CHECK_H

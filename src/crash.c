@@ -3,6 +3,7 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "crash.h"
 #include "check.h"
+#include "mutex.h"
 
 #include <string.h>
 
@@ -82,7 +83,7 @@ static void unlock_all(struct crash_table *t)
 void shard__crash_table_init(struct crash_table *t)
 {
     for (size_t i = 0; i < CRASH_STRIPES; i++) {
-        pthread_mutex_init(&t->stripe[i].lock, NULL);
+        shard__mutex_init_brief(&t->stripe[i].lock);
         atomic_init(&t->stripe[i].owe_seq, 0);
         t->stripe[i].entries = 0;
     }

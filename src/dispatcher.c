@@ -13,6 +13,7 @@
 #include "ctl.h"
 #include "dispatcher_internal.h"
 #include "membership.h"
+#include "mutex.h"
 #include "outbox.h"
 #include "rcu.h"
 #include "registry.h"
@@ -52,8 +53,8 @@ SHARD_API int shard_dispatcher_create(shard_dispatcher **out, const struct shard
     pthread_mutex_init(&d->lock, NULL);
     pthread_cond_init(&d->cond, NULL);
     pthread_mutex_init(&d->space_lock, NULL);
-    pthread_mutex_init(&d->multi_lock, NULL);
-    pthread_mutex_init(&d->pool_lock, NULL);
+    shard__mutex_init_brief(&d->multi_lock);
+    shard__mutex_init_brief(&d->pool_lock);
     pthread_mutex_init(&d->balance_report.lock, NULL);
     pthread_cond_init(&d->space_cond, NULL);
     pthread_cond_init(&d->key_cond, NULL);
