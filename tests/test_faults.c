@@ -149,8 +149,10 @@ static void membership_under_failure(enum op op)
             }
         }
         cr_assert_eq(shard_drain(d), 0);
-        cr_assert_eq(atomic_load(&ran), 100, "jobs lost after a failed change (n=%ld)", n);
+        /* Counted once destroy has returned: a crash may find w1 in a job, which drain does not wait
+         * for (dispatcher.h) and destroy does. */
         shard_dispatcher_destroy(d);
+        cr_assert_eq(atomic_load(&ran), 100, "jobs lost after a failed change (n=%ld)", n);
     }
     cr_assert_gt(enomem, 0, "no allocation of the call was failed");
     cr_assert_gt(ok, 0);
