@@ -175,6 +175,16 @@ static void find_keys(void)
     shard_ring_destroy(r);
 }
 
+/* Whether every key's later job (ctx: the 2 * NKEYS of them) has run. */
+static bool tails_ran(void *ctx)
+{
+    struct job *tail = ctx;
+    for (int k = 0; k < 2 * NKEYS; k++)
+        if (atomic_load(&tail[k].runs) == 0)
+            return false;
+    return true;
+}
+
 int main(int argc, char **argv)
 {
     int rounds = argc > 1 ? atoi(argv[1]) : STRESS_SANITIZED ? 300 : 2000;
@@ -214,19 +224,7 @@ int main(int argc, char **argv)
          * 1 round in about 10,000 under ASan with a second run beside it), and its keys' later jobs
          * run once it returns. Drain until every later job has run; a claim never paid holds its key
          * for ever, which the bound (and the watchdog) catch. */
-        for (int tries = 0;; tries++) {
-            CHECK(shard_drain(disp) == 0, "drain 2");
-            int waiting = 0;
-            for (int k = 0; k < 2 * NKEYS; k++)
-                waiting += atomic_load(&tail[k].runs) == 0;
-            if (!waiting)
-                break;
-            if (tries == 10000) {
-                CHECK(false, "round %d: %d keys' later jobs did not run in 10 s", round, waiting);
-                break;
-            }
-            stress_pause_ms(1);
-        }
+        stress_drain_until(disp, tails_ran, tail);
         alarm(0);
         for (int k = 0; k < 2 * NKEYS; k++)
             CHECK(atomic_load(&tail[k].runs) == 1, "round %d: key %s's later job did not run", round, keys[k].name);
