@@ -28,8 +28,10 @@
  * crash's leftovers), which then go as above. A crash while it runs claims every key for it.
  *
  * Why nothing waits for ever. The parts of every multi-key job enter the queues under d->multi_lock,
- * so two multi-key jobs meet each key they share in one order (the order they took the lock: a key's
- * jobs run in queue order, epochs in rising order): call the earlier one older. A part waits only
+ * routed with the ring in force under it (multi_submit.c looks again under the lock if a change
+ * published another meanwhile), so two multi-key jobs meet each key they share in one order (the
+ * order they took the lock: a key's jobs run in queue order, epochs in rising order): call the
+ * earlier one older. A part waits only
  * for the jobs ahead of it in its key's order; a single-key job among them waits only for claims
  * ahead of it, which are claims of older multi-key jobs; a multi-key part among them is an older
  * job's. So every wait points to an older multi-key job, or to the protocol's waits (handoff.c),
