@@ -47,7 +47,8 @@ static char (*names)[16];
 static struct bank_job *jobs[PRODUCERS];
 static long njobs[PRODUCERS];
 static atomic_long deposited, transfers_done, transfers_short;
-static atomic_long ended; /* jobs run to their end (done's, with steps) or dropped: each once */
+static atomic_long ended; /* jobs run to their end (done's, with steps) or dropped, each once; its
+                           * increment, a job's last write, publishes the balances to main */
 static atomic_int stop, control_stop;
 static atomic_int changes;
 static bool each;                /* transfers by steps, audits in place of deposits */

@@ -27,7 +27,9 @@ static void run(shard_worker *w, void *arg)
 {
     struct stress_job *j = arg;
     stress_run(&keys[j->key], j, w);
-    atomic_fetch_add_explicit(&executed, 1, memory_order_relaxed);
+    /* seq_cst, not relaxed: publishes the job's writes (its key's next_seq) to main, which reads the
+     * count in all_executed and then resets the keys and jobs for drop_crash. */
+    atomic_fetch_add(&executed, 1);
 }
 
 static size_t key_name(char *buf, int k)

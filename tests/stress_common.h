@@ -51,6 +51,7 @@ static inline bool stress_drain_until(shard_dispatcher *d, bool (*done)(void *ct
             return true;
         stress_pause_ms(1);
     }
+    CHECK(false, "the work did not end in 10 s of draining");
     return false;
 }
 

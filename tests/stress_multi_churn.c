@@ -49,7 +49,7 @@ static struct mjob *jobs[PRODUCERS];
 static long njobs[PRODUCERS];
 static struct mjob *children;
 static atomic_long nchildren, child_refused;
-static atomic_int in_run; /* jobs running now */
+static atomic_int in_run; /* jobs running now: its decrement publishes a job's writes to main */
 static atomic_long acct_runs, multi_runs;
 static atomic_int stop, control_stop;
 static atomic_int changes, drains;
@@ -190,7 +190,10 @@ static bool all_settled(void *ctx)
     for (long i = 0; i < nc && i < CHILDREN; i++)
         if (children[i].nkeys && !settled(&children[i]))
             return false;
-    return true;
+    /* A job seen settled above may have started during the walk (it was waiting behind a stuck key
+     * when in_run was read), and may have taken a child past nc: neither, if no job runs now and no
+     * child was taken since. */
+    return atomic_load(&in_run) == 0 && atomic_load(&nchildren) == nc;
 }
 
 static void on_dropped(shard_job_fn fn, void *arg, void *user)

@@ -213,7 +213,8 @@ int main(int argc, char **argv)
         if (!pending && open.multi_open == 0 && open.multi_waiting == 0)
             break;
         if (round > 2000) {
-            CHECK(false, "%ld jobs never ran nor were dropped", pending);
+            CHECK(false, "%ld jobs never ran nor were dropped; %llu multi-key jobs open, %llu waiting", pending,
+                  (unsigned long long)open.multi_open, (unsigned long long)open.multi_waiting);
             break;
         }
         stress_pause_ms(5);

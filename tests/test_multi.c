@@ -443,8 +443,6 @@ Test(multi, steps_run_once_a_key_on_its_worker_then_done)
     shard_dispatcher_destroy(sd);
 }
 
-/* ---- a multi-key job wakes the workers it goes to ---- */
-
 static sem_t ran_sem;
 static void ran_post(shard_worker *w, void *arg)
 {
@@ -457,17 +455,23 @@ static void ran_step(shard_worker *w, void *arg, size_t key)
 }
 
 /* Waits (10 s at most) until every one of d's n workers is parked: it has parked since it last ran a
- * job (seen[i]: its executed and parked counts when it was last found parked, from 0), and is not
- * running one; then records them. Each is then asleep, or about to be, with nothing to wake it. */
+ * job (seen[i]: its executed and parked counts when it was last found parked, from 0), runs none, and
+ * its executed, parked and woken counts stayed as they were over a poll 1 ms before (a worker that
+ * has just returned from a job reads as not running before its executed count moves); then records
+ * them. Each is then asleep, with nothing to wake it. */
 static void all_parked(shard_dispatcher *d, uint64_t (*seen)[2], size_t n)
 {
-    struct shard_worker_stats ws[3];
+    struct shard_worker_stats ws[3], was[3];
+    cr_assert_leq(n, 3);
+    memset(was, 0, sizeof was);
     for (int tries = 0; tries < 10000; tries++) {
         cr_assert_eq(shard_dispatcher_worker_stats(d, ws, n), (long)n);
         size_t parked = 0;
         for (size_t i = 0; i < n; i++)
             parked += !ws[i].running && ws[i].parked > 0 &&
-                      (ws[i].executed == seen[i][0] || ws[i].parked > seen[i][1]);
+                      (ws[i].executed == seen[i][0] || ws[i].parked > seen[i][1]) &&
+                      ws[i].executed == was[i].executed && ws[i].parked == was[i].parked &&
+                      ws[i].woken == was[i].woken;
         if (parked == n) {
             for (size_t i = 0; i < n; i++) {
                 seen[i][0] = ws[i].executed;
@@ -475,6 +479,7 @@ static void all_parked(shard_dispatcher *d, uint64_t (*seen)[2], size_t n)
             }
             return;
         }
+        memcpy(was, ws, sizeof ws);
         struct timespec ms = { 0, 1000000 };
         nanosleep(&ms, NULL); /* polling the stats for a state, bounded above */
     }
