@@ -114,6 +114,20 @@ static void give(struct job *j, int i)
 
 static void submit_job(struct job *j, bool from_worker);
 
+/* j's n distinct keys, drawn at random. */
+static void pick_keys(struct job *j, int n, uint64_t *s)
+{
+    j->n = n;
+    for (int i = 0, used = 0; i < n; i++) {
+        int k;
+        do
+            k = (int)(rnd(s) % KEYS);
+        while (used >> k & 1);
+        used |= 1 << k;
+        j->key[i] = k;
+    }
+}
+
 /* A job's own multi-key job, submitted from its worker, now and then. */
 static void maybe_child(struct job *j)
 {
@@ -128,15 +142,7 @@ static void maybe_child(struct job *j)
     struct job *x = &children[c];
     x->producer = -1;
     x->kind = 1 + (int)(rnd(&s) % (KINDS - 1));
-    x->n = 2 + (int)(rnd(&s) % (MAX_KEYS - 1));
-    for (int i = 0, used = 0; i < x->n; i++) {
-        int k;
-        do
-            k = (int)(rnd(&s) % KEYS);
-        while (used >> k & 1);
-        used |= 1 << k;
-        x->key[i] = k;
-    }
+    pick_keys(x, 2 + (int)(rnd(&s) % (MAX_KEYS - 1)), &s);
     x->given = x->n;
     submit_job(x, true);
 }
@@ -231,16 +237,9 @@ static void *producer(void *arg)
         struct job *j = &jobs[p][n];
         j->producer = p;
         j->kind = (int)(rnd(&s) % KINDS);
-        j->n = j->kind == SINGLE ? 1 : 2 + (int)(rnd(&s) % (MAX_KEYS - 1));
-        for (int i = 0, used = 0; i < j->n; i++) {
-            int k;
-            do
-                k = (int)(rnd(&s) % KEYS);
-            while (used >> k & 1);
-            used |= 1 << k;
-            j->key[i] = k;
-            j->seq[i] = ++seq[k];
-        }
+        pick_keys(j, j->kind == SINGLE ? 1 : 2 + (int)(rnd(&s) % (MAX_KEYS - 1)), &s);
+        for (int i = 0; i < j->n; i++)
+            j->seq[i] = ++seq[j->key[i]];
         j->given = j->n + (j->kind != SINGLE && rnd(&s) % 4 == 0);
         j->child = rnd(&s) % 16 == 0;
         atomic_store(&njobs[p], n + 1);

@@ -266,11 +266,12 @@ static void probe_submit(shard_dispatcher *d, struct probe *p)
     CHECK(shard_submit(d, key_names[p->k], key_lens[p->k], probe_fn, p) == 0, "probe submit");
 }
 
-static void drain_until(shard_dispatcher *d, atomic_int *n, int want)
+/* Whether the count n has reached 1 (for stress_drain_until). */
+static bool ran_once(void *n)
 {
-    while (atomic_load(n) < want)
-        CHECK(shard_drain(d) == 0, "drain");
+    return atomic_load((atomic_int *)n) >= 1;
 }
+
 
 /* ---- stuck-step ---- */
 
@@ -312,8 +313,8 @@ static void stuck_step(enum shard_crash_policy policy, bool in_done)
     drain_join(&dr);
     CHECK(dr.rc == 0, "drain: %s", shard_strerror(dr.rc));
     for (int i = 0; i < 3; i++)
-        drain_until(d, &later[i].runs, 1);
-    drain_until(d, &t2.done_runs, 1);
+        stress_drain_until(d, ran_once, &later[i].runs);
+    stress_drain_until(d, ran_once, &t2.done_runs);
     CHECK(atomic_load(&t.done_runs) == 1, "%s: done ran %d times", pname, atomic_load(&t.done_runs));
     for (int i = 0; i < 2; i++) {
         CHECK(atomic_load(&t.step_runs[i]) == 1, "%s: step %d ran %d times", pname, i, atomic_load(&t.step_runs[i]));
@@ -368,10 +369,10 @@ static void reroute_ahead(enum shard_crash_policy policy)
     bool returned = drain_returned(&dr);
     CHECK(returned, "%s: drain hung", pname);
     drain_join(&dr);
-    drain_until(d, &on_y.runs, 1);
+    stress_drain_until(d, ran_once, &on_y.runs);
     struct probe after = { .k = k };
     probe_submit(d, &after);
-    drain_until(d, &after.runs, 1);
+    stress_drain_until(d, ran_once, &after.runs);
     CHECK(atomic_load(&t.step_runs[1]) == 1 && atomic_load(&t.done_runs) == 1, "%s: step %d, done %d runs", pname,
           atomic_load(&t.step_runs[1]), atomic_load(&t.done_runs));
     CHECK(on_y.seen == 1, "%s: k's job routed to w2 after the step saw %ld, not the step's 1: the step ran "

@@ -163,6 +163,19 @@ static void *producer(void *arg)
     return NULL;
 }
 
+/* Whether every job ran or was dropped and no multi-key job is open or waiting. */
+static bool all_ended(void *ctx)
+{
+    (void)ctx;
+    for (int p = 0; p < PRODUCERS; p++)
+        for (long i = 0; i < njobs[p]; i++)
+            if (atomic_load(&jobs[p][i].runs) + atomic_load(&jobs[p][i].drops) == 0)
+                return false;
+    struct shard_stats st;
+    CHECK(shard_dispatcher_stats(disp, &st) == 0, "stats");
+    return st.multi_open == 0 && st.multi_waiting == 0;
+}
+
 int main(int argc, char **argv)
 {
     int seconds = argc > 1 ? atoi(argv[1]) : 5;
@@ -202,23 +215,7 @@ int main(int argc, char **argv)
         pthread_join(t[p], NULL);
     /* Every job ends: drain until each ran or was dropped, and no multi-key job is open (a job counts
      * as run when it starts; one a crash stuck may still be running, past a drain: stress_common.h). */
-    for (int round = 0;; round++) {
-        CHECK(shard_drain(disp) == 0, "drain");
-        long pending = 0;
-        for (int p = 0; p < PRODUCERS; p++)
-            for (long i = 0; i < njobs[p]; i++)
-                pending += atomic_load(&jobs[p][i].runs) + atomic_load(&jobs[p][i].drops) == 0;
-        struct shard_stats open;
-        CHECK(shard_dispatcher_stats(disp, &open) == 0, "stats");
-        if (!pending && open.multi_open == 0 && open.multi_waiting == 0)
-            break;
-        if (round > 2000) {
-            CHECK(false, "%ld jobs never ran nor were dropped; %llu multi-key jobs open, %llu waiting", pending,
-                  (unsigned long long)open.multi_open, (unsigned long long)open.multi_waiting);
-            break;
-        }
-        stress_pause_ms(5);
-    }
+    stress_drain_until(disp, all_ended, NULL);
     long ran = 0, dropped = 0;
     for (int p = 0; p < PRODUCERS; p++)
         for (long i = 0; i < njobs[p]; i++) {
