@@ -17,6 +17,11 @@
  * else.
  *   bench=multi mode=M ops=N ns_per_op=X cpu_ns_per_op=Y x_single_cpu=R probe_cpu_ns_per_op=C
  *               probe_p50_us=P probe_p99_us=Q
+ * With --rate=R the producer offers R operations a second instead (a burst every 100 us, sleeping
+ * between), below what every mode but multi_hot sustains, which is left out: the queues stay short,
+ * so the probe's latency is what a mode's jobs do to an unrelated key's, not a backlog's length
+ * (unpaced, the probe's job queues behind up to a queue of the producer's, and its latency grows with
+ * the cost of each). Its lines say bench=multi_paced and rate=R.
  * cpu_ns_per_op is the process's CPU (user + system: producer and workers) over the ops, less the
  * probe thread's own, which is shown apart (probe_cpu_ns_per_op): the probe wakes every 50 us
  * whatever the mode, so its CPU grows with a mode's run time, not with its work, and on this
@@ -41,6 +46,7 @@ static size_t len_a[POOL], len_b[POOL], probe_len[2];
 static uint64_t state_a[POOL], state_b[POOL]; /* each touched only by jobs holding its key (or the mutex) */
 static pthread_mutex_t pair_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t work_ns = 200;
+static long rate; /* --rate: operations offered a second; 0: as fast as shard takes them */
 
 static void spin(void)
 {
@@ -128,6 +134,22 @@ static void *probe_main(void *arg)
     return NULL;
 }
 
+/* Paces the producer at rate operations a second: before operation i, sleeps until the burst of 100 us
+ * it falls in is due (rate / 10,000 operations a burst, at least one). */
+static void pace(long i, const struct timespec *start)
+{
+    long per_burst = rate / 10000 > 0 ? rate / 10000 : 1;
+    if (i % per_burst)
+        return;
+    uint64_t due = (uint64_t)(i / per_burst) * 1000000000u / (uint64_t)(rate / per_burst);
+    struct timespec at = { start->tv_sec + (time_t)(due / 1000000000u), start->tv_nsec + (long)(due % 1000000000u) };
+    if (at.tv_nsec >= 1000000000L) {
+        at.tv_nsec -= 1000000000L;
+        at.tv_sec++;
+    }
+    clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, NULL);
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -166,7 +188,11 @@ static struct result run(enum mode m, long ops)
     pthread_t probe;
     pthread_create(&probe, NULL, probe_main, NULL);
     uint64_t c0 = cpu_ns(), t0 = bench_now_ns(), p0 = thread_cpu_ns(probe);
+    struct timespec start;
+    clock_gettime(CLOCK_MONOTONIC, &start);
     for (long i = 0; i < ops; i++) {
+        if (rate)
+            pace(i, &start);
         uintptr_t p = m == MULTI_HOT ? 0 : m == MULTI_WARM ? (uintptr_t)(i % WARM) : (uintptr_t)i;
         void *arg = (void *)p;
         size_t a = ia(arg), b = ib(arg);
@@ -216,10 +242,28 @@ static bool accept_arg(const char *a)
 {
     if (strncmp(a, "--only=", 7) == 0) {
         only = a + 7;
-        return true;
+        for (int m = 0; m < MODES; m++)
+            if (strcmp(only, mode_name[m]) == 0)
+                return true;
+        fprintf(stderr, "bench_multi: no mode '%s' (single two_jobs multi each mutex multi_warm multi_hot)\n", only);
+        exit(2);
     }
     if (strncmp(a, "--work-ns=", 10) == 0) {
-        work_ns = strtoull(a + 10, NULL, 10);
+        char *end;
+        work_ns = strtoull(a + 10, &end, 10);
+        if (end == a + 10 || *end || work_ns > 1000000) {
+            fprintf(stderr, "bench_multi: --work-ns= is 0 to 1000000\n");
+            exit(2);
+        }
+        return true;
+    }
+    if (strncmp(a, "--rate=", 7) == 0) {
+        char *end;
+        rate = strtol(a + 7, &end, 10);
+        if (*end || rate < 1 || rate > 10000000) {
+            fprintf(stderr, "bench_multi: --rate= is 1 to 10000000 operations a second\n");
+            exit(2);
+        }
         return true;
     }
     return false;
@@ -227,8 +271,12 @@ static bool accept_arg(const char *a)
 
 int main(int argc, char **argv)
 {
-    bool quick = bench_args(argc, argv, accept_arg, " [--work-ns=N (200)] [--only=MODE]");
-    long ops = quick ? 20000 : 200000;
+    bool quick = bench_args(argc, argv, accept_arg, " [--work-ns=N (200)] [--only=MODE] [--rate=OPS_PER_S]");
+    if (rate && only && strcmp(only, "multi_hot") == 0) {
+        fprintf(stderr, "bench_multi: --rate= leaves multi_hot out (it sustains no fixed rate)\n");
+        return 2;
+    }
+    long ops = quick ? 20000 : rate ? 100000 : 200000;
     int rounds = quick ? 1 : 3;
     struct shard_config cfg = { .workers = 2 };
     if (shard_dispatcher_create(&d, &cfg))
@@ -246,17 +294,26 @@ int main(int argc, char **argv)
     probe_len[0] = key_on(r, "w0", "p", probe_key[0]);
     probe_len[1] = key_on(r, "w1", "p", probe_key[1]);
     shard_ring_destroy(r);
-    printf("# 2 workers, %llu ns of work a key, %ld ops a mode, %d rounds\n", (unsigned long long)work_ns, ops, rounds);
+    printf("# 2 workers, %llu ns of work a key, %ld ops a mode, %d rounds", (unsigned long long)work_ns, ops, rounds);
+    if (rate)
+        printf(", %ld ops offered a second", rate);
+    printf("\n");
     for (int round = 0; round < rounds; round++) {
         struct result res[MODES];
         for (int m = 0; m < MODES; m++)
-            res[m] = !only || m == SINGLE || strcmp(only, mode_name[m]) == 0 ? run((enum mode)m, ops) : (struct result){ 0 };
-        for (int m = 0; m < MODES; m++)
-            if (res[m].ns > 0)
-                printf("bench=multi mode=%s ops=%ld ns_per_op=%.0f cpu_ns_per_op=%.0f x_single_cpu=%.2f "
-                       "probe_cpu_ns_per_op=%.0f probe_p50_us=%.1f probe_p99_us=%.1f\n",
-                       mode_name[m], ops, res[m].ns, res[m].cpu, res[m].cpu / res[SINGLE].cpu, res[m].probe_cpu,
-                       res[m].p50, res[m].p99);
+            res[m] = (!only || m == SINGLE || strcmp(only, mode_name[m]) == 0) && !(rate && m == MULTI_HOT)
+                         ? run((enum mode)m, ops)
+                         : (struct result){ 0 };
+        for (int m = 0; m < MODES; m++) {
+            if (res[m].ns == 0)
+                continue;
+            printf("bench=%s mode=%s", rate ? "multi_paced" : "multi", mode_name[m]);
+            if (rate)
+                printf(" rate=%ld", rate);
+            printf(" ops=%ld ns_per_op=%.0f cpu_ns_per_op=%.0f x_single_cpu=%.2f probe_cpu_ns_per_op=%.0f "
+                   "probe_p50_us=%.1f probe_p99_us=%.1f\n",
+                   ops, res[m].ns, res[m].cpu, res[m].cpu / res[SINGLE].cpu, res[m].probe_cpu, res[m].p50, res[m].p99);
+        }
     }
     shard_dispatcher_destroy(d);
     return 0;

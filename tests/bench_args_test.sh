@@ -38,5 +38,12 @@ refused "unknown argument '--impl'" "$peers" --impl
 for b in "$@"; do
     [[ $(basename "$b") != bench_pins ]] || refused "unknown argument '--max=1'" "$b" --max=1 # below its counts
     [[ $(basename "$b") != bench_mesh ]] || refused "--poll-us= is 1 to 1000000" "$b" --poll-us=0
+    if [[ $(basename "$b") == bench_multi ]]; then
+        refused "no mode 'nonesuch'" "$b" --only=nonesuch
+        refused "--rate= is 1 to 10000000" "$b" --rate=0
+        refused "--rate= is 1 to 10000000" "$b" --rate=fast
+        refused "--work-ns= is 0 to 1000000" "$b" --work-ns=
+        refused "leaves multi_hot out" "$b" --rate=1000 --only=multi_hot
+    fi
 done
 echo "bench_args: $checks checks passed"
