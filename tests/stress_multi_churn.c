@@ -173,8 +173,12 @@ static bool settled(struct mjob *j)
     return atomic_load(&j->runs) == 1 && atomic_load(&j->drops) == atomic_load(&j->resubmits);
 }
 
-/* Whether every accepted job, and every child accepted so far, is done with, and no job runs (one
- * running may yet submit a child). */
+/* Whether every accepted job, and every child accepted so far, is done with, no job runs (one
+ * running may yet submit a child), and no multi-key job is open or waiting: in_run's decrement is a
+ * job's last write, but a multi-key job stops counting as open only after its fn has returned and its
+ * keys are let go (multi.c's end()), and the last job may be one the drain just returned did not wait
+ * for (a child its parent submitted while that drain was under way, or a job a crash stuck): the
+ * check after would read it open. */
 static bool all_settled(void *ctx)
 {
     (void)ctx;
@@ -193,7 +197,11 @@ static bool all_settled(void *ctx)
     /* A job seen settled above may have started during the walk (it was waiting behind a stuck key
      * when in_run was read), and may have taken a child past nc: neither, if no job runs now and no
      * child was taken since. */
-    return atomic_load(&in_run) == 0 && atomic_load(&nchildren) == nc;
+    if (atomic_load(&in_run) != 0 || atomic_load(&nchildren) != nc)
+        return false;
+    struct shard_stats st;
+    CHECK(shard_dispatcher_stats(disp, &st) == 0, "stats");
+    return st.multi_open == 0 && st.multi_waiting == 0;
 }
 
 static void on_dropped(shard_job_fn fn, void *arg, void *user)

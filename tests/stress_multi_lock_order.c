@@ -288,14 +288,22 @@ static void *control(void *arg)
 }
 
 /* Whether every job accepted has ended (run to its end, or dropped): a child counts from when its
- * parent takes its slot until it is refused, so the count waits for a parent still submitting. */
+ * parent takes its slot until it is refused, so the count waits for a parent still submitting. And
+ * whether no multi-key job is open or waiting: `ended` is a job's last write, but a multi-key job
+ * stops counting as open only after its fn has returned and its keys are let go (multi.c's end()),
+ * and the last job may be one the drain just returned did not wait for (a child its parent submitted
+ * while that drain was under way, or a job a crash stuck): the check after would read it open. */
 static bool all_ended(void *ctx)
 {
     (void)ctx;
     long nc = atomic_load(&nchildren), accepted = nc - atomic_load(&children_refused);
     for (int p = 0; p < PRODUCERS; p++)
         accepted += atomic_load(&njobs[p]);
-    return atomic_load(&ended) >= accepted && atomic_load(&nchildren) == nc;
+    if (atomic_load(&ended) < accepted || atomic_load(&nchildren) != nc)
+        return false;
+    struct shard_stats st;
+    CHECK(shard_dispatcher_stats(d, &st) == 0, "stats");
+    return st.multi_open == 0 && st.multi_waiting == 0;
 }
 
 int main(int argc, char **argv)
