@@ -194,9 +194,7 @@ static bool all_ended(void *ctx)
         submitted += njobs[p];
     if (atomic_load(&ended) < submitted)
         return false;
-    struct shard_stats st;
-    CHECK(shard_dispatcher_stats(disp, &st) == 0, "stats");
-    return st.multi_open == 0 && st.multi_waiting == 0;
+    return stress_none_open(disp);
 }
 
 static void *producer(void *arg)

@@ -55,6 +55,17 @@ static inline bool stress_drain_until(shard_dispatcher *d, bool (*done)(void *ct
     return false;
 }
 
+/* Whether no multi-key job of d (a shard_dispatcher) is open or waiting, by its stats: a condition
+ * for stress_drain_until. A multi-key job stops counting as open only after it has let its keys go
+ * (multi.c's end()), so a later job of its keys may run before it does; and one that ran on a crashed
+ * worker, or behind a stuck key, is one no drain waits for. */
+static inline bool stress_none_open(void *d)
+{
+    struct shard_stats st;
+    CHECK(shard_dispatcher_stats(d, &st) == 0, "stats");
+    return st.multi_open == 0 && st.multi_waiting == 0;
+}
+
 /* One submitted job: which producer, which key, its sequence number in that (producer, key) stream. */
 struct stress_job {
     int         producer, key;

@@ -199,9 +199,7 @@ static bool all_settled(void *ctx)
      * child was taken since. */
     if (atomic_load(&in_run) != 0 || atomic_load(&nchildren) != nc)
         return false;
-    struct shard_stats st;
-    CHECK(shard_dispatcher_stats(disp, &st) == 0, "stats");
-    return st.multi_open == 0 && st.multi_waiting == 0;
+    return stress_none_open(disp);
 }
 
 static void on_dropped(shard_job_fn fn, void *arg, void *user)

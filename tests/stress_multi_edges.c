@@ -132,14 +132,6 @@ static void wait_multi_waiting(shard_dispatcher *d, uint64_t n)
     while (st.multi_waiting < n);
 }
 
-/* Whether no multi-key job is open or waiting (for stress_drain_until). */
-static bool none_open(void *d)
-{
-    struct shard_stats st;
-    CHECK(shard_dispatcher_stats(d, &st) == 0, "stats");
-    return st.multi_open == 0 && st.multi_waiting == 0;
-}
-
 /* No multi-key job is open or waiting any more (stats). */
 static void check_none_open(shard_dispatcher *d, const char *pname)
 {
@@ -266,7 +258,7 @@ static void crash_in_job(enum shard_crash_policy policy, enum crash_mode mode)
     }
     /* The job ran on crashed w1, which no drain waits for: it counts as open until it has let its keys
      * go (multi.c's end()), and their later jobs may run, on other workers, just before that. */
-    stress_drain_until(d, none_open, d);
+    stress_drain_until(d, stress_none_open, d);
     check_none_open(d, pname);
     shard_dispatcher_destroy(d);
     printf("crash-in-job %s: drain %s\n", pname, returned ? "returned" : "HUNG");
@@ -759,7 +751,7 @@ static void whole_max(void)
     /* Done's job lets the keys go (multi.c's end()) before the job stops counting as open: a later job
      * may run between the two, and done's job, after a first step stuck on a crashed worker, may be
      * one no drain waited for. */
-    stress_drain_until(d, none_open, d);
+    stress_drain_until(d, stress_none_open, d);
     check_none_open(d, "whole-max");
     shard_dispatcher_destroy(d);
     printf("whole-max: %d steps after a crash in the first, drain %s\n", atomic_load(&max_steps),

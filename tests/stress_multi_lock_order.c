@@ -301,9 +301,7 @@ static bool all_ended(void *ctx)
         accepted += atomic_load(&njobs[p]);
     if (atomic_load(&ended) < accepted || atomic_load(&nchildren) != nc)
         return false;
-    struct shard_stats st;
-    CHECK(shard_dispatcher_stats(d, &st) == 0, "stats");
-    return st.multi_open == 0 && st.multi_waiting == 0;
+    return stress_none_open(d);
 }
 
 int main(int argc, char **argv)

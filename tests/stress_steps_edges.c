@@ -272,15 +272,6 @@ static bool ran_once(void *n)
     return atomic_load((atomic_int *)n) >= 1;
 }
 
-/* Whether no multi-key job of d is open or waiting (for stress_drain_until). */
-static bool none_open(void *d)
-{
-    struct shard_stats st;
-    CHECK(shard_dispatcher_stats(d, &st) == 0, "stats");
-    return st.multi_open == 0 && st.multi_waiting == 0;
-}
-
-
 /* ---- stuck-step ---- */
 
 /* in_done: done blocks (on w1, the worker of the last step), not k1's step. A second multi-key job
@@ -335,7 +326,7 @@ static void stuck_step(enum shard_crash_policy policy, bool in_done)
     CHECK(later[2].seen == 100, "%s: k3's later job saw %ld, not 100", pname, later[2].seen);
     /* The later jobs ran once the jobs let their keys go (multi.c's end()), a moment before those stop
      * counting as open; and they ran behind a stuck key, which no drain waits for. */
-    stress_drain_until(d, none_open, d);
+    stress_drain_until(d, stress_none_open, d);
     struct shard_stats st;
     CHECK(shard_dispatcher_stats(d, &st) == 0, "stats");
     CHECK(st.multi_open == 0 && st.multi_waiting == 0, "%s: after it: %llu open, %llu waiting", pname,
