@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "net_internal.h"
+#include "watch.h"
 
 /* Every listed connection of every thread, for CLIENT LIST: taken at accept and close, by CLIENT
  * SETNAME and SETINFO, and by CLIENT LIST. Never on the path of a data command. */
@@ -70,8 +71,8 @@ static void client_line(const struct conn *c, int64_t now_ms, struct buf *out)
     buf_put(out, line, (size_t)k);
     put_str(out, c->name ? c->name : "");
     k = snprintf(line, sizeof line,
-                 " age=%" PRId64 " idle=%" PRId64 " flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 watch=0 cmd=",
-                 (now_ms - c->created_ms) / 1000, (now_ms - active) / 1000);
+                 " age=%" PRId64 " idle=%" PRId64 " flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 watch=%" PRIu32 " cmd=",
+                 (now_ms - c->created_ms) / 1000, (now_ms - active) / 1000, watch_count(c));
     buf_put(out, line, (size_t)k);
     for (const char *p = cmd ? cmd->name : "NULL"; *p; p++) {
         char lower = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);

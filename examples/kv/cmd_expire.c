@@ -171,15 +171,15 @@ static void persist_part(struct kv_store *s, struct request *r, const struct par
 }
 
 static const struct command table[] = {
-    { "EXPIRE", -3, CMD_KEYED, 0, expire_part, NULL, NULL, SMALL_REPLY_MAX, NULL, false },
-    { "PEXPIRE", -3, CMD_KEYED, 0, pexpire_part, NULL, NULL, SMALL_REPLY_MAX, NULL, false },
-    { "EXPIREAT", -3, CMD_KEYED, 0, expireat_part, NULL, NULL, SMALL_REPLY_MAX, NULL, false },
-    { "PEXPIREAT", -3, CMD_KEYED, 0, pexpireat_part, NULL, NULL, SMALL_REPLY_MAX, NULL, false },
-    { "TTL", 2, CMD_KEYED, 0, ttl_part, NULL, NULL, SMALL_REPLY_MAX, NULL, false },
-    { "PTTL", 2, CMD_KEYED, 0, pttl_part, NULL, NULL, SMALL_REPLY_MAX, NULL, false },
-    { "EXPIRETIME", 2, CMD_KEYED, 0, expiretime_part, NULL, NULL, SMALL_REPLY_MAX, NULL, false },
-    { "PEXPIRETIME", 2, CMD_KEYED, 0, pexpiretime_part, NULL, NULL, SMALL_REPLY_MAX, NULL, false },
-    { "PERSIST", 2, CMD_KEYED, 0, persist_part, NULL, NULL, SMALL_REPLY_MAX, NULL, false },
+    { "EXPIRE", -3, CMD_KEYED, 0, expire_part, NULL, NULL, SMALL_REPLY_MAX, NULL, false, WRITES },
+    { "PEXPIRE", -3, CMD_KEYED, 0, pexpire_part, NULL, NULL, SMALL_REPLY_MAX, NULL, false, WRITES },
+    { "EXPIREAT", -3, CMD_KEYED, 0, expireat_part, NULL, NULL, SMALL_REPLY_MAX, NULL, false, WRITES },
+    { "PEXPIREAT", -3, CMD_KEYED, 0, pexpireat_part, NULL, NULL, SMALL_REPLY_MAX, NULL, false, WRITES },
+    { "TTL", 2, CMD_KEYED, 0, ttl_part, NULL, NULL, SMALL_REPLY_MAX, NULL, false, READS },
+    { "PTTL", 2, CMD_KEYED, 0, pttl_part, NULL, NULL, SMALL_REPLY_MAX, NULL, false, READS },
+    { "EXPIRETIME", 2, CMD_KEYED, 0, expiretime_part, NULL, NULL, SMALL_REPLY_MAX, NULL, false, READS },
+    { "PEXPIRETIME", 2, CMD_KEYED, 0, pexpiretime_part, NULL, NULL, SMALL_REPLY_MAX, NULL, false, READS },
+    { "PERSIST", 2, CMD_KEYED, 0, persist_part, NULL, NULL, SMALL_REPLY_MAX, NULL, false, WRITES },
 };
 
 const struct command_set cmds_expire = { table, sizeof table / sizeof table[0] };

@@ -127,8 +127,8 @@ static void hincrbyfloat(struct kv_store *s, struct request *r, const struct par
 }
 
 static const struct command table[] = {
-    { "INCRBYFLOAT", 3, CMD_KEYED, 0, incrbyfloat, NULL, NULL, FLOAT_REPLY_MAX, NULL, false },
-    { "HINCRBYFLOAT", 4, CMD_KEYED, 0, hincrbyfloat, NULL, NULL, FLOAT_REPLY_MAX, NULL, false },
+    { "INCRBYFLOAT", 3, CMD_KEYED, 0, incrbyfloat, NULL, NULL, FLOAT_REPLY_MAX, NULL, false, WRITES },
+    { "HINCRBYFLOAT", 4, CMD_KEYED, 0, hincrbyfloat, NULL, NULL, FLOAT_REPLY_MAX, NULL, false, WRITES },
 };
 
 const struct command_set cmds_float = { table, sizeof table / sizeof table[0] };

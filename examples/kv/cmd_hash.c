@@ -166,15 +166,15 @@ static void hincrby(struct kv_store *s, struct request *r, const struct part *p)
 }
 
 static const struct command table[] = {
-    { "HSET", -4, CMD_KEYED, 0, hset, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false },
-    { "HMSET", -4, CMD_KEYED, 0, hmset, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false },
-    { "HGET", 3, CMD_KEYED, 0, hget, NULL, NULL, OBJ_ONE_REPLY_MAX, NULL, false },
-    { "HMGET", -3, CMD_KEYED, 0, hmget, NULL, NULL, OBJ_MANY_REPLY_MAX, NULL, false },
-    { "HGETALL", 2, CMD_KEYED, 0, hgetall, NULL, NULL, OBJ_MANY_REPLY_MAX, NULL, false },
-    { "HDEL", -3, CMD_KEYED, 0, hdel, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false },
-    { "HLEN", 2, CMD_KEYED, 0, hlen, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false },
-    { "HEXISTS", 3, CMD_KEYED, 0, hexists, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false },
-    { "HINCRBY", 4, CMD_KEYED, 0, hincrby, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false },
+    { "HSET", -4, CMD_KEYED, 0, hset, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, WRITES },
+    { "HMSET", -4, CMD_KEYED, 0, hmset, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, WRITES },
+    { "HGET", 3, CMD_KEYED, 0, hget, NULL, NULL, OBJ_ONE_REPLY_MAX, NULL, false, READS },
+    { "HMGET", -3, CMD_KEYED, 0, hmget, NULL, NULL, OBJ_MANY_REPLY_MAX, NULL, false, READS },
+    { "HGETALL", 2, CMD_KEYED, 0, hgetall, NULL, NULL, OBJ_MANY_REPLY_MAX, NULL, false, READS },
+    { "HDEL", -3, CMD_KEYED, 0, hdel, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, WRITES },
+    { "HLEN", 2, CMD_KEYED, 0, hlen, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, READS },
+    { "HEXISTS", 3, CMD_KEYED, 0, hexists, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, READS },
+    { "HINCRBY", 4, CMD_KEYED, 0, hincrby, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, WRITES },
 };
 
 const struct command_set cmds_hash = { table, sizeof table / sizeof table[0] };

@@ -238,15 +238,15 @@ static void linsert(struct kv_store *s, struct request *r, const struct part *p)
 }
 
 static const struct command table[] = {
-    { "LPUSH", -3, CMD_KEYED, 0, lpush, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false },
-    { "RPUSH", -3, CMD_KEYED, 0, rpush, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false },
-    { "LPOP", -2, CMD_KEYED, 0, lpop, NULL, NULL, OBJ_MANY_REPLY_MAX, obj_pop_reply_bound, false },
-    { "RPOP", -2, CMD_KEYED, 0, rpop, NULL, NULL, OBJ_MANY_REPLY_MAX, obj_pop_reply_bound, false },
-    { "LRANGE", 4, CMD_KEYED, 0, lrange, NULL, NULL, OBJ_MANY_REPLY_MAX, lrange_bound, false },
-    { "LLEN", 2, CMD_KEYED, 0, llen, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false },
-    { "LINDEX", 3, CMD_KEYED, 0, lindex, NULL, NULL, OBJ_ONE_REPLY_MAX, NULL, false },
-    { "LSET", 4, CMD_KEYED, 0, lset, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false },
-    { "LINSERT", 5, CMD_KEYED, 0, linsert, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false },
+    { "LPUSH", -3, CMD_KEYED, 0, lpush, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, WRITES },
+    { "RPUSH", -3, CMD_KEYED, 0, rpush, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, WRITES },
+    { "LPOP", -2, CMD_KEYED, 0, lpop, NULL, NULL, OBJ_MANY_REPLY_MAX, obj_pop_reply_bound, false, WRITES },
+    { "RPOP", -2, CMD_KEYED, 0, rpop, NULL, NULL, OBJ_MANY_REPLY_MAX, obj_pop_reply_bound, false, WRITES },
+    { "LRANGE", 4, CMD_KEYED, 0, lrange, NULL, NULL, OBJ_MANY_REPLY_MAX, lrange_bound, false, READS },
+    { "LLEN", 2, CMD_KEYED, 0, llen, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, READS },
+    { "LINDEX", 3, CMD_KEYED, 0, lindex, NULL, NULL, OBJ_ONE_REPLY_MAX, NULL, false, READS },
+    { "LSET", 4, CMD_KEYED, 0, lset, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, WRITES },
+    { "LINSERT", 5, CMD_KEYED, 0, linsert, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, WRITES },
 };
 
 const struct command_set cmds_list = { table, sizeof table / sizeof table[0] };

@@ -233,12 +233,12 @@ static void rpoplpush_part(struct kv_store *s, struct request *r, const struct p
 }
 
 static const struct command table[] = {
-    { "RENAME", 3, CMD_KEYED, 1, rename_part, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, ATOMIC_CROSS },
-    { "RENAMENX", 3, CMD_KEYED, 1, renamenx_part, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, ATOMIC_CROSS },
-    { "MSETNX", -3, CMD_KEYED, 2, msetnx_part, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, ATOMIC_CROSS },
-    { "SMOVE", 4, CMD_KEYED, -2, smove_part, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, ATOMIC_CROSS },
-    { "LMOVE", 5, CMD_KEYED, -2, lmove_part, NULL, NULL, OBJ_ONE_REPLY_MAX, NULL, ATOMIC_CROSS },
-    { "RPOPLPUSH", 3, CMD_KEYED, 1, rpoplpush_part, NULL, NULL, OBJ_ONE_REPLY_MAX, NULL, ATOMIC_CROSS },
+    { "RENAME", 3, CMD_KEYED, 1, rename_part, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, ATOMIC_CROSS, WRITES },
+    { "RENAMENX", 3, CMD_KEYED, 1, renamenx_part, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, ATOMIC_CROSS, WRITES },
+    { "MSETNX", -3, CMD_KEYED, 2, msetnx_part, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, ATOMIC_CROSS, WRITES },
+    { "SMOVE", 4, CMD_KEYED, -2, smove_part, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, ATOMIC_CROSS, WRITES },
+    { "LMOVE", 5, CMD_KEYED, -2, lmove_part, NULL, NULL, OBJ_ONE_REPLY_MAX, NULL, ATOMIC_CROSS, WRITES },
+    { "RPOPLPUSH", 3, CMD_KEYED, 1, rpoplpush_part, NULL, NULL, OBJ_ONE_REPLY_MAX, NULL, ATOMIC_CROSS, WRITES },
 };
 
 const struct command_set cmds_move = { table, sizeof table / sizeof table[0] };

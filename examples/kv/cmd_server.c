@@ -346,30 +346,39 @@ static void shutdown_server(struct server *srv, struct request *r)
     kill(getpid(), SIGTERM); /* main waits for it with sigwait, then stops everything in order */
 }
 
+/* UNWATCH as a queued command of a transaction (outside MULTI, txn.c answers it): its EXEC ends the
+ * watches anyway, as Redis's does. */
+static void unwatch_queued(struct server *srv, struct request *r)
+{
+    (void)srv;
+    resp_simple(&r->reply, "OK");
+}
+
 static const struct command table[] = {
-    { "PING", -1, CMD_PURE, 0, NULL, NULL, ping, 0, NULL, false },
-    { "ECHO", 2, CMD_PURE, 0, NULL, NULL, echo, 0, NULL, false },
-    { "DBSIZE", 1, CMD_LOCAL, 0, NULL, NULL, dbsize, 0, NULL, false },
-    { "CONFIG", -2, CMD_LOCAL, 0, NULL, NULL, config, 0, NULL, false },
-    { "COMMAND", -1, CMD_LOCAL, 0, NULL, NULL, command_cmd, 0, NULL, false },
-    { "INFO", -1, CMD_LOCAL, 0, NULL, NULL, info_run, 0, NULL, false },
-    { "TIME", 1, CMD_LOCAL, 0, NULL, NULL, time_cmd, 0, NULL, false },
-    { "CLIENT", -2, CMD_LOCAL, 0, NULL, NULL, client_cmd, 0, NULL, false },
-    { "HELLO", -1, CMD_LOCAL, 0, NULL, NULL, client_hello, 0, NULL, false },
-    { "AUTH", -2, CMD_LOCAL, 0, NULL, NULL, client_auth, 0, NULL, false },
-    { "SELECT", 2, CMD_LOCAL, 0, NULL, NULL, select_db, 0, NULL, false },
-    { "MULTI", 1, CMD_TXN, 0, NULL, NULL, NULL, 0, NULL, false },
-    { "EXEC", 1, CMD_TXN, 0, NULL, NULL, NULL, 0, NULL, false },
-    { "DISCARD", 1, CMD_TXN, 0, NULL, NULL, NULL, 0, NULL, false },
-    { "WATCH", -2, CMD_TXN, 0, NULL, NULL, NULL, 0, NULL, false },
-    { "QUIT", 1, CMD_LOCAL, 0, NULL, NULL, quit, 0, NULL, false },
-    { "SHUTDOWN", -1, CMD_LOCAL, 0, NULL, NULL, shutdown_server, 0, NULL, false },
-    { "SHARD.STATS", 1, CMD_LOCAL, 0, NULL, NULL, admin_stats, 0, NULL, false },
-    { "SHARD.ADD", -2, CMD_ADMIN, 0, NULL, NULL, admin_add, 0, NULL, false },
-    { "SHARD.REMOVE", 2, CMD_ADMIN, 0, NULL, NULL, admin_remove, 0, NULL, false },
-    { "SHARD.CRASH", 2, CMD_ADMIN, 0, NULL, NULL, admin_crash, 0, NULL, false },
-    { "SHARD.PLACE", 3, CMD_ADMIN, 0, NULL, NULL, admin_place, 0, NULL, false },
-    { "SHARD.UNPLACE", 2, CMD_ADMIN, 0, NULL, NULL, admin_unplace, 0, NULL, false },
+    { "PING", -1, CMD_PURE, 0, NULL, NULL, ping, 0, NULL, false, false },
+    { "ECHO", 2, CMD_PURE, 0, NULL, NULL, echo, 0, NULL, false, false },
+    { "DBSIZE", 1, CMD_LOCAL, 0, NULL, NULL, dbsize, 0, NULL, false, false },
+    { "CONFIG", -2, CMD_LOCAL, 0, NULL, NULL, config, 0, NULL, false, false },
+    { "COMMAND", -1, CMD_LOCAL, 0, NULL, NULL, command_cmd, 0, NULL, false, false },
+    { "INFO", -1, CMD_LOCAL, 0, NULL, NULL, info_run, 0, NULL, false, false },
+    { "TIME", 1, CMD_LOCAL, 0, NULL, NULL, time_cmd, 0, NULL, false, false },
+    { "CLIENT", -2, CMD_LOCAL, 0, NULL, NULL, client_cmd, 0, NULL, false, false },
+    { "HELLO", -1, CMD_LOCAL, 0, NULL, NULL, client_hello, 0, NULL, false, false },
+    { "AUTH", -2, CMD_LOCAL, 0, NULL, NULL, client_auth, 0, NULL, false, false },
+    { "SELECT", 2, CMD_LOCAL, 0, NULL, NULL, select_db, 0, NULL, false, false },
+    { "MULTI", 1, CMD_TXN, 0, NULL, NULL, NULL, 0, NULL, false, false },
+    { "EXEC", 1, CMD_TXN, 0, NULL, NULL, NULL, 0, NULL, false, false },
+    { "DISCARD", 1, CMD_TXN, 0, NULL, NULL, NULL, 0, NULL, false, false },
+    { "WATCH", -2, CMD_TXN, 0, NULL, NULL, NULL, 0, NULL, false, false },
+    { "UNWATCH", 1, CMD_TXN, 0, NULL, NULL, unwatch_queued, 0, NULL, false, false },
+    { "QUIT", 1, CMD_LOCAL, 0, NULL, NULL, quit, 0, NULL, false, false },
+    { "SHUTDOWN", -1, CMD_LOCAL, 0, NULL, NULL, shutdown_server, 0, NULL, false, false },
+    { "SHARD.STATS", 1, CMD_LOCAL, 0, NULL, NULL, admin_stats, 0, NULL, false, false },
+    { "SHARD.ADD", -2, CMD_ADMIN, 0, NULL, NULL, admin_add, 0, NULL, false, false },
+    { "SHARD.REMOVE", 2, CMD_ADMIN, 0, NULL, NULL, admin_remove, 0, NULL, false, false },
+    { "SHARD.CRASH", 2, CMD_ADMIN, 0, NULL, NULL, admin_crash, 0, NULL, false, false },
+    { "SHARD.PLACE", 3, CMD_ADMIN, 0, NULL, NULL, admin_place, 0, NULL, false, false },
+    { "SHARD.UNPLACE", 2, CMD_ADMIN, 0, NULL, NULL, admin_unplace, 0, NULL, false, false },
 };
 
 const struct command_set cmds_server = { table, sizeof table / sizeof table[0] };

@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "net_internal.h"
+#include "watch.h"
 
 #define READ_CHUNK   16384
 #define READ_BUDGET  (256 * 1024) /* per wake-up, so one connection cannot starve the others */
@@ -146,6 +147,7 @@ static void conn_free(struct conn *c)
     }
     c->head = c->tail = NULL;
     txn_free(c);
+    watch_clear(c);
     c->next = nt->graveyard;
     nt->graveyard = c;
 }

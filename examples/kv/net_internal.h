@@ -34,6 +34,8 @@ struct conn {
     struct conn       *touched_next;
     struct conn       *prev, *next; /* every connection of the thread; next links the graveyard */
     struct txn        *txn;         /* between MULTI and EXEC or DISCARD (txn.c), else NULL */
+    struct watch_set  *watches;     /* its WATCHes since the last EXEC, DISCARD or UNWATCH (watch.c) */
+    _Atomic uint32_t   watched;     /* A: the keys they watch (CLIENT LIST) */
     /* What CLIENT, HELLO and AUTH keep (client.c). Only its thread touches these, but for the fields
      * marked L: written by it under clients_lock (net.c), read by CLIENT LIST on any network thread
      * under that lock; and A: relaxed atomics, for a line that is a snapshot anyway. */

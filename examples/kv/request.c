@@ -6,6 +6,7 @@
 
 #include "net_internal.h"
 #include "server.h"
+#include "watch.h"
 
 static size_t align_up(size_t n)
 {
@@ -103,6 +104,7 @@ void request_free(struct request *r)
         }
     }
     buf_free(&r->reply);
+    watch_set_put(r->watch);
     free(r);
 }
 
@@ -170,6 +172,8 @@ void request_run_part_uncounted(shard_worker *w, struct part *p)
         r->cmd->part(s, r, p);
     else
         part_error(r, -ENOMEM);
+    if (!r->cmd->reads)
+        watch_touch(p->hash); /* after the write: a WATCH's part of the key that follows reads it */
     if (part_failed(&r->part_reply[p->index]))
         part_error(r, -ENOMEM);
 }
@@ -317,6 +321,8 @@ size_t large_reply_bound(const struct request *r)
 
 size_t request_reply_bound(const struct request *r)
 {
+    if (!r->cmd)
+        return REPLY_TEXT_MAX; /* an EXEC's array header, which its job writes (txn.c) */
     if (r->cmd->reply_bound)
         return REPLY_TEXT_MAX + r->cmd->reply_bound(r);
     return REPLY_TEXT_MAX + r->nparts * r->cmd->part_reply_max;
@@ -328,7 +334,7 @@ size_t request_reply_bound(const struct request *r)
  * i - 1's reply, a segment at a time: a part's next segment moves into its place once it is put. */
 static uint32_t pieces(const struct request *r)
 {
-    return 1 + (r->reply_parts && !r->reply.failed ? r->nparts : 0);
+    return 1 + (r->reply_parts && !r->reply.failed && !r->silent ? r->nparts : 0);
 }
 
 static size_t segment_bytes(const struct part_reply *s)
@@ -338,6 +344,8 @@ static size_t segment_bytes(const struct part_reply *s)
 
 static size_t piece_bytes(const struct request *r, uint32_t i)
 {
+    if (r->silent)
+        return 0;
     if (i == 0)
         return r->reply.failed ? sizeof OUT_OF_MEMORY - 1 : r->reply.len;
     return segment_bytes(&r->part_reply[i - 1]);
@@ -365,6 +373,8 @@ size_t request_put_piece(struct request *r, struct buf *out)
     size_t n = piece_bytes(r, i);
     if (i == 0) {
         r->put++;
+        if (r->silent)
+            return 0;
         if (r->reply.failed)
             buf_put(out, OUT_OF_MEMORY, n);
         else

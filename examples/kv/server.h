@@ -32,6 +32,7 @@ struct server;
 struct net_thread;
 struct conn;
 struct request;
+struct watch_set;
 
 struct server_options {
     const char *bind;           /* address to listen on; 127.0.0.1 unless told otherwise */
@@ -125,9 +126,15 @@ struct command {
     /* keyed, several parts: run as one multi-key job (txn.c), all keys at once, as Redis does (true);
      * ATOMIC_CROSS: and decided in its last part, with every key's entry in hand (cross.h) */
     uint8_t atomic;
+    /* keyed: READS when its parts only read their keys (as far as a client sees: a read that finds a
+     * key expired deletes it, and says so itself, watch.h). Any other keyed command is a write of each
+     * of its keys, which aborts the EXEC of a connection that watches one (watch.h). */
+    bool reads;
 };
 
 #define ATOMIC_CROSS 2
+#define READS  true
+#define WRITES false
 
 /* One family's table of commands (a cmd_*.c file); commands.c lists every set. */
 struct command_set {
@@ -176,6 +183,11 @@ struct request {
     size_t                charge; /* N: what it counts for in its connection's held bytes (net.c) */
     uint32_t              put;    /* N: pieces of its reply already copied to the output */
     bool                  done;   /* N: its completion has been taken */
+    /* R: a command of a transaction whose watched keys were written (watch.h): its reply is not sent.
+     * Set by the transaction's job before it completes the EXEC's array header, which the network
+     * thread sends first (the FIFO), so it reads this after. */
+    bool                  silent;
+    struct watch_set     *watch;  /* I: a WATCH's keys, their stamps written by its parts (watch.h) */
 };
 
 /* What a keyed command's part works on: its key, and where its reply goes. */

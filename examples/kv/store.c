@@ -4,6 +4,7 @@
 
 #include "expire.h"
 #include "obj.h"
+#include "watch.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -235,6 +236,7 @@ bool store_del(struct kv_store *s, uint64_t hash, const void *key, size_t klen)
     kv_entry_free(e);
     count_local(s);
     atomic_fetch_sub_explicit(&total_keys, 1, memory_order_relaxed);
+    watch_touch(hash); /* a DEL's, and an expiry's: a read that finds the key due, or its timer */
     return true;
 }
 
@@ -328,6 +330,7 @@ size_t store_clear(struct kv_store *s, bool (*mine)(const struct kv_entry *e, vo
 {
     size_t n = free_list(kvmap_take_if(&s->map, everything, NULL));
     count_local(s);
+    watch_touch_all(); /* every key is written, whether this store held it or not */
     for (int i = 0; mine && i < TRANSIT_STRIPES; i++) {
         pthread_mutex_lock(&transit[i].lock);
         struct kv_entry *list = kvmap_take_if(&transit[i].map, mine, ctx);

@@ -8,8 +8,8 @@
  *
  * MULTI queues the commands that follow, answering +QUEUED, until EXEC or DISCARD; a command refused
  * while queued (unknown, wrong arity, an admin command, too many keys) makes EXEC answer EXECABORT,
- * as Redis does. EXEC answers an array of the queued commands' replies. WATCH is refused (kv_server
- * has none); redis-py's default pipeline and redis-cli's MULTI need only the rest.
+ * as Redis does. EXEC answers an array of the queued commands' replies; with watched keys (watch.h),
+ * its job holds those too and its first step decides: the array, or a null one with nothing run.
  *
  * Each key's parts run in that key's one step, in the order the commands gave them; commands of
  * different keys are not ordered among each other, which only a command whose keys meet can tell
@@ -21,18 +21,32 @@
 
 #include "net_internal.h"
 #include "server.h"
+#include "watch.h"
+
+/* An EXEC of a connection that watches keys (watch.h): its array header, which the job's first step
+ * writes, and the transaction's requests, which that step silences if a watched key was written. */
+struct txn_exec {
+    struct request   *head;
+    struct watch_set *watches;
+    uint32_t          nreq;
+    struct request   *reqs[];
+};
 
 /* One multi-key job: its parts in order, and the shard hash of each one's key (which part a step
- * runs: shard hands a step the index of its key's first part, and keys of one hash share a step). A
- * group (an MGET's or EXISTS's keys of one worker, txn_submit_group) holds parts of one request, all
+ * runs: shard hands a step the index of its key's first part, and keys of one hash share a step),
+ * then an EXEC's watched keys, held with the others but with no part of their own. A group (an
+ * MGET's or EXISTS's keys of one worker, txn_submit_group) holds parts of one request, all
  * counted done at once when its last step has run: one atomic decrement of the request's count, not
  * one a key (an MGET of 10 keys on one worker: 3 % of its CPU). The others count each part as it
- * runs: a command whose keys meet (cross.c) learns from the count which of its parts is the last. */
+ * runs: a command whose keys meet (cross.c) learns from the count which of its parts is the last.
+ * Steps run one after another (on whatever workers): checked and aborted need no lock. */
 struct txn_job {
-    uint32_t     n;
-    bool         group;
-    struct part *parts[];
-    /* followed by uint64_t hash[n] */
+    uint32_t         n, keys; /* parts; keys held: the parts' and the watched ones */
+    bool             group;
+    bool             checked, aborted; /* an EXEC's watches compared; a watched key was written */
+    struct txn_exec *exec;             /* NULL: not an EXEC with watches */
+    struct part     *parts[];
+    /* followed by uint64_t hash[keys] */
 };
 
 static uint64_t *job_hashes(struct txn_job *x)
@@ -40,10 +54,28 @@ static uint64_t *job_hashes(struct txn_job *x)
     return (uint64_t *)&x->parts[x->n];
 }
 
+/* An EXEC's first step, every key held: its watches compared, its header written and sent on. */
+static void exec_check(struct txn_job *x)
+{
+    struct txn_exec *e = x->exec;
+    x->checked = true;
+    x->aborted = watch_changed(e->watches);
+    watch_release(e->watches);
+    e->watches = NULL;
+    /* Before the header is completed: the network thread reads silent once it has sent the header,
+     * and the requests follow it in the FIFO. */
+    for (uint32_t i = 0; x->aborted && i < e->nreq; i++)
+        e->reqs[i]->silent = true;
+    resp_array(&e->head->reply, x->aborted ? -1 : (int64_t)e->nreq);
+    request_complete(e->head);
+}
+
 static void step(shard_worker *w, void *arg, size_t first)
 {
     struct txn_job *x = arg;
     uint64_t *h = job_hashes(x), key = h[first];
+    if (x->exec && !x->checked)
+        exec_check(x);
     /* Steps on one worker (an MGET's group, queued whole) come one after another, each a lookup of
      * two dependent misses (the bucket, then the entry): the bucket of the part after next and the
      * entry of the next start loading while this one runs. */
@@ -54,7 +86,9 @@ static void step(shard_worker *w, void *arg, size_t first)
     for (uint32_t i = (uint32_t)first; i < x->n; i++) {
         if (h[i] != key)
             continue;
-        if (x->group)
+        if (x->aborted)
+            request_parts_done(x->parts[i]->r, 1); /* not run: its reply is not sent */
+        else if (x->group)
             request_run_part_uncounted(w, x->parts[i]);
         else
             request_run_part(w, x->parts[i]);
@@ -68,6 +102,7 @@ static void done(shard_worker *w, void *arg)
     struct txn_job *x = arg;
     if (x->group)
         request_parts_done(x->parts[0]->r, x->n);
+    free(x->exec);
     free(x);
 }
 
@@ -87,20 +122,28 @@ void parts_by_owner(const uint32_t *owner, uint32_t n, uint32_t *order)
     }
 }
 
-/* Submits parts[0..n), whose keys' shard hashes are h, as one multi-key job with steps; group: parts
- * of one request, counted done together (struct txn_job). */
-static void submit_steps(struct server *srv, struct part **parts, uint32_t n, const uint64_t *h, bool group)
+/* Submits parts[0..n) and then the keys of an EXEC's watches (e: NULL for none), whose shard hashes
+ * are h[0..keys), as one multi-key job with steps; group: parts of one request, counted done together
+ * (struct txn_job). Refused, each part answers with the error, and e's header is sent as if no watched
+ * key was written (the parts' errors follow it). */
+static void submit_steps(struct server *srv, struct part **parts, uint32_t n, const uint64_t *h, uint32_t keys,
+                         bool group, struct txn_exec *e)
 {
-    struct txn_job *x = malloc(sizeof *x + n * (sizeof *x->parts + sizeof(uint64_t)));
+    struct txn_job *x = malloc(sizeof *x + n * sizeof *x->parts + keys * sizeof(uint64_t));
     int err = -ENOMEM;
     if (x) {
-        x->n = n;
-        x->group = group;
-        memcpy(job_hashes(x), h, n * sizeof *h);
+        *x = (struct txn_job){ .n = n, .keys = keys, .group = group, .exec = e };
+        memcpy(job_hashes(x), h, keys * sizeof *h);
         memcpy(x->parts, parts, n * sizeof *parts);
-        err = shard_submit_multi_each_hash(srv->d, job_hashes(x), n, step, done, x);
+        err = shard_submit_multi_each_hash(srv->d, job_hashes(x), keys, step, done, x);
     }
     if (err) {
+        if (e) {
+            watch_release(e->watches);
+            resp_array(&e->head->reply, e->nreq);
+            request_complete(e->head);
+            free(e);
+        }
         free(x);
         for (uint32_t i = 0; i < n; i++)
             request_refuse_part(parts[i], err);
@@ -109,19 +152,23 @@ static void submit_steps(struct server *srv, struct part **parts, uint32_t n, co
 
 void txn_submit_group(struct server *srv, struct part **parts, uint32_t n, const uint64_t *h)
 {
-    submit_steps(srv, parts, n, h, true);
+    submit_steps(srv, parts, n, h, n, true, NULL);
 }
 
-void txn_submit(struct server *srv, struct part **parts, uint32_t n)
+/* txn_submit with an EXEC's watched keys (wh[0..nw), e) held too, after the parts' keys. */
+static void submit_watched(struct server *srv, struct part **parts, uint32_t n, const uint64_t *wh, uint32_t nw,
+                           struct txn_exec *e)
 {
-    uint64_t h[TXN_MAX_PARTS], oh[TXN_MAX_PARTS];
+    uint64_t h[TXN_MAX_PARTS], oh[TXN_MAX_PARTS]; /* n + nw <= TXN_MAX_PARTS (exec) */
     uint32_t owner[TXN_MAX_PARTS], order[TXN_MAX_PARTS];
     struct part *op[TXN_MAX_PARTS];
     for (uint32_t i = 0; i < n; i++)
         h[i] = parts[i]->shard_hash;
+    for (uint32_t i = 0; i < nw; i++)
+        h[n + i] = wh[i];
     /* Two keys: either order is one hop. Without owners (destroy began), the submit says why. */
     if (n <= 2 || shard_key_owners_hash(srv->d, h, n, owner) != 0) {
-        submit_steps(srv, parts, n, h, false);
+        submit_steps(srv, parts, n, h, n + nw, false, e);
         return;
     }
     parts_by_owner(owner, n, order);
@@ -129,7 +176,13 @@ void txn_submit(struct server *srv, struct part **parts, uint32_t n)
         op[i] = parts[order[i]];
         oh[i] = h[order[i]];
     }
-    submit_steps(srv, op, n, oh, false);
+    memcpy(h, oh, n * sizeof *oh);
+    submit_steps(srv, op, n, h, n + nw, false, e);
+}
+
+void txn_submit(struct server *srv, struct part **parts, uint32_t n)
+{
+    submit_watched(srv, parts, n, NULL, 0, NULL);
 }
 
 /* A connection's transaction, from MULTI to EXEC or DISCARD. */
@@ -225,20 +278,37 @@ static bool queue(struct conn *c, const struct command *cmd, struct resp_arg *ar
     return conn_reply_text(c, false, "QUEUED");
 }
 
-/* EXEC: the array header, then every queued command in its place; the keyed ones' parts as one job. */
+/* EXEC: the array header, then every queued command in its place; the keyed ones' parts as one job.
+ * With watched keys, that job holds them too, and its first step writes the header: the array, or
+ * a null one if a watched key was written, with nothing run (watch.h). */
 static bool exec(struct conn *c)
 {
     struct server *srv = c->nt->srv;
     struct txn *t = c->txn;
+    uint64_t wh[WATCH_MAX_KEYS];
+    uint32_t nw = 0;
+    if (t->parts + watch_count(c) > TXN_MAX_PARTS) {
+        txn_free(c);
+        watch_clear(c);
+        return conn_reply_text(c, true, "EXECABORT a transaction holds at most 1024 keys on kv_server, its watched "
+                                        "keys included");
+    }
     struct request *h = request_new(c, c->nt, srv, NULL, NULL, 0);
-    if (!h)
+    struct txn_exec *e = h && c->watches ? malloc(sizeof *e + t->n * sizeof *e->reqs) : NULL;
+    if (!h || (c->watches && !e)) {
+        free(h);
         return false;
-    resp_array(&h->reply, t->n);
-    h->done = true;
+    }
+    struct watch_set *watches = watch_take(c, &nw, wh);
+    if (e)
+        *e = (struct txn_exec){ .head = h, .watches = watches, .nreq = t->n };
+    else
+        resp_array(&h->reply, t->n);
+    h->done = !e; /* with watches, completed by the job (exec_check) */
     conn_append(c, h);
     request_flush(&c->nt->batch, srv->d); /* the commands before MULTI reach shard first */
     struct part *parts[TXN_MAX_PARTS];
-    uint32_t n = 0;
+    uint32_t n = 0, k = 0;
     for (struct request *r = t->head, *next; r; r = next) {
         next = r->next;
         r->next = NULL;
@@ -247,13 +317,37 @@ static bool exec(struct conn *c)
             r->done = true;
         }
         conn_append(c, r);
+        if (e)
+            e->reqs[k++] = r;
         for (uint32_t i = 0; r->cmd->kind == CMD_KEYED && i < r->nparts; i++)
             parts[n++] = &r->parts[i];
     }
     t->head = t->tail = NULL;
     txn_free(c);
-    if (n)
+    if (e)
+        submit_watched(srv, parts, n, wh, nw, e);
+    else if (n)
         txn_submit(srv, parts, n);
+    return true;
+}
+
+/* WATCH key...: a job of each key reads its stamp (watch.h), then +OK; the connection watches them
+ * from now on. Return: false without memory. */
+static bool watch(struct conn *c, const struct resp_arg *argv, uint32_t argc)
+{
+    if (watch_count(c) + (argc - 1) > WATCH_MAX_KEYS)
+        return conn_reply_text(c, true, "ERR a connection watches at most 1024 keys on kv_server");
+    struct request *r = request_new(c, c->nt, c->nt->srv, &watch_cmd, argv, argc);
+    if (!r)
+        return false;
+    struct watch_set *s = watch_set_new(r);
+    if (!s) {
+        request_free(r);
+        return false;
+    }
+    watch_add(c, s);
+    conn_append(c, r);
+    request_submit(r, &c->nt->batch);
     return true;
 }
 
@@ -272,6 +366,7 @@ bool txn_dispatch(struct conn *c, const struct command *cmd, struct resp_arg *ar
             return conn_reply_text(c, true, "ERR EXEC without MULTI");
         if (c->txn->dirty) {
             txn_free(c);
+            watch_clear(c);
             return conn_reply_text(c, true, "EXECABORT Transaction discarded because of previous errors.");
         }
         return exec(c);
@@ -280,10 +375,17 @@ bool txn_dispatch(struct conn *c, const struct command *cmd, struct resp_arg *ar
         if (!c->txn)
             return conn_reply_text(c, true, "ERR DISCARD without MULTI");
         txn_free(c);
+        watch_clear(c);
         return conn_reply_text(c, false, "OK");
     }
-    if (strcmp(name, "WATCH") == 0)
-        return conn_reply_text(c, true, c->txn ? "ERR WATCH inside MULTI is not allowed"
-                                               : "ERR kv_server has no WATCH (MULTI and EXEC it has)");
-    return queue(c, cmd, argv, argc);
+    if (strcmp(name, "WATCH") == 0) {
+        if (c->txn)
+            return conn_reply_text(c, true, "ERR WATCH inside MULTI is not allowed");
+        return watch(c, argv, argc);
+    }
+    if (strcmp(name, "UNWATCH") == 0 && !c->txn) {
+        watch_clear(c);
+        return conn_reply_text(c, false, "OK");
+    }
+    return queue(c, cmd, argv, argc); /* UNWATCH inside MULTI: queued, and does nothing (EXEC unwatches) */
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # kv_server: transactions and atomic commands of several keys. MULTI/EXEC/DISCARD as redis-cli sends
 # them, with Redis's errors (EXEC or DISCARD without MULTI, nested MULTI, EXECABORT after a command
-# refused while queued, WATCH); MSET and DEL of many keys; redis-py's default pipeline (MULTI/EXEC);
+# refused while queued, WATCH inside MULTI); MSET and DEL of many keys; redis-py's default pipeline (MULTI/EXEC);
+# WATCH as Redis's, and optimistic locking with it under churn (watch_client.py);
 # atomicity under churn: no MULTI reads a pair of keys half written by a MULTI of an MSET, of two SETs
 # or of a DEL while workers are added, removed and crashed (txn_client.py); EXEC pipelined, its
 # replies in order, under churn and resets, with --net-threads 0 and 2 (txn_order_client.py); a MULTI
@@ -41,8 +42,12 @@ expect "an unknown command aborts EXEC" "EXECABORT Transaction discarded because
     "$(printf 'MULTI\nNOSUCH 1\nSET y 1\nEXEC\n' | clis | tail -1)"
 expect "an admin command is refused inside MULTI" "ERR kv_server runs no admin or keyspace command inside MULTI" \
     "$(printf 'MULTI\nFLUSHDB\nDISCARD\n' | clis | sed -n 2p)"
-expect "WATCH" "ERR kv_server has no WATCH (MULTI and EXEC it has)" "$(cli WATCH a)"
 expect "WATCH inside MULTI" "ERR WATCH inside MULTI is not allowed" "$(printf 'MULTI\nWATCH a\nDISCARD\n' | clis | sed -n 2p)"
+expect "WATCH, then an EXEC no write came between" "$(printf 'OK\nOK\nQUEUED\nOK')" \
+    "$(printf 'WATCH a nosuch\nMULTI\nSET a 1\nEXEC\n' | clis)"
+expect "WATCH, then a write of its own, then EXEC: a null array (an empty line)" "$(printf 'OK\nOK\nOK\nQUEUED\n')" \
+    "$(printf 'WATCH a\nSET a 2\nMULTI\nSET a 3\nEXEC\n' | cli)"
+expect "nothing of it ran" 2 "$(cli GET a)"
 expect "an empty EXEC" "$(printf 'OK')" "$(printf 'MULTI\nEXEC\n' | clis | head -1)"
 # --- MSET and DEL of many keys: atomic, as Redis's (one multi-key job, at most 1024 keys).
 args=(); for ((i = 0; i < 300; i++)); do args+=("m$i" "v$i"); done
@@ -96,6 +101,9 @@ expect "its value" 3 "$(cli GET r)"
 
 # --- redis-py, default settings, then atomicity under churn.
 /usr/bin/python3 "$here/txn_client.py" "$KV_PORT" 4 || fail "redis-py transactions (above)"
+expect "still serving" PONG "$(cli PING)"
+# --- WATCH: Redis's cases one by one, then optimistic locking under churn (watch_client.py).
+/usr/bin/python3 "$here/watch_client.py" "$KV_PORT" 4 || fail "WATCH (above)"
 expect "still serving" PONG "$(cli PING)"
 # --- EXEC pipelined hard, replies in order byte for byte, transfers audited, connections reset with
 # EXECs unread, under churn: with the network on the workers (above) and on threads of its own.

@@ -1,0 +1,89 @@
+/* kv_server: WATCH, the optimistic lock of a transaction. SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * As in Redis: after WATCH k, the connection's next EXEC runs nothing and answers a null array if k
+ * was written in between, by any connection, this one included; EXEC, DISCARD and UNWATCH end every
+ * watch of the connection, and so does its closing. Written means: a keyed command not marked READS
+ * ran a part of k (whatever it changed: a SET NX that set nothing counts, where Redis would not count
+ * it; so an EXEC may abort for nothing, never run over a change), k was deleted (DEL, an expiry by its
+ * timer or by a read that found it due), or the store was flushed.
+ *
+ * How. A table of stamps, counters chosen by a key's store hash (its top bits), shared by every
+ * worker: a write adds one to its key's. WATCH runs a part on each of its keys, as a job of the key
+ * (after the connection's earlier commands of it, on whichever worker holds it), which reads the
+ * stamp. EXEC's multi-key job holds the watched keys beside its commands' keys, and its first step,
+ * which runs once every key is held, compares each watched key's stamp with what its WATCH read:
+ * every write of those keys that came before EXEC has run by then (each key's order), and none that
+ * comes after can run until the job ends. A stamp is the key's wherever the key lives, so a key
+ * that moved to another worker since its WATCH (a change, a crash) needs nothing more. Keys that
+ * share a stamp abort each other's EXEC: one write in WATCH_SLOTS of another key does, for nothing.
+ *
+ * While no connection watches a key (active, the count of watched keys), a write adds nothing: one
+ * load. That is safe: the count went up before the WATCH's parts were submitted, each write that
+ * matters to a watch comes after the WATCH's part of its key in the key's order, so it sees the
+ * count up (or down again, when the watch is over and matters no more). */
+#ifndef KV_WATCH_H
+#define KV_WATCH_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "server.h"
+
+struct conn;
+
+#define WATCH_SLOTS_BITS 14
+#define WATCH_SLOTS      (1u << WATCH_SLOTS_BITS)
+/* A connection's watched keys at most: an EXEC's job holds them and its commands' keys, at most
+ * TXN_MAX_PARTS (server.h) in all. */
+#define WATCH_MAX_KEYS 1024
+
+extern _Atomic uint64_t watch_stamps[WATCH_SLOTS];
+extern atomic_uint      watch_active;
+
+/* A write of the key whose store hash is hash. Context: the job that wrote it (a worker). */
+static inline void watch_touch(uint64_t hash)
+{
+    if (atomic_load_explicit(&watch_active, memory_order_relaxed) == 0)
+        return;
+    atomic_fetch_add_explicit(&watch_stamps[hash >> (64 - WATCH_SLOTS_BITS)], 1, memory_order_relaxed);
+}
+
+/* A write of every key (a flush). Context: a worker's job. */
+void watch_touch_all(void);
+
+/* The keyed command a WATCH becomes (txn.c): a part a key, every argument a key, each reading its
+ * key's stamp into the request's set (watch_set_new), then +OK. */
+extern const struct command watch_cmd;
+
+/* The set of a WATCH request r's keys, their stamps to be read by its parts (r->watch: r holds it
+ * until freed), counted as watched from now on. NULL without memory. Context: the network thread,
+ * before r is submitted. */
+struct watch_set *watch_set_new(struct request *r);
+
+/* The connection watches s's keys too, until its next EXEC, DISCARD or UNWATCH (the connection's
+ * hold on s). Context: its network thread. */
+void watch_add(struct conn *c, struct watch_set *s);
+
+/* Ends the connection's watches (UNWATCH, DISCARD, an aborted EXEC, its closing). Context: its
+ * network thread. */
+void watch_clear(struct conn *c);
+
+/* The connection's watches, handed to its EXEC (the connection keeps none), or NULL; *keys: how many
+ * keys they watch, *hashes filled with their shard hashes (room for WATCH_MAX_KEYS). Context: its
+ * network thread. */
+struct watch_set *watch_take(struct conn *c, uint32_t *keys, uint64_t *hashes);
+
+/* Whether a key of list was written since its WATCH. Context: a job that holds every key of list. */
+bool watch_changed(const struct watch_set *list);
+
+/* Lets list go (taken by watch_take): its keys watched no more. Context: any thread. */
+void watch_release(struct watch_set *list);
+
+/* Drops a WATCH request's hold on its set (request_free). */
+void watch_set_put(struct watch_set *s);
+
+/* How many keys the connection watches (CLIENT LIST). Context: any thread: a snapshot. */
+uint32_t watch_count(const struct conn *c);
+
+#endif

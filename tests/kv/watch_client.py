@@ -1,0 +1,300 @@
+#!/usr/bin/python3
+"""kv_server's WATCH as redis-py uses it (Debian python3-redis), then under churn.
+
+   watch_client.py PORT SECONDS
+
+First what Redis promises, one case at a time, with a second connection doing the writes: an EXEC
+after a write of a watched key (by another client, by this one, a DEL, a create of a key watched
+while missing, an expiry by its timer and by a read that finds it due, a FLUSHALL) runs nothing and
+answers null (redis-py raises WatchError); reads of it (GET, EXISTS, TTL, MGET), its own WATCH again
+and writes of other keys do not abort; EXEC, DISCARD and UNWATCH end every watch; WATCH inside MULTI
+and more keys than a connection may watch are refused. Then the optimistic lock it is for: threads
+move amounts between accounts with redis-py's transaction() (WATCH, GET, MULTI, SET, EXEC, again on
+WatchError) and add to counters the same way, while the admin connection adds, removes and crashes
+workers: the total is conserved and every counter holds exactly the increments that succeeded (a
+write that a watch missed loses one); and two threads each claim one side of a pair only while both
+sides are free, watching both but writing one, which no reader may ever see both claimed (the write
+skew a watched key not held while its EXEC runs would let through). Exits 1 on any violation."""
+import sys
+import threading
+import time
+
+import redis
+from pace import Pace
+from wire import command
+
+port, seconds = int(sys.argv[1]), float(sys.argv[2])
+r = redis.Redis(port=port)
+other = redis.Redis(port=port)
+
+
+def exec_after(watch, between, queued=(("SET", "w:out", "ran"),), setup=None):
+    """WATCH watch, run between() on the other connection, then MULTI queued EXEC: the EXEC's
+    result, or None when it was aborted."""
+    r.delete("w:out")
+    if setup:
+        setup()
+    p = r.pipeline()
+    p.watch(*watch)
+    between()
+    p.multi()
+    for cmd in queued:
+        p.execute_command(*cmd)
+    try:
+        return p.execute()
+    except redis.WatchError:
+        return None
+    finally:
+        p.reset()
+
+
+def case(name, got, want):
+    if got != want:
+        sys.exit(f"FAIL: {name}: EXEC gave {got!r}, expected {want!r}")
+
+
+def nothing():
+    pass
+
+
+r.flushall()
+r.set("w:a", "1")
+case("no write in between", exec_after(["w:a"], nothing), [True])
+case("a write by another client", exec_after(["w:a"], lambda: other.set("w:a", "2")), None)
+if r.get("w:out") is not None:
+    sys.exit("FAIL: an aborted EXEC ran its commands")
+case("a write of this connection's own before MULTI", exec_after(["w:a"], lambda: r.set("w:a", "3")), None)
+case("an INCR", exec_after(["w:a"], lambda: other.incr("w:a")), None)
+case("a DEL", exec_after(["w:a"], lambda: other.delete("w:a")), None)
+case("a key watched while missing, then made", exec_after(["w:missing"], lambda: other.set("w:missing", "1")), None)
+case("a key still missing", exec_after(["w:nothere"], nothing), [True])
+case("reads of the key (GET, EXISTS, TTL, MGET, TYPE)",
+     exec_after(["w:a"], lambda: (other.get("w:a"), other.exists("w:a"), other.ttl("w:a"), other.mget("w:a", "w:b"),
+                                  other.type("w:a"))), [True])
+case("writes of other keys", exec_after(["w:a"], lambda: [other.set(f"w:other{i}", i) for i in range(50)]), [True])
+case("a key of several watched on several workers written",
+     exec_after([f"w:k{i}" for i in range(20)], lambda: other.set("w:k13", "x")), None)
+case("a watched key written inside the transaction itself", exec_after(["w:a"], nothing, (("SET", "w:a", "9"),)),
+     [True])
+case("an expiry by the key's timer", exec_after(["w:e"], lambda: time.sleep(0.3),
+                                                setup=lambda: r.set("w:e", "1", px=50)), None)
+case("an expiry found by a read", exec_after(["w:e"], lambda: (time.sleep(0.1), other.get("w:e")),
+                                             setup=lambda: r.set("w:e", "1", px=50)), None)
+case("a FLUSHALL", exec_after(["w:a"], lambda: other.flushall()), None)
+
+
+# Sent at once, not waiting for WATCH's answer: the WATCH reads the key after the SET before it,
+# and the SET after it, of this connection, aborts.
+def at_once(*cmds):
+    """cmds sent in one write on a connection of their own (redis-py's pipelines send WATCH alone),
+    then their answers."""
+    conn = redis.Connection(port=port)
+    try:
+        conn.send_packed_command([b"".join(command(*c) for c in cmds)])
+        return [conn.read_response() for _ in cmds]
+    finally:
+        conn.disconnect()
+
+
+got = at_once(("SET", "w:p", "1"), ("WATCH", "w:p"), ("MULTI",), ("SET", "w:out", "x"), ("EXEC",))
+case("pipelined: a SET, then WATCH, MULTI, EXEC", got[-1], [b"OK"])
+got = at_once(("WATCH", "w:p"), ("SET", "w:p", "2"), ("MULTI",), ("SET", "w:out", "x"), ("EXEC",))
+case("pipelined: WATCH, then a SET, MULTI, EXEC", got[-1], None)
+
+
+def plain_exec():
+    """MULTI, a SET, EXEC, with no WATCH of its own: what an earlier watch left."""
+    r.execute_command("MULTI")
+    r.execute_command("SET", "w:out", "y")
+    return r.execute_command("EXEC")
+
+
+# Every watch ends with EXEC, DISCARD and UNWATCH: a write after it aborts nothing.
+r.set("w:a", "1")
+r.execute_command("WATCH", "w:a")
+r.execute_command("MULTI")
+if r.execute_command("EXEC") != []:
+    sys.exit("FAIL: an EXEC of nothing did not answer an empty array")
+other.set("w:a", "2")
+case("after an EXEC", plain_exec(), [b"OK"])
+r.execute_command("WATCH", "w:a")
+r.execute_command("MULTI")
+r.execute_command("DISCARD")
+other.set("w:a", "3")
+case("after a DISCARD", plain_exec(), [b"OK"])
+r.execute_command("WATCH", "w:a")
+if r.execute_command("UNWATCH") not in (b"OK", True):
+    sys.exit("FAIL: UNWATCH did not answer OK")
+other.set("w:a", "4")
+case("after an UNWATCH", plain_exec(), [b"OK"])
+case("UNWATCH queued inside MULTI", exec_after(["w:a"], nothing, (("UNWATCH",), ("SET", "w:out", "x"))),
+     [True, True])
+try:
+    r.execute_command("MULTI")
+    r.execute_command("WATCH", "w:a")
+    sys.exit("FAIL: WATCH inside MULTI was taken")
+except redis.ResponseError as e:
+    if "WATCH inside MULTI is not allowed" not in str(e):
+        sys.exit(f"FAIL: WATCH inside MULTI refused with {e}")
+finally:
+    r.execute_command("DISCARD")
+try:
+    r.execute_command("WATCH", *[f"w:many{i}" for i in range(1025)])
+    sys.exit("FAIL: a WATCH of 1025 keys was taken")
+except redis.ResponseError as e:
+    if "at most 1024 keys" not in str(e):
+        sys.exit(f"FAIL: a WATCH of 1025 keys refused with {e}")
+r.execute_command("WATCH", *[f"w:many{i}" for i in range(1000)])
+r.execute_command("MULTI")
+r.execute_command("MSET", *[x for i in range(30) for x in (f"w:m{i}", i)])
+try:
+    r.execute_command("EXEC")
+    sys.exit("FAIL: an EXEC of 30 keys watching 1000 was taken")
+except redis.ResponseError as e:
+    if not isinstance(e, redis.exceptions.ExecAbortError) or "watched" not in str(e):
+        sys.exit(f"FAIL: an EXEC of 30 keys watching 1000 refused with {e}")
+other.set("w:many5", "x")
+case("after a refused EXEC", plain_exec(), [b"OK"])
+
+# The optimistic lock under churn.
+ACCOUNTS, COUNTERS, START = 8, 4, 1000
+for i in range(ACCOUNTS):
+    r.set(f"wacct:{i}", START)
+for i in range(COUNTERS):
+    r.set(f"wctr:{i}", 0)
+pace = Pace(seconds)
+errors = []
+counts = {"moves": 0, "incrs": 0, "claims": 0, "retries": 0, "changes": 0}
+done_incrs = [0] * COUNTERS
+lock = threading.Lock()
+
+
+def mover(n):
+    c = redis.Redis(port=port)
+    i = retries = 0
+    while pace.going(i, 20):
+        a, b = (i * 5 + n) % ACCOUNTS, (i * 3 + n + 1) % ACCOUNTS
+        if a == b:
+            b = (b + 1) % ACCOUNTS
+        amount = 1 + i % 7
+
+        def move(p):
+            nonlocal retries
+            retries += 1
+            va, vb = int(p.get(f"wacct:{a}")), int(p.get(f"wacct:{b}"))
+            p.multi()
+            p.set(f"wacct:{a}", va - amount)
+            p.set(f"wacct:{b}", vb + amount)
+
+        c.transaction(move, f"wacct:{a}", f"wacct:{b}")
+        retries -= 1
+        i += 1
+    with lock:
+        counts["moves"] += i
+        counts["retries"] += retries
+
+
+def incrementer(n):
+    c = redis.Redis(port=port)
+    i = retries = 0
+    while pace.going(i, 20):
+        k = (i + n) % COUNTERS
+
+        def add(p):
+            nonlocal retries
+            retries += 1
+            v = int(p.get(f"wctr:{k}"))
+            p.multi()
+            p.set(f"wctr:{k}", v + 1)
+
+        c.transaction(add, f"wctr:{k}")
+        retries -= 1
+        with lock:
+            done_incrs[k] += 1
+        i += 1
+    with lock:
+        counts["incrs"] += i
+        counts["retries"] += retries
+
+
+PAIRS = 4
+padding = {side: {f"pad:{side}:{i}": i for i in range(300)} for side in "xy"}
+
+
+def claimer(side):
+    """Write skew, which WATCH prevents: claims its side of a pair only while neither side is
+    claimed, watching both but writing one. Were a watched key not held while the EXEC runs, the two
+    claimers could each see the pair free and both claim it."""
+    c = redis.Redis(port=port)
+    i = 0
+    while pace.going(i, 20):
+        k = i % PAIRS
+
+        def claim(p):
+            if p.get(f"ws:{k}:x") == b"0" and p.get(f"ws:{k}:y") == b"0":
+                p.multi()
+                p.mset(padding[side])  # keys on every worker: steps that take a while, here and there
+                p.set(f"ws:{k}:{side}", 1)
+
+        c.transaction(claim, f"ws:{k}:x", f"ws:{k}:y")
+        i += 1
+    with lock:
+        counts["claims"] += i
+
+
+def freer():
+    c = redis.Redis(port=port)
+    i = 0
+    while pace.going(i, 20):
+        k = i % PAIRS
+        x, y = c.pipeline().get(f"ws:{k}:x").get(f"ws:{k}:y").execute()  # in one MULTI
+        if x == b"1" and y == b"1":
+            with lock:
+                errors.append(f"pair {k} claimed by both sides")
+        c.pipeline().set(f"ws:{k}:x", 0).set(f"ws:{k}:y", 0).execute()
+        i += 1
+
+
+for k in range(PAIRS):
+    r.mset({f"ws:{k}:x": 0, f"ws:{k}:y": 0})
+
+
+def admin():
+    c = redis.Redis(port=port)
+    i = 0
+    while pace.going(2 * i, 4):
+        name = f"t{i}"
+        c.execute_command("SHARD.ADD", name)
+        if i % 2:
+            c.execute_command("SHARD.REMOVE", name)
+        else:
+            c.execute_command("SHARD.CRASH", name)
+        i += 1
+        time.sleep(0.02)  # the pace of the churn, not synchronisation
+    with lock:
+        counts["changes"] += 2 * i
+
+
+threads = [threading.Thread(target=mover, args=(n,)) for n in range(3)]
+threads += [threading.Thread(target=incrementer, args=(n,)) for n in range(3)]
+threads += [threading.Thread(target=claimer, args=(side,)) for side in "xy"]
+threads.append(threading.Thread(target=freer))
+threads.append(threading.Thread(target=admin))
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+if errors:
+    sys.exit(f"FAIL: {len(errors)} pairs claimed by both sides (write skew), e.g. {errors[:3]}")
+total = sum(int(r.get(f"wacct:{i}")) for i in range(ACCOUNTS))
+if total != ACCOUNTS * START:
+    sys.exit(f"FAIL: the accounts hold {total}, not {ACCOUNTS * START}: a move ran over a write its watch missed")
+got = [int(r.get(f"wctr:{k}")) for k in range(COUNTERS)]
+if got != done_incrs:
+    sys.exit(f"FAIL: the counters hold {got}, the increments that succeeded were {done_incrs}")
+if counts["moves"] < 50 or counts["incrs"] < 50 or counts["claims"] < 50 or counts["changes"] < 4 or \
+        counts["retries"] < 1:
+    sys.exit(f"FAIL: too little ran, or nothing ever retried: {counts}")
+print(f"watch_client: every case as Redis; {counts['moves']} moves and {counts['incrs']} increments by WATCH "
+      f"({counts['retries']} retried after a write in between), {counts['claims']} claims of pairs, under "
+      f"{counts['changes']} membership changes: total conserved, no increment lost, no pair claimed twice")
