@@ -28,10 +28,20 @@
  *                  returns meanwhile, every step runs once, done last, then the keys' later jobs.
  *   whole-peek    a crash hands over a job queued whole behind its worker's running batch job, and
  *                  the job ends elsewhere before that batch goes on: the batch must not read it.
+ *   wide          70 workers (parked on their futex), then 133 (parked in an idle hook, on their
+ *                  eventfd): every worker parked, then one multi-key job and nothing else that could
+ *                  wake a worker, with parts on ring members from the 64th up (two of them; A B A B;
+ *                  whole on one; member x beside member 64 + x; 20 keys over ten of them and two below),
+ *                  submitted by bytes or hash, with steps or not, from the main thread or from a job on
+ *                  a member below or above the 64th: it runs within HANG_S (multi_submit.c's
+ *                  wake_owners tells owners apart by a 64-bit mask for the first 64, by runs beyond).
+ *                  With those from the 64th not woken, woken once for all, or told apart by one mask
+ *                  by index mod 64, its first job of the kind did not run.
  * Drain and the like are run on a helper thread and given a generous time to return (a hang detector,
  * not synchronisation): a drain that does not return is reported, then the stuck jobs are let go.
  *   stress_multi_edges [SCENARIO]   (default: all) */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <semaphore.h>
@@ -799,6 +809,193 @@ static void whole_peek(enum shard_crash_policy policy)
     printf("whole-peek %s: ran %d, dropped %d\n", pname, atomic_load(&peek_runs), atomic_load(&drops));
 }
 
+/* ---- wide ---- */
+
+#define WIDE_MAX 133
+#define WIDE_PER 4 /* keys a member: 3 for the jobs, 1 for a job that submits from it */
+static char wide_key[WIDE_MAX][WIDE_PER][24];
+static int wide_members;
+static sem_t wide_ran;
+static shard_dispatcher *wide_d;
+
+/* WIDE_PER keys owned by each ring member, by the member's index in the ring in force (name order:
+ * the index by which multi_submit.c's owners are counted). */
+static void wide_map(shard_dispatcher *d)
+{
+    shard_ring *r;
+    CHECK(shard_dispatcher_ring(d, &r) == 0, "ring");
+    wide_members = (int)shard_ring_member_count(r);
+    int have[WIDE_MAX] = { 0 }, need = wide_members * WIDE_PER;
+    for (unsigned i = 0; need > 0; i++) {
+        char buf[24];
+        size_t n = (size_t)snprintf(buf, sizeof buf, "wide-%u", i);
+        const char *owner = shard_ring_owner(r, buf, n);
+        int m = 0;
+        while (m < wide_members && strcmp(shard_ring_member(r, (size_t)m), owner) != 0)
+            m++;
+        if (m < wide_members && have[m] < WIDE_PER) {
+            memcpy(wide_key[m][have[m]++], buf, n + 1);
+            need--;
+        }
+    }
+    shard_ring_destroy(r);
+}
+
+/* Waits until every worker is parked: not running, parked since it last ran, and its counts still
+ * for a millisecond (a worker just out of a job reads as not running before they move). seen: each
+ * worker's executed and parked counts when last found parked. Polls the stats, bounded. */
+static bool wide_all_parked(shard_dispatcher *d, uint64_t (*seen)[2])
+{
+    static struct shard_worker_stats ws[WIDE_MAX], was[WIDE_MAX];
+    memset(was, 0, sizeof was);
+    for (int tries = 0; tries < HANG_S * 1000; tries++) {
+        long n = shard_dispatcher_worker_stats(d, ws, WIDE_MAX);
+        CHECK(n == wide_members, "wide: %ld workers in the stats, %d members", n, wide_members);
+        long parked = 0;
+        for (long i = 0; i < n; i++)
+            parked += !ws[i].running && ws[i].parked > 0 &&
+                      (ws[i].executed == seen[i][0] || ws[i].parked > seen[i][1]) &&
+                      ws[i].executed == was[i].executed && ws[i].parked == was[i].parked && ws[i].woken == was[i].woken;
+        if (parked == n) {
+            for (long i = 0; i < n; i++)
+                seen[i][0] = ws[i].executed, seen[i][1] = ws[i].parked;
+            return true;
+        }
+        memcpy(was, ws, sizeof ws);
+        struct timespec ms = { 0, 1000000 };
+        nanosleep(&ms, NULL); /* polling the stats for a state, bounded above */
+    }
+    CHECK(false, "wide: the workers did not all park in %d s", HANG_S);
+    return false;
+}
+
+static void wide_ran_fn(shard_worker *w, void *arg)
+{
+    (void)w, (void)arg;
+    sem_post(&wide_ran);
+}
+static void wide_step(shard_worker *w, void *arg, size_t i)
+{
+    (void)w, (void)arg, (void)i;
+}
+
+struct wide_job {
+    int              kind, n, member[24]; /* member: the ring member owning keys[i] */
+    struct shard_key keys[24];
+    uint64_t         hashes[24];
+};
+static struct wide_job wide_cur; /* the job a job submits: written before that job is submitted */
+
+static int wide_submit(const struct wide_job *q)
+{
+    switch (q->kind) {
+    case 0: return shard_submit_multi(wide_d, q->keys, (size_t)q->n, wide_ran_fn, NULL);
+    case 1: return shard_submit_multi_hash(wide_d, q->hashes, (size_t)q->n, wide_ran_fn, NULL);
+    case 2: return shard_submit_multi_each(wide_d, q->keys, (size_t)q->n, wide_step, wide_ran_fn, NULL);
+    default: return shard_submit_multi_each_hash(wide_d, q->hashes, (size_t)q->n, wide_step, wide_ran_fn, NULL);
+    }
+}
+
+static void wide_from_job(shard_worker *w, void *arg)
+{
+    (void)w, (void)arg;
+    CHECK(wide_submit(&wide_cur) == 0, "wide: a job's multi-key submit");
+}
+
+static void wide_add(struct wide_job *q, int member, int which)
+{
+    const char *k = wide_key[member][which];
+    q->keys[q->n] = (struct shard_key){ k, strlen(k) };
+    q->hashes[q->n] = shard_dispatcher_key_hash(wide_d, k, strlen(k));
+    q->member[q->n++] = member;
+}
+
+static void wide_idle(shard_worker *w, int wake_fd, int timeout_ms, void *user)
+{
+    (void)w, (void)user;
+    struct pollfd p = { .fd = wake_fd, .events = POLLIN };
+    poll(&p, 1, timeout_ms);
+}
+
+enum { WIDE_SHAPES = 6, WIDE_VIA = 3 };
+static const char *const wide_shape_name[WIDE_SHAPES] = {
+    "split over two members from the 64th", "A B A B over two members from the 64th",
+    "whole on a member from the 64th",      "member x beside member 64 + x",
+    "20 keys over ten members from the 64th and two below", "B A B A B over two members from the 64th",
+};
+static const char *const wide_via_name[WIDE_VIA] = { "the main thread", "a job below the 64th",
+                                                     "a job from the 64th up" };
+
+/* Returns false after a job that did not run (reported): the rest would only wait as long again. */
+static bool wide(uint32_t workers, bool hook)
+{
+    struct shard_config cfg = { .workers = workers, .on_worker_idle = hook ? wide_idle : NULL };
+    CHECK(shard_dispatcher_create(&wide_d, &cfg) == 0, "create %u workers", workers);
+    wide_map(wide_d);
+    sem_init(&wide_ran, 0, 0);
+    static uint64_t seen[WIDE_MAX][2];
+    memset(seen, 0, sizeof seen);
+    int hi = wide_members - 64, rounds = 0;
+    bool ok = true;
+    for (int r = 0; ok && r < WIDE_SHAPES * 4 * WIDE_VIA; r++) {
+        int shape = r % WIDE_SHAPES, kind = r / WIDE_SHAPES % 4, via = r / (WIDE_SHAPES * 4);
+        int a = 64 + r * 7 % hi, b = 64 + (r * 7 + 1 + r % (hi - 1)) % hi, lo = r * 5 % 64;
+        struct wide_job q = { .kind = kind };
+        switch (shape) {
+        case 0: wide_add(&q, a, 0), wide_add(&q, b, 0); break;
+        case 1: wide_add(&q, a, 0), wide_add(&q, b, 0), wide_add(&q, a, 1), wide_add(&q, b, 1); break;
+        case 2: wide_add(&q, a, 0), wide_add(&q, a, 1), wide_add(&q, a, 2); break;
+        case 3: {
+            int x = r % (hi < 64 ? hi : 64); /* below 64, and 64 + x is a member */
+            wide_add(&q, x, 0), wide_add(&q, 64 + x, 0), wide_add(&q, x, 1), wide_add(&q, 64 + x, 1);
+            break;
+        }
+        case 4:
+            for (int i = 0; i < 18; i++)
+                wide_add(&q, 64 + (a - 64 + i / 2) % hi, i % 2);
+            wide_add(&q, lo, 2), wide_add(&q, (lo + 1) % 64, 2);
+            break;
+        default:
+            wide_add(&q, b, 0), wide_add(&q, a, 0), wide_add(&q, b, 1), wide_add(&q, a, 1), wide_add(&q, b, 2);
+            break;
+        }
+        if (!wide_all_parked(wide_d, seen))
+            break;
+        int rc;
+        if (via == 0) {
+            rc = wide_submit(&q);
+        } else {
+            wide_cur = q;
+            const char *k = wide_key[via == 1 ? lo : a][3];
+            rc = shard_submit(wide_d, k, strlen(k), wide_from_job, NULL);
+        }
+        CHECK(rc == 0, "wide: submit: %s", shard_strerror(rc));
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += HANG_S;
+        int w;
+        while ((w = sem_timedwait(&wide_ran, &until)) != 0 && errno == EINTR)
+            ;
+        if (w != 0) {
+            char members[24 * 5] = "";
+            for (int i = 0; i < q.n; i++)
+                snprintf(members + strlen(members), sizeof members - strlen(members), " %d", q.member[i]);
+            CHECK(false, "wide, %u workers%s: a multi-key job to parked workers (%s, kind %d, from %s; its keys' "
+                         "members:%s) did not run in %d s: a wake-up was lost", workers, hook ? " in an idle hook" : "",
+                  wide_shape_name[shape], kind, wide_via_name[via], members, HANG_S);
+            CHECK(shard_drain(wide_d) == 0, "drain"); /* wakes every worker: the job runs */
+            sem_wait(&wide_ran);
+            ok = false;
+        }
+        rounds++;
+    }
+    shard_dispatcher_destroy(wide_d);
+    sem_destroy(&wide_ran);
+    printf("wide: %u workers%s, %d multi-key jobs to parked members from the 64th up\n", workers,
+           hook ? " in an idle hook" : "", rounds);
+    return ok;
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -832,6 +1029,10 @@ int main(int argc, char **argv)
     if (!only || !strcmp(only, "whole-peek")) {
         whole_peek(SHARD_CRASH_REROUTE);
         whole_peek(SHARD_CRASH_DROP);
+    }
+    if (!only || !strcmp(only, "wide")) {
+        if (wide(70, false))
+            wide(133, true);
     }
     return stress_result("stress_multi_edges");
 }
