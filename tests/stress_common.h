@@ -66,6 +66,30 @@ static inline bool stress_none_open(void *d)
     return st.multi_open == 0 && st.multi_waiting == 0;
 }
 
+/* xorshift64: the programs' random choices (s not 0). */
+static inline uint32_t stress_rnd(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return (uint32_t)(*s >> 11);
+}
+
+/* One call in three sleeps 0-200 us, counted in *delays: what a program that wraps the library's lock
+ * calls (-Wl,--wrap) does inside them to hold a race window open. Nothing waits for the sleep. */
+static inline void stress_jitter(atomic_long *delays)
+{
+    static _Thread_local uint64_t rng;
+    if (!rng)
+        rng = (uintptr_t)&rng * 0x9e3779b97f4a7c15ull | 1;
+    uint32_t r = stress_rnd(&rng);
+    if (r % 3)
+        return;
+    atomic_fetch_add_explicit(delays, 1, memory_order_relaxed);
+    struct timespec ts = { 0, (long)(r >> 2) % 200000 };
+    nanosleep(&ts, NULL);
+}
+
 /* One submitted job: which producer, which key, its sequence number in that (producer, key) stream. */
 struct stress_job {
     int         producer, key;

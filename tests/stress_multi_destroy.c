@@ -50,14 +50,6 @@ int     __real_pthread_mutex_lock(pthread_mutex_t *m);
 int     __real_pthread_mutex_unlock(pthread_mutex_t *m);
 ssize_t __real_write(int fd, const void *buf, size_t n);
 
-static uint32_t rnd(uint64_t *s)
-{
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return (uint32_t)(*s >> 11);
-}
-
 /* Waits for s at most ms. Return: whether it was posted. */
 static bool sem_wait_ms(sem_t *s, long ms)
 {
@@ -84,7 +76,6 @@ static const char *const hold_name[] = { "", "before it locked d->multi_lock", "
 static _Thread_local int  hold_at;     /* the window's submitter: where it is to be held */
 static _Thread_local bool past_unlock; /* IN_WAKE: d->multi_lock unlocked, the wake-ups under way */
 static _Thread_local bool jitter;      /* race: inside one of the program's submits */
-static _Thread_local uint64_t jitter_rng;
 static pthread_mutex_t *multi_lock;    /* the window's dispatcher's; read by its submitter only */
 static sem_t reached, destroyed;       /* the submitter reached its hold point (or returned); destroy returned */
 static atomic_int held;                /* where the submitter was held (NO_HOLD: it was not) */
@@ -103,16 +94,8 @@ static void hold(void)
 
 static void jitter_delay(void)
 {
-    if (!jitter)
-        return;
-    if (!jitter_rng)
-        jitter_rng = (uintptr_t)&jitter_rng * 0x9e3779b97f4a7c15ull | 1;
-    uint32_t r = rnd(&jitter_rng);
-    if (r % 3)
-        return;
-    atomic_fetch_add_explicit(&delays, 1, memory_order_relaxed);
-    struct timespec ts = { 0, (long)(r >> 2) % 200000 };
-    nanosleep(&ts, NULL); /* widens a race window; nothing waits for it */
+    if (jitter)
+        stress_jitter(&delays);
 }
 
 int __wrap_pthread_mutex_lock(pthread_mutex_t *m)
@@ -299,7 +282,7 @@ static void run_fn(shard_worker *w, void *arg)
     }
     uint64_t s = (uintptr_t)j * 0x9e3779b97f4a7c15ull | 1;
     struct rjob *x = &children[c];
-    x->kind = (int)(rnd(&s) % KINDS);
+    x->kind = (int)(stress_rnd(&s) % KINDS);
     x->rc = submit_rjob(x, &s); /* from a worker: never waits */
 }
 
@@ -342,9 +325,9 @@ static int submit_rjob(struct rjob *j, uint64_t *s)
 {
     struct shard_key ks[6];
     uint64_t hs[6];
-    size_t n = 2 + rnd(s) % 5;
+    size_t n = 2 + stress_rnd(s) % 5;
     for (size_t i = 0; i < n; i++) {
-        int k = (int)(rnd(s) % NKEYS);
+        int k = (int)(stress_rnd(s) % NKEYS);
         ks[i] = (struct shard_key){ key_name[k], strlen(key_name[k]) };
         hs[i] = key_hash[k];
     }
@@ -373,8 +356,8 @@ static void *producer(void *arg)
             break;
         }
         struct rjob *j = &pool[p][n];
-        j->kind = (int)(rnd(&s) % KINDS);
-        j->child = rnd(&s) % 8 == 0;
+        j->kind = (int)(stress_rnd(&s) % KINDS);
+        j->child = stress_rnd(&s) % 8 == 0;
         int rc;
         /* A refused try is tried again in the same record: had it run, the record would show it. */
         while ((rc = submit_rjob(j, &s)) == -EAGAIN) {

@@ -28,29 +28,12 @@ int __real_pthread_mutex_lock(pthread_mutex_t *m);
 int __real_pthread_mutex_unlock(pthread_mutex_t *m);
 
 static _Thread_local bool armed; /* inside one of this program's submits */
-static _Thread_local uint64_t delay_rng;
 static atomic_long delays;
-
-static uint32_t rnd(uint64_t *s)
-{
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return (uint32_t)(*s >> 11);
-}
 
 static void delay(void)
 {
-    if (!armed)
-        return;
-    if (!delay_rng)
-        delay_rng = (uintptr_t)&delay_rng * 0x9e3779b97f4a7c15ull | 1;
-    uint32_t r = rnd(&delay_rng);
-    if (r % 3)
-        return;
-    atomic_fetch_add_explicit(&delays, 1, memory_order_relaxed);
-    struct timespec ts = { 0, (long)(r >> 2) % 200000 };
-    nanosleep(&ts, NULL);
+    if (armed)
+        stress_jitter(&delays);
 }
 
 int __wrap_pthread_mutex_lock(pthread_mutex_t *m)
@@ -121,7 +104,7 @@ static void pick_keys(struct job *j, int n, uint64_t *s)
     for (int i = 0, used = 0; i < n; i++) {
         int k;
         do
-            k = (int)(rnd(s) % KEYS);
+            k = (int)(stress_rnd(s) % KEYS);
         while (used >> k & 1);
         used |= 1 << k;
         j->key[i] = k;
@@ -141,8 +124,8 @@ static void maybe_child(struct job *j)
     uint64_t s = (uintptr_t)j * 0x9e3779b97f4a7c15ull | 1;
     struct job *x = &children[c];
     x->producer = -1;
-    x->kind = 1 + (int)(rnd(&s) % (KINDS - 1));
-    pick_keys(x, 2 + (int)(rnd(&s) % (MAX_KEYS - 1)), &s);
+    x->kind = 1 + (int)(stress_rnd(&s) % (KINDS - 1));
+    pick_keys(x, 2 + (int)(stress_rnd(&s) % (MAX_KEYS - 1)), &s);
     x->given = x->n;
     submit_job(x, true);
 }
@@ -236,12 +219,12 @@ static void *producer(void *arg)
     for (long n = 0; !atomic_load(&stop_producers) && n < MAX_JOBS; n++) {
         struct job *j = &jobs[p][n];
         j->producer = p;
-        j->kind = (int)(rnd(&s) % KINDS);
-        pick_keys(j, j->kind == SINGLE ? 1 : 2 + (int)(rnd(&s) % (MAX_KEYS - 1)), &s);
+        j->kind = (int)(stress_rnd(&s) % KINDS);
+        pick_keys(j, j->kind == SINGLE ? 1 : 2 + (int)(stress_rnd(&s) % (MAX_KEYS - 1)), &s);
         for (int i = 0; i < j->n; i++)
             j->seq[i] = ++seq[j->key[i]];
-        j->given = j->n + (j->kind != SINGLE && rnd(&s) % 4 == 0);
-        j->child = rnd(&s) % 16 == 0;
+        j->given = j->n + (j->kind != SINGLE && stress_rnd(&s) % 4 == 0);
+        j->child = stress_rnd(&s) % 16 == 0;
         atomic_store(&njobs[p], n + 1);
         submit_job(j, false);
     }
@@ -257,15 +240,15 @@ static void *control(void *arg)
         snprintf(members[i], sizeof members[i], "w%d", i);
     uint64_t s = 0xabcdef12345ull;
     while (!atomic_load(&stop_control)) {
-        stress_pause_ms(1 + (int)(rnd(&s) % 4)); /* the pace of the churn, not synchronisation */
-        int op = (int)(rnd(&s) % 9), rc = 0, k = (int)(rnd(&s) % KEYS);
-        const char *some = members[rnd(&s) % (uint32_t)live];
+        stress_pause_ms(1 + (int)(stress_rnd(&s) % 4)); /* the pace of the churn, not synchronisation */
+        int op = (int)(stress_rnd(&s) % 9), rc = 0, k = (int)(stress_rnd(&s) % KEYS);
+        const char *some = members[stress_rnd(&s) % (uint32_t)live];
         if (op == 0 && live < 8) {
             snprintf(members[live], sizeof members[live], "x%d", next++);
-            rc = shard_worker_add(d, members[live], 1 + rnd(&s) % 3);
+            rc = shard_worker_add(d, members[live], 1 + stress_rnd(&s) % 3);
             live += rc == 0;
         } else if (op <= 3 && live > 2) {
-            int i = (int)(rnd(&s) % (uint32_t)live);
+            int i = (int)(stress_rnd(&s) % (uint32_t)live);
             rc = op == 1   ? shard_worker_remove(d, members[i])
                  : op == 2 ? shard_worker_crash(d, members[i], SHARD_CRASH_REROUTE)
                            : shard_worker_crash(d, members[i], SHARD_CRASH_DROP);
@@ -277,7 +260,7 @@ static void *control(void *arg)
             rc = shard_key_unplace(d, key_name[k], strlen(key_name[k]));
             rc = rc == -ENOENT ? 0 : rc;
         } else if (op == 7) {
-            rc = shard_worker_set_weight(d, some, 1 + rnd(&s) % 4);
+            rc = shard_worker_set_weight(d, some, 1 + stress_rnd(&s) % 4);
         } else {
             rc = shard_drain(d);
         }

@@ -10,9 +10,9 @@ pair in a MULTI and must never see its two keys differ (nor one present and one 
 admin connection adds, removes and crashes workers. Exits 1 on any violation."""
 import sys
 import threading
-import time
 
 import redis
+from churn import churn
 from pace import Pace
 
 port, seconds = int(sys.argv[1]), float(sys.argv[2])
@@ -79,19 +79,9 @@ def reader():
 
 
 def admin():
-    c = redis.Redis(port=port)
-    i = 0
-    while pace.going(2 * i, 4):
-        name = f"t{i}"
-        c.execute_command("SHARD.ADD", name)
-        if i % 2:
-            c.execute_command("SHARD.REMOVE", name)
-        else:
-            c.execute_command("SHARD.CRASH", name)
-        i += 1
-        time.sleep(0.02)  # the pace of the churn, not synchronisation
+    changes = churn(port, pace)
     with lock:
-        counts["changes"] += 2 * i
+        counts["changes"] += changes
 
 
 threads = [threading.Thread(target=writer, args=(n,)) for n in range(2)]

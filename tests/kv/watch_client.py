@@ -20,6 +20,7 @@ import threading
 import time
 
 import redis
+from churn import churn
 from pace import Pace
 from wire import command
 
@@ -260,19 +261,9 @@ for k in range(PAIRS):
 
 
 def admin():
-    c = redis.Redis(port=port)
-    i = 0
-    while pace.going(2 * i, 4):
-        name = f"t{i}"
-        c.execute_command("SHARD.ADD", name)
-        if i % 2:
-            c.execute_command("SHARD.REMOVE", name)
-        else:
-            c.execute_command("SHARD.CRASH", name)
-        i += 1
-        time.sleep(0.02)  # the pace of the churn, not synchronisation
+    changes = churn(port, pace)
     with lock:
-        counts["changes"] += 2 * i
+        counts["changes"] += changes
 
 
 threads = [threading.Thread(target=mover, args=(n,)) for n in range(3)]
