@@ -321,6 +321,15 @@ static void gather_then_time(shard_worker *w, void *arg)
     sem_post(&batched_all);
 }
 
+/* A timer of "k" armed after the test's others, of delay 0: once it has run, every timer of "k" due
+ * before it has (a key's timers run in deadline order, timer.h). */
+static sem_t last_timer_ran;
+static void last_timer(shard_worker *w, void *arg)
+{
+    (void)w, (void)arg;
+    sem_post(&last_timer_ran);
+}
+
 Test(faults, a_timer_from_a_job_whose_submits_cannot_be_delivered)
 {
     shard_dispatcher *d;
@@ -336,6 +345,11 @@ Test(faults, a_timer_from_a_job_whose_submits_cannot_be_delivered)
     cr_assert_eq(rearm_rc, -ENOMEM);
     cr_assert_eq(rearm_hits, 1, "the delivery before the rearm met the failed allocation");
     cr_assert_eq(after_rc, -ENOMEM);
+    /* The refused timer's delay was 0: armed all the same, it would have run by the time a timer of
+     * the key armed after it has (a drain does not wait for a timer's job before it is due). */
+    sem_init(&last_timer_ran, 0, 0);
+    cr_assert_eq(shard_submit_after(d, "k", 1, 0, last_timer, NULL, NULL), 0);
+    sem_wait(&last_timer_ran);
     cr_assert_eq(atomic_load(&batch_ran), 1, "the gathered job runs, the timer refused does not");
     cr_assert_eq(shard_timer_cancel(d, far_timer), 0, "the rearm changed nothing: still pending");
     shard_dispatcher_destroy(d);
