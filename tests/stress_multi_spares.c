@@ -18,6 +18,10 @@ static atomic_int ran[MAXJOBS], dropped[MAXJOBS];
 static atomic_char accepted[MAXJOBS];
 static atomic_int next_id;
 static atomic_int budget; /* worker-spawned jobs left */
+/* Jobs between their look at budget and the end of their submits: once budget is 0, main waits for
+ * none to be left before it destroys A, to which a job of B may submit (one on a crashed worker, which
+ * no drain waits for, could otherwise submit to A after it is gone). */
+static atomic_int spawning;
 static shard_dispatcher *A, *B;
 static char keyname[NKEYS][8];
 static atomic_bool stop_producers;
@@ -64,11 +68,13 @@ static void done_fn(shard_worker *w, void *arg)
     CHECK(atomic_load(&dropped[id]) == 0, "job %d ran after dropped", id);
     unsigned s = (unsigned)id * 2654435761u ^ (unsigned)(uintptr_t)w;
     /* Workers submit: their spare blocks are used and filled. */
+    atomic_fetch_add(&spawning, 1);
     if (atomic_fetch_sub(&budget, 1) > 0) {
         submit_one(shard_worker_dispatcher(w), &s, false);
         if (rnd(&s) % 2 == 0 && atomic_fetch_sub(&budget, 1) > 0)
             submit_one(shard_worker_dispatcher(w) == A ? B : A, &s, false);
     }
+    atomic_fetch_sub(&spawning, 1);
 }
 
 static void on_dropped(shard_job_fn fn, void *arg, void *user)
@@ -163,6 +169,10 @@ int main(int argc, char **argv)
     for (int i = 0; i < 2; i++)
         pthread_join(p[i], NULL);
     atomic_store(&budget, 0);
+    for (int tries = 0; atomic_load(&spawning) > 0; tries++) {
+        CHECK(tries < 10000, "a job's submits did not end in 10 s");
+        stress_pause_ms(1);
+    }
     CHECK(shard_drain(A) == 0, "drain A");
     CHECK(shard_drain(B) == 0, "drain B");
     check_counts(A, "A");
