@@ -21,6 +21,7 @@
 
 #include "net_internal.h"
 #include "server.h"
+#include "watch.h"
 
 static int64_t started_ms;   /* CLOCK_MONOTONIC; set once by info_init before the network threads */
 static int64_t started_unix; /* seconds */
@@ -127,6 +128,8 @@ static void section_clients(struct server *srv, struct buf *b)
     line(b, "blocked_clients:0");
     line(b, "tracking_clients:0");
     line(b, "clients_in_timeout_table:0");
+    /* As Redis 7.4 names it; a key watched twice counts twice (watch.h). */
+    line(b, "total_watched_keys:%u", atomic_load_explicit(&watch_counts.active, memory_order_relaxed));
 }
 
 /* Resident set size in bytes, from /proc/self/statm; 0 when unreadable. */

@@ -324,6 +324,25 @@ static bool conn_parse(struct conn *c)
     return progress;
 }
 
+/* h, an EXEC's header with watched keys, is out (or dropped): its transaction's non-keyed commands,
+ * which follow it, run now, unless its job found a watched key written (silent: nothing runs); then
+ * the connection's later commands may be parsed. */
+static void run_deferred(struct conn *c, const struct request *h)
+{
+    uint32_t left = h->exec_follow;
+    for (struct request *r = h->next; left && r; r = r->next) {
+        if (!r->deferred)
+            continue;
+        left--;
+        r->deferred = false;
+        if (!r->silent) {
+            r->cmd->run(c->nt->srv, r);
+            conn_recharge(c, r);
+        }
+    }
+    c->admin_running--; /* what follows the EXEC may be parsed now (txn.c) */
+}
+
 /* Copies the replies of done requests at the head of the FIFO to the output, a piece at a time while
  * it holds less than OUT_LIMIT; a connection that can no longer be written drops them. Return:
  * whether it moved anything. */
@@ -340,6 +359,8 @@ static bool conn_collect(struct conn *c)
             if (!request_all_put(r))
                 continue;
         }
+        if (r->exec_follow)
+            run_deferred(c, r);
         c->head = r->next;
         if (!c->head)
             c->tail = NULL;

@@ -23,7 +23,8 @@ struct conn {
     struct buf         in, out;
     struct request    *head, *tail; /* requests in arrival order; replies leave from the head */
     uint32_t           inflight;    /* requests in the FIFO */
-    uint32_t           admin_running; /* admin requests not yet done: nothing after them is parsed */
+    uint32_t           admin_running; /* admin requests not yet done, and EXECs whose non-keyed commands
+                                       * wait for their watches' check (txn.c): nothing after them is parsed */
     size_t             held;        /* bytes charged to the requests in the FIFO (net.c) */
     bool               closing;
     bool               eof;

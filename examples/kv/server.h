@@ -187,7 +187,11 @@ struct request {
      * Set by the transaction's job before it completes the EXEC's array header, which the network
      * thread sends first (the FIFO), so it reads this after. */
     bool                  silent;
-    struct watch_set     *watch;  /* I: a WATCH's keys, their stamps written by its parts (watch.h) */
+    /* N: a non-keyed command of a transaction with watched keys, not run yet: run when the EXEC's
+     * header is out, unless silent (net.c's conn_collect). */
+    bool                  deferred;
+    uint32_t              exec_follow; /* N: an EXEC's header with watches: the deferred commands after it */
+    struct watch_set     *watch;  /* I: a WATCH's keys, what its parts read of them (watch.h) */
 };
 
 /* What a keyed command's part works on: its key, and where its reply goes. */

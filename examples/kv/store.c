@@ -330,7 +330,7 @@ size_t store_clear(struct kv_store *s, bool (*mine)(const struct kv_entry *e, vo
 {
     size_t n = free_list(kvmap_take_if(&s->map, everything, NULL));
     count_local(s);
-    watch_touch_all(); /* every key is written, whether this store held it or not */
+    watch_flushed(); /* every key is written, whether this store held it or not */
     for (int i = 0; mine && i < TRANSIT_STRIPES; i++) {
         pthread_mutex_lock(&transit[i].lock);
         struct kv_entry *list = kvmap_take_if(&transit[i].map, mine, ctx);

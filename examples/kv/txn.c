@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "expire.h"
 #include "net_internal.h"
 #include "server.h"
 #include "watch.h"
@@ -59,11 +60,12 @@ static void exec_check(struct txn_job *x)
 {
     struct txn_exec *e = x->exec;
     x->checked = true;
-    x->aborted = watch_changed(e->watches);
+    x->aborted = watch_changed(e->watches, kv_now_ms());
     watch_release(e->watches);
     e->watches = NULL;
-    /* Before the header is completed: the network thread reads silent once it has sent the header,
-     * and the requests follow it in the FIFO. */
+    /* Before the header is completed: the network thread reads silent once it has sent the header
+     * (the requests follow it in the FIFO), and only then runs the transaction's non-keyed commands,
+     * unless silent (net.c). */
     for (uint32_t i = 0; x->aborted && i < e->nreq; i++)
         e->reqs[i]->silent = true;
     resp_array(&e->head->reply, x->aborted ? -1 : (int64_t)e->nreq);
@@ -313,7 +315,15 @@ static bool exec(struct conn *c)
         next = r->next;
         r->next = NULL;
         if (r->cmd->kind != CMD_KEYED) {
-            r->cmd->run(srv, r);
+            /* With watches, run once the header is out, if the check let the transaction run; the
+             * connection's later commands are parsed only then (net.c), so that they come after it,
+             * as Redis runs them. */
+            if (e && !h->exec_follow++)
+                c->admin_running++;
+            if (e)
+                r->deferred = true;
+            else
+                r->cmd->run(srv, r);
             r->done = true;
         }
         conn_append(c, r);

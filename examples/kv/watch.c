@@ -1,46 +1,56 @@
 /* kv_server: WATCH (watch.h says what it promises and how). SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <stdlib.h>
 
+#include "expire.h"
 #include "net_internal.h"
 #include "server.h"
 #include "watch.h"
 
-_Atomic uint64_t watch_stamps[WATCH_SLOTS];
-atomic_uint      watch_active;
+_Atomic uint32_t   watch_stamps[WATCH_STAMPS];
+_Atomic uint32_t   watch_watched[1u << WATCH_FILTER_BITS];
+struct watch_counts watch_counts;
 
 /* One WATCH's keys: held by its connection until its watches end, and by the WATCH request until it
- * is freed (its parts write the stamps); then by the EXEC that takes it (watch_take). */
+ * is freed (its parts write what they read); then by the EXEC that takes it (watch_take). A key's
+ * stamp, flushes and expires_ms are written by the WATCH's part of it and read by the EXEC's check,
+ * which comes after it in the key's order (watch.h): plain fields. */
 struct watch_set {
     atomic_uint       refs;
     uint32_t          n;
     struct watch_set *next; /* the connection's sets, then the EXEC's */
     struct watched {
-        uint64_t         hash;       /* the key's store hash: its stamp's slot */
-        uint64_t         shard_hash; /* for the EXEC's job to hold the key */
-        _Atomic uint64_t stamp;      /* what the WATCH's part of the key read */
+        uint64_t hash;       /* the key's store hash: its stamp and filter slot */
+        uint64_t shard_hash; /* for the EXEC's job to hold the key */
+        uint64_t flushes;    /* watch_counts.flushes then */
+        int64_t  expires_ms; /* when the key expires, as it stood then; 0: never (or missing) */
+        uint32_t stamp;
     } key[];
 };
 
-static _Atomic uint64_t *stamp_of(uint64_t hash)
+static _Atomic uint32_t *stamp_of(uint64_t hash)
 {
-    return &watch_stamps[hash >> (64 - WATCH_SLOTS_BITS)];
+    return &watch_stamps[hash >> (64 - WATCH_STAMP_BITS)];
 }
 
-void watch_touch_all(void)
+static _Atomic uint32_t *watched_of(uint64_t hash)
 {
-    if (atomic_load_explicit(&watch_active, memory_order_relaxed) == 0)
-        return;
-    for (size_t i = 0; i < WATCH_SLOTS; i++)
-        atomic_fetch_add_explicit(&watch_stamps[i], 1, memory_order_relaxed);
+    return &watch_watched[hash >> (64 - WATCH_FILTER_BITS)];
 }
 
-/* A WATCH's part: its key's stamp now, after the connection's earlier commands of the key. The
- * stamp's reader is ordered after this by the key's order (watch.h): relaxed is enough. */
+void watch_flushed(void)
+{
+    atomic_fetch_add_explicit(&watch_counts.flushes, 1, memory_order_relaxed);
+}
+
+/* A WATCH's part: its key as it stands now, after the connection's earlier commands of it. A key
+ * found due is deleted first (store_find: a write, as for any read that finds it so). */
 static void watch_part(struct kv_store *s, struct request *r, const struct part *p)
 {
-    (void)s;
-    uint64_t now = atomic_load_explicit(stamp_of(p->hash), memory_order_relaxed);
-    atomic_store_explicit(&r->watch->key[p->index].stamp, now, memory_order_relaxed);
+    const struct kv_entry *e = store_find(s, HASHED_KEY(r, p));
+    struct watched *k = &r->watch->key[p->index];
+    k->expires_ms = e && e->exp ? e->exp->at_ms : 0;
+    k->flushes = atomic_load_explicit(&watch_counts.flushes, memory_order_relaxed);
+    k->stamp = atomic_load_explicit(stamp_of(p->hash), memory_order_relaxed);
 }
 
 static void watch_finish(struct request *r)
@@ -52,21 +62,20 @@ const struct command watch_cmd = { "WATCH", -2, CMD_KEYED, 1, watch_part, watch_
 
 struct watch_set *watch_set_new(struct request *r)
 {
-    struct watch_set *s = malloc(sizeof *s + r->nparts * sizeof s->key[0]);
+    struct watch_set *s = calloc(1, sizeof *s + r->nparts * sizeof s->key[0]);
     if (!s)
         return NULL;
     atomic_init(&s->refs, 2); /* the connection's and the request's */
     s->n = r->nparts;
-    s->next = NULL;
     for (uint32_t i = 0; i < s->n; i++) {
         s->key[i].hash = r->parts[i].hash;
         s->key[i].shard_hash = r->parts[i].shard_hash;
-        atomic_init(&s->key[i].stamp, 0);
+        /* Before the parts are submitted, which hands the counts to their jobs and so to every later
+         * write of those keys (watch.h). */
+        atomic_fetch_add_explicit(watched_of(s->key[i].hash), 1, memory_order_relaxed);
     }
     r->watch = s;
-    /* Before the parts are submitted, which hands it to their jobs and so to every later write of
-     * those keys (watch.h). */
-    atomic_fetch_add_explicit(&watch_active, s->n, memory_order_relaxed);
+    atomic_fetch_add_explicit(&watch_counts.active, s->n, memory_order_relaxed);
     return s;
 }
 
@@ -79,7 +88,7 @@ void watch_add(struct conn *c, struct watch_set *s)
 
 void watch_set_put(struct watch_set *s)
 {
-    /* acq_rel: the last holder frees what the others wrote (the parts' stamps). */
+    /* acq_rel: the last holder frees what the others wrote (the parts' reads). */
     if (s && atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) == 1)
         free(s);
 }
@@ -88,7 +97,9 @@ void watch_release(struct watch_set *list)
 {
     for (struct watch_set *s = list, *next; s; s = next) {
         next = s->next;
-        atomic_fetch_sub_explicit(&watch_active, s->n, memory_order_relaxed);
+        for (uint32_t i = 0; i < s->n; i++)
+            atomic_fetch_sub_explicit(watched_of(s->key[i].hash), 1, memory_order_relaxed);
+        atomic_fetch_sub_explicit(&watch_counts.active, s->n, memory_order_relaxed);
         watch_set_put(s);
     }
 }
@@ -113,13 +124,16 @@ struct watch_set *watch_take(struct conn *c, uint32_t *keys, uint64_t *hashes)
     return list;
 }
 
-bool watch_changed(const struct watch_set *list)
+bool watch_changed(const struct watch_set *list, int64_t now_ms)
 {
+    uint64_t flushes = atomic_load_explicit(&watch_counts.flushes, memory_order_relaxed);
     for (const struct watch_set *s = list; s; s = s->next)
-        for (uint32_t i = 0; i < s->n; i++)
-            if (atomic_load_explicit(stamp_of(s->key[i].hash), memory_order_relaxed) !=
-                atomic_load_explicit(&s->key[i].stamp, memory_order_relaxed))
+        for (uint32_t i = 0; i < s->n; i++) {
+            const struct watched *k = &s->key[i];
+            if (atomic_load_explicit(stamp_of(k->hash), memory_order_relaxed) != k->stamp ||
+                k->flushes != flushes || (k->expires_ms && k->expires_ms <= now_ms))
                 return true;
+        }
     return false;
 }
 

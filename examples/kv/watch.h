@@ -10,17 +10,24 @@
  * How. A table of stamps, counters chosen by a key's store hash (its top bits), shared by every
  * worker: a write adds one to its key's. WATCH runs a part on each of its keys, as a job of the key
  * (after the connection's earlier commands of it, on whichever worker holds it), which reads the
- * stamp. EXEC's multi-key job holds the watched keys beside its commands' keys, and its first step,
- * which runs once every key is held, compares each watched key's stamp with what its WATCH read:
- * every write of those keys that came before EXEC has run by then (each key's order), and none that
- * comes after can run until the job ends. A stamp is the key's wherever the key lives, so a key
- * that moved to another worker since its WATCH (a change, a crash) needs nothing more. Keys that
- * share a stamp abort each other's EXEC: one write in WATCH_SLOTS of another key does, for nothing.
+ * stamp, the count of flushes, and when the key expires. EXEC's multi-key job holds the watched keys
+ * beside its commands' keys, and its first step, which runs once every key is held, compares: every
+ * write of those keys that came before EXEC has run by then (each key's order), and none that comes
+ * after can run until the job ends. A key whose time has come by then aborts too, as in Redis, though
+ * its timer has not deleted it yet (its expiry is unchanged since WATCH, or a write changed the stamp).
+ * A stamp is the key's wherever the key lives, so a key that moved to another worker since its WATCH
+ * (a change, a crash) needs nothing more. Keys that share a stamp abort each other's EXEC: one write
+ * in WATCH_STAMPS of another key does, for nothing. A FLUSHALL or FLUSHDB is not one step with
+ * respect to a transaction (it runs as a job on each worker, and may fall between two of an EXEC's
+ * steps: docs/kv_server.md); one before the EXEC's check aborts it.
  *
  * While no connection watches a key (active, the count of watched keys), a write adds nothing: one
- * load. That is safe: the count went up before the WATCH's parts were submitted, each write that
- * matters to a watch comes after the WATCH's part of its key in the key's order, so it sees the
- * count up (or down again, when the watch is over and matters no more). */
+ * load of a line nothing else writes. While some do, a write adds only if a watched key shares a
+ * filter slot with it (watched[], a count of watched keys by their hash's top bits): a connection
+ * that WATCHes and never EXECs costs other keys' writes a read of a table that fits in a core's
+ * cache, not a write of a shared line. That is safe: the counts went up before the WATCH's parts
+ * were submitted, each write that matters to a watch comes after the WATCH's part of its key in the
+ * key's order, so it sees them up (or down again, when the watch is over and matters no more). */
 #ifndef KV_WATCH_H
 #define KV_WATCH_H
 
@@ -32,25 +39,34 @@
 
 struct conn;
 
-#define WATCH_SLOTS_BITS 14
-#define WATCH_SLOTS      (1u << WATCH_SLOTS_BITS)
-/* A connection's watched keys at most: an EXEC's job holds them and its commands' keys, at most
- * TXN_MAX_PARTS (server.h) in all. */
+#define WATCH_STAMP_BITS  20 /* 2^20 stamps of 4 bytes: 4 MiB, written only while keys are watched */
+#define WATCH_FILTER_BITS 16 /* 2^16 counts of 4 bytes: 256 KiB */
+#define WATCH_STAMPS      (1u << WATCH_STAMP_BITS)
+/* A connection's watched keys at most (a key watched twice counts twice): an EXEC's job holds them
+ * and its commands' keys, at most TXN_MAX_PARTS (server.h) in all. */
 #define WATCH_MAX_KEYS 1024
 
-extern _Atomic uint64_t watch_stamps[WATCH_SLOTS];
-extern atomic_uint      watch_active;
+extern _Atomic uint32_t watch_stamps[WATCH_STAMPS];
+extern _Atomic uint32_t watch_watched[1u << WATCH_FILTER_BITS];
+/* Each on a line of its own: every write reads active. */
+struct watch_counts {
+    _Alignas(64) atomic_uint active;       /* keys watched now, over every connection (INFO) */
+    _Alignas(64) _Atomic uint64_t flushes; /* FLUSHALLs and FLUSHDBs, a worker's part each */
+    char pad[64 - sizeof(uint64_t)];
+};
+extern struct watch_counts watch_counts;
 
 /* A write of the key whose store hash is hash. Context: the job that wrote it (a worker). */
 static inline void watch_touch(uint64_t hash)
 {
-    if (atomic_load_explicit(&watch_active, memory_order_relaxed) == 0)
+    if (atomic_load_explicit(&watch_counts.active, memory_order_relaxed) == 0 ||
+        atomic_load_explicit(&watch_watched[hash >> (64 - WATCH_FILTER_BITS)], memory_order_relaxed) == 0)
         return;
-    atomic_fetch_add_explicit(&watch_stamps[hash >> (64 - WATCH_SLOTS_BITS)], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&watch_stamps[hash >> (64 - WATCH_STAMP_BITS)], 1, memory_order_relaxed);
 }
 
-/* A write of every key (a flush). Context: a worker's job. */
-void watch_touch_all(void);
+/* A write of every key (a flush): its part on one worker. Context: that worker's job. */
+void watch_flushed(void);
 
 /* The keyed command a WATCH becomes (txn.c): a part a key, every argument a key, each reading its
  * key's stamp into the request's set (watch_set_new), then +OK. */
@@ -74,8 +90,9 @@ void watch_clear(struct conn *c);
  * network thread. */
 struct watch_set *watch_take(struct conn *c, uint32_t *keys, uint64_t *hashes);
 
-/* Whether a key of list was written since its WATCH. Context: a job that holds every key of list. */
-bool watch_changed(const struct watch_set *list);
+/* Whether a key of list was written since its WATCH, or its time to live has run out by now_ms
+ * (kv_now_ms). Context: a job that holds every key of list. */
+bool watch_changed(const struct watch_set *list, int64_t now_ms);
 
 /* Lets list go (taken by watch_take): its keys watched no more. Context: any thread. */
 void watch_release(struct watch_set *list);

@@ -14,7 +14,10 @@ WatchError) and add to counters the same way, while the admin connection adds, r
 workers: the total is conserved and every counter holds exactly the increments that succeeded (a
 write that a watch missed loses one); and two threads each claim one side of a pair only while both
 sides are free, watching both but writing one, which no reader may ever see both claimed (the write
-skew a watched key not held while its EXEC runs would let through). Exits 1 on any violation."""
+skew a watched key not held while its EXEC runs would let through). Also: a watched key whose time
+has come aborts before its timer deletes it; an aborted EXEC runs none of its commands, those of no
+key neither; INFO's total_watched_keys comes back to 0 once every watch has ended, a closed
+connection's too. Exits 1 on any violation."""
 import sys
 import threading
 import time
@@ -54,6 +57,17 @@ def case(name, got, want):
         sys.exit(f"FAIL: {name}: EXEC gave {got!r}, expected {want!r}")
 
 
+def at_once(*cmds):
+    """cmds sent in one write on a connection of their own (redis-py's pipelines send WATCH alone),
+    then their answers."""
+    conn = redis.Connection(port=port)
+    try:
+        conn.send_packed_command([b"".join(command(*c) for c in cmds)])
+        return [conn.read_response() for _ in cmds]
+    finally:
+        conn.disconnect()
+
+
 def nothing():
     pass
 
@@ -82,21 +96,69 @@ case("an expiry by the key's timer", exec_after(["w:e"], lambda: time.sleep(0.3)
 case("an expiry found by a read", exec_after(["w:e"], lambda: (time.sleep(0.1), other.get("w:e")),
                                              setup=lambda: r.set("w:e", "1", px=50)), None)
 case("a FLUSHALL", exec_after(["w:a"], lambda: other.flushall()), None)
+case("a RENAME onto the key", exec_after(["w:a"], lambda: (other.set("w:src", "1"), other.rename("w:src", "w:a"))),
+     None)
+case("a RENAME of the key away", exec_after(["w:a"], lambda: other.rename("w:a", "w:away"),
+                                            setup=lambda: r.set("w:a", "1")), None)
+
+
+def read_everything():
+    other.hset("w:h", "f", "1")
+    other.sadd("w:s", "m")
+    other.rpush("w:l", "x")
+    other.zadd("w:z", {"m": 1})
+    return exec_after(["w:h", "w:s", "w:l", "w:z"], lambda: (
+        other.hget("w:h", "f"), other.hgetall("w:h"), other.hmget("w:h", "f", "g"), other.hlen("w:h"),
+        other.hexists("w:h", "f"), other.sismember("w:s", "m"), other.smembers("w:s"), other.scard("w:s"),
+        other.sinter("w:s", "w:s2"), other.sunion("w:s", "w:s2"), other.sdiff("w:s", "w:s2"), other.lrange("w:l", 0, -1),
+        other.llen("w:l"), other.lindex("w:l", 0), other.zscore("w:z", "m"), other.zrange("w:z", 0, -1),
+        other.zcard("w:z"), other.zrank("w:z", "m"), other.zrangebyscore("w:z", 0, 2), other.ttl("w:h"),
+        other.pttl("w:s"), other.type("w:l"), other.strlen("w:h2"), other.execute_command("SHARD.OWNER", "w:z")))
+
+
+case("reads of hashes, sets, lists and sorted sets", read_everything(), [True])
+# A watched key whose time has come aborts, though its timer has not run yet: EXEC is sent 0.2 ms past
+# the key's deadline (set before the SET's reply), many times, and its GET may never see it gone. A
+# try whose key had already expired when WATCHed (a slow server: then it was not there to watch, and
+# the EXEC rightly runs) tells nothing: the GET after WATCH says which.
+ran_gone = alive = 0
+for i in range(200):
+    key = f"w:ttl{i}"
+    r.set(key, "v", px=10)
+    t0 = time.monotonic()
+    p = r.pipeline()
+    p.watch(key)
+    seen = p.get(key) is not None
+    while time.monotonic() < t0 + 0.0102:
+        pass
+    p.multi()
+    p.get(key)
+    try:
+        ran_gone += seen and p.execute() == [None]
+    except redis.WatchError:
+        pass
+    finally:
+        p.reset()
+    alive += seen
+if ran_gone:
+    sys.exit(f"FAIL: {ran_gone} EXECs of {alive} ran with their watched key expired since it was watched")
+if alive < 20:
+    sys.exit(f"FAIL: only {alive} keys of 200 were still there when watched 10 ms before their deadline")
+
+# An aborted EXEC runs nothing, its commands that touch no key neither; one that runs, runs them, and
+# the connection's next commands come after them.
+r.client_setname("before")
+case("an aborted EXEC's CLIENT SETNAME", exec_after(["w:a"], lambda: other.set("w:a", "5"),
+                                                   (("CLIENT", "SETNAME", "after"), ("SET", "w:out", "x"))), None)
+if r.client_getname() != "before":
+    sys.exit(f"FAIL: an aborted EXEC's CLIENT SETNAME ran: the name is {r.client_getname()!r}")
+got = at_once(("WATCH", "w:a"), ("MULTI",), ("CLIENT", "SETNAME", "inside"), ("PING",), ("EXEC",),
+              ("CLIENT", "GETNAME"))
+case("a watched EXEC's PING, and a CLIENT GETNAME after it", got[-2:], [[b"OK", b"PONG"], b"inside"])
 
 
 # Sent at once, not waiting for WATCH's answer: the WATCH reads the key after the SET before it,
 # and the SET after it, of this connection, aborts.
-def at_once(*cmds):
-    """cmds sent in one write on a connection of their own (redis-py's pipelines send WATCH alone),
-    then their answers."""
-    conn = redis.Connection(port=port)
-    try:
-        conn.send_packed_command([b"".join(command(*c) for c in cmds)])
-        return [conn.read_response() for _ in cmds]
-    finally:
-        conn.disconnect()
-
-
 got = at_once(("SET", "w:p", "1"), ("WATCH", "w:p"), ("MULTI",), ("SET", "w:out", "x"), ("EXEC",))
 case("pipelined: a SET, then WATCH, MULTI, EXEC", got[-1], [b"OK"])
 got = at_once(("WATCH", "w:p"), ("SET", "w:p", "2"), ("MULTI",), ("SET", "w:out", "x"), ("EXEC",))
@@ -156,6 +218,26 @@ except redis.ResponseError as e:
         sys.exit(f"FAIL: an EXEC of 30 keys watching 1000 refused with {e}")
 other.set("w:many5", "x")
 case("after a refused EXEC", plain_exec(), [b"OK"])
+
+
+
+def watched_keys():
+    return int(other.info("clients")["total_watched_keys"])
+
+
+# Every watch above has ended, and one of a connection that closes ends with it.
+if watched_keys() != 0:
+    sys.exit(f"FAIL: INFO counts {watched_keys()} keys watched when no connection watches any")
+closing = redis.Redis(port=port)
+closing.execute_command("WATCH", "w:c1", "w:c2", "w:c3")
+if watched_keys() != 3:
+    sys.exit(f"FAIL: INFO counts {watched_keys()} keys watched, not 3")
+closing.connection_pool.disconnect()
+deadline = time.monotonic() + 10
+while watched_keys() and time.monotonic() < deadline:
+    time.sleep(0.01)  # the server sees the close when it next reads the socket: a bounded poll
+if watched_keys() != 0:
+    sys.exit("FAIL: a connection that closed while watching still counts its keys watched 10 s later")
 
 # The optimistic lock under churn.
 ACCOUNTS, COUNTERS, START = 8, 4, 1000
@@ -277,6 +359,8 @@ for t in threads:
     t.join()
 if errors:
     sys.exit(f"FAIL: {len(errors)} pairs claimed by both sides (write skew), e.g. {errors[:3]}")
+if watched_keys() != 0:
+    sys.exit(f"FAIL: INFO counts {watched_keys()} keys watched after every transaction ended")
 total = sum(int(r.get(f"wacct:{i}")) for i in range(ACCOUNTS))
 if total != ACCOUNTS * START:
     sys.exit(f"FAIL: the accounts hold {total}, not {ACCOUNTS * START}: a move ran over a write its watch missed")
