@@ -329,11 +329,10 @@ static bool conn_parse(struct conn *c)
  * the connection's later commands may be parsed. */
 static void run_deferred(struct conn *c, const struct request *h)
 {
-    uint32_t left = h->exec_follow;
-    for (struct request *r = h->next; left && r; r = r->next) {
+    /* Nothing was parsed after h's transaction: its commands are the rest of the FIFO. */
+    for (struct request *r = h->next; r; r = r->next) {
         if (!r->deferred)
             continue;
-        left--;
         r->deferred = false;
         if (!r->silent) {
             r->cmd->run(c->nt->srv, r);
@@ -359,7 +358,7 @@ static bool conn_collect(struct conn *c)
             if (!request_all_put(r))
                 continue;
         }
-        if (r->exec_follow)
+        if (r->exec_deferred)
             run_deferred(c, r);
         c->head = r->next;
         if (!c->head)

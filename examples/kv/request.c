@@ -104,7 +104,8 @@ void request_free(struct request *r)
         }
     }
     buf_free(&r->reply);
-    watch_set_put(r->watch);
+    if (r->cmd == &watch_cmd)
+        watch_set_put(r->watch); /* (its union's other member is an admin command's) */
     free(r);
 }
 

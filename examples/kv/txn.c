@@ -318,8 +318,10 @@ static bool exec(struct conn *c)
             /* With watches, run once the header is out, if the check let the transaction run; the
              * connection's later commands are parsed only then (net.c), so that they come after it,
              * as Redis runs them. */
-            if (e && !h->exec_follow++)
+            if (e && !h->exec_deferred) {
+                h->exec_deferred = true;
                 c->admin_running++;
+            }
             if (e)
                 r->deferred = true;
             else
