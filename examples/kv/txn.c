@@ -42,12 +42,12 @@ struct txn_exec {
  * runs: a command whose keys meet (cross.c) learns from the count which of its parts is the last.
  * Steps run one after another (on whatever workers): checked and aborted need no lock. */
 struct txn_job {
-    uint32_t         n, keys; /* parts; keys held: the parts' and the watched ones */
+    uint32_t         n;
     bool             group;
     bool             checked, aborted; /* an EXEC's watches compared; a watched key was written */
     struct txn_exec *exec;             /* NULL: not an EXEC with watches */
     struct part     *parts[];
-    /* followed by uint64_t hash[keys] */
+    /* followed by uint64_t hash[]: the parts' keys', then the watched ones */
 };
 
 static uint64_t *job_hashes(struct txn_job *x)
@@ -134,7 +134,7 @@ static void submit_steps(struct server *srv, struct part **parts, uint32_t n, co
     struct txn_job *x = malloc(sizeof *x + n * sizeof *x->parts + keys * sizeof(uint64_t));
     int err = -ENOMEM;
     if (x) {
-        *x = (struct txn_job){ .n = n, .keys = keys, .group = group, .exec = e };
+        *x = (struct txn_job){ .n = n, .group = group, .exec = e };
         memcpy(job_hashes(x), h, keys * sizeof *h);
         memcpy(x->parts, parts, n * sizeof *parts);
         err = shard_submit_multi_each_hash(srv->d, job_hashes(x), keys, step, done, x);
@@ -298,7 +298,8 @@ static bool exec(struct conn *c)
     struct request *h = request_new(c, c->nt, srv, NULL, NULL, 0);
     struct txn_exec *e = h && c->watches ? malloc(sizeof *e + t->n * sizeof *e->reqs) : NULL;
     if (!h || (c->watches && !e)) {
-        free(h);
+        if (h)
+            request_free(h);
         return false;
     }
     struct watch_set *watches = watch_take(c, &nw, wh);
@@ -318,14 +319,14 @@ static bool exec(struct conn *c)
             /* With watches, run once the header is out, if the check let the transaction run; the
              * connection's later commands are parsed only then (net.c), so that they come after it,
              * as Redis runs them. */
-            if (e && !h->exec_deferred) {
-                h->exec_deferred = true;
-                c->admin_running++;
-            }
-            if (e)
-                r->deferred = true;
-            else
+            if (!e) {
                 r->cmd->run(srv, r);
+            } else {
+                r->deferred = true;
+                if (!h->exec_deferred)
+                    c->admin_running++;
+                h->exec_deferred = true;
+            }
             r->done = true;
         }
         conn_append(c, r);

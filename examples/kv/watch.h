@@ -1,11 +1,12 @@
 /* kv_server: WATCH, the optimistic lock of a transaction. SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * As in Redis: after WATCH k, the connection's next EXEC runs nothing and answers a null array if k
- * was written in between, by any connection, this one included; EXEC, DISCARD and UNWATCH end every
- * watch of the connection, and so does its closing. Written means: a keyed command not marked READS
- * ran a part of k (whatever it changed: a SET NX that set nothing counts, where Redis would not count
- * it; so an EXEC may abort for nothing, never run over a change), k was deleted (DEL, an expiry by its
- * timer or by a read that found it due), or the store was flushed.
+ * As in Redis: after WATCH k, the connection's next EXEC runs nothing (its commands of no key
+ * neither: net.c runs those once the EXEC's header is out) and answers a null array if k was written
+ * in between, by any connection, this one included, or its time to live has run out; EXEC, DISCARD
+ * and UNWATCH end every watch of the connection, and so does its closing. Written means: a keyed
+ * command not marked READS ran a part of k (whatever it changed: a SET NX that set nothing counts,
+ * where Redis would not count it; so an EXEC may abort for nothing, never run over a change), k was
+ * deleted (DEL, an expiry by its timer or by a read that found it due), or the store was flushed.
  *
  * How. A table of stamps, counters chosen by a key's store hash (its top bits), shared by every
  * worker: a write adds one to its key's. WATCH runs a part on each of its keys, as a job of the key
