@@ -101,7 +101,7 @@ static void catch_worker(shard_worker *w, void *arg)
     sem_post(&done);
 }
 
-Test(job_context, workers_are_numbered_in_order_and_never_twice)
+Test(job_context, workers_are_numbered_in_order_and_never_twice, .timeout = 60)
 {
     memset(ids, 0xff, sizeof ids);
     struct shard_config cfg = { .workers = 3, .on_worker_start = start };

@@ -213,7 +213,7 @@ static void on_dropped(shard_job_fn fn, void *arg, void *user)
 
 /* DROP of the worker holding M's part of b: on_dropped hears of M once, with M's own fn and arg; M
  * never runs; a (held by M's claim) is let go at once. */
-Test(multi, drop_crash_drops_the_whole_job_once)
+Test(multi, drop_crash_drops_the_whole_job_once, .timeout = 60)
 {
     shard_dispatcher *d = make(3, 64, on_dropped);
     sem_init(&gate, 0, 0);
@@ -280,7 +280,7 @@ Test(multi, reroute_crash_keeps_it_whole_and_in_order)
 
 /* M over a and b, b stuck behind a crashed worker's job of b: M waits, holding a, and drain returns
  * (it does not wait for what waits behind a stuck key); once the stuck job returns, M, then a's. */
-Test(multi, a_stuck_key_holds_its_job_and_drain_returns)
+Test(multi, a_stuck_key_holds_its_job_and_drain_returns, .timeout = 60)
 {
     shard_dispatcher *d = make(3, 64, NULL);
     sem_init(&gate, 0, 0);

@@ -160,7 +160,7 @@ static void log_item(shard_worker *w, void *arg)
     atomic_store(&it->log->busy, 0);
 }
 
-Test(timer, a_timer_runs_after_its_keys_jobs_submitted_before_it_fell_due)
+Test(timer, a_timer_runs_after_its_keys_jobs_submitted_before_it_fell_due, .timeout = 60)
 {
     shard_dispatcher *d = make(2, NULL);
     static struct order_log log;
@@ -194,7 +194,7 @@ struct key_timers {
     uint64_t          earliest[PER_KEY], latest[PER_KEY]; /* its deadline is between the two */
 };
 
-Test(timer, a_keys_timers_run_in_deadline_order_while_workers_change)
+Test(timer, a_keys_timers_run_in_deadline_order_while_workers_change, .timeout = 60)
 {
     shard_dispatcher *d = make(2, NULL);
     static struct key_timers kt[ORDER_KEYS];
