@@ -321,8 +321,8 @@ static void gather_then_time(shard_worker *w, void *arg)
     sem_post(&batched_all);
 }
 
-/* A timer of "k" armed after the test's others, of delay 0: once it has run, every timer of "k" due
- * before it has (a key's timers run in deadline order, timer.h). */
+/* A timer of "k" armed after the test's others, due 1 ms after: once it has run, every timer of "k"
+ * due before it has (a key's timers run in deadline order, timer.h; ties are not ordered). */
 static sem_t last_timer_ran;
 static void last_timer(shard_worker *w, void *arg)
 {
@@ -330,7 +330,7 @@ static void last_timer(shard_worker *w, void *arg)
     sem_post(&last_timer_ran);
 }
 
-Test(faults, a_timer_from_a_job_whose_submits_cannot_be_delivered)
+Test(faults, a_timer_from_a_job_whose_submits_cannot_be_delivered, .timeout = 60)
 {
     shard_dispatcher *d;
     struct shard_config cfg = { .workers = 1, .queue_capacity = 4 };
@@ -348,7 +348,7 @@ Test(faults, a_timer_from_a_job_whose_submits_cannot_be_delivered)
     /* The refused timer's delay was 0: armed all the same, it would have run by the time a timer of
      * the key armed after it has (a drain does not wait for a timer's job before it is due). */
     sem_init(&last_timer_ran, 0, 0);
-    cr_assert_eq(shard_submit_after(d, "k", 1, 0, last_timer, NULL, NULL), 0);
+    cr_assert_eq(shard_submit_after(d, "k", 1, 1000000, last_timer, NULL, NULL), 0);
     sem_wait(&last_timer_ran);
     cr_assert_eq(atomic_load(&batch_ran), 1, "the gathered job runs, the timer refused does not");
     cr_assert_eq(shard_timer_cancel(d, far_timer), 0, "the rearm changed nothing: still pending");

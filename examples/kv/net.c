@@ -39,7 +39,6 @@
 #include <unistd.h>
 
 #include "net_internal.h"
-#include "watch.h"
 
 #define READ_CHUNK   16384
 #define READ_BUDGET  (256 * 1024) /* per wake-up, so one connection cannot starve the others */
@@ -75,7 +74,7 @@ static void count_add(atomic_ullong *c, size_t n)
 static bool conn_may_take(const struct conn *c)
 {
     return !c->closing && !c->dead && c->inflight < c->nt->srv->opt.max_pipeline &&
-           c->held + c->out.len < OUT_LIMIT && c->admin_running == 0;
+           c->held + c->out.len < OUT_LIMIT && c->parse_holds == 0;
 }
 
 static void conn_watch(struct conn *c)
@@ -146,8 +145,7 @@ static void conn_free(struct conn *c)
         request_free(r);
     }
     c->head = c->tail = NULL;
-    txn_free(c);
-    watch_clear(c);
+    txn_end(c);
     c->next = nt->graveyard;
     nt->graveyard = c;
 }
@@ -191,7 +189,7 @@ void conn_append(struct conn *c, struct request *r)
 }
 
 /* A request is done: its charge becomes what its reply actually holds. */
-static void conn_recharge(struct conn *c, struct request *r)
+void conn_recharge(struct conn *c, struct request *r)
 {
     size_t now = r->mem + request_reply_left(r);
     c->held = c->held - r->charge + now;
@@ -274,7 +272,7 @@ static bool dispatch(struct conn *c, struct resp_arg *argv, uint32_t argc)
     conn_append(c, r);
     if (cmd->kind == CMD_ADMIN) {
         request_flush(&c->nt->batch, srv->d); /* the keyed commands before it reach shard first */
-        c->admin_running++;
+        c->parse_holds++;
         admin_enqueue(srv, r);
     } else if (cmd->kind == CMD_KEYED) {
         request_submit(r, &c->nt->batch);
@@ -324,24 +322,6 @@ static bool conn_parse(struct conn *c)
     return progress;
 }
 
-/* h, an EXEC's header with watched keys, is out (or dropped): its transaction's non-keyed commands,
- * which follow it, run now, unless its job found a watched key written (silent: nothing runs); then
- * the connection's later commands may be parsed. */
-static void run_deferred(struct conn *c, const struct request *h)
-{
-    /* Nothing was parsed after h's transaction: its commands are the rest of the FIFO. */
-    for (struct request *r = h->next; r; r = r->next) {
-        if (!r->deferred)
-            continue;
-        r->deferred = false;
-        if (!r->silent) {
-            r->cmd->run(c->nt->srv, r);
-            conn_recharge(c, r);
-        }
-    }
-    c->admin_running--; /* what follows the EXEC may be parsed now (txn.c) */
-}
-
 /* Copies the replies of done requests at the head of the FIFO to the output, a piece at a time while
  * it holds less than OUT_LIMIT; a connection that can no longer be written drops them. Return:
  * whether it moved anything. */
@@ -359,7 +339,7 @@ static bool conn_collect(struct conn *c)
                 continue;
         }
         if (r->exec_deferred)
-            run_deferred(c, r);
+            txn_exec_out(c, r);
         c->head = r->next;
         if (!c->head)
             c->tail = NULL;
@@ -638,7 +618,7 @@ static bool take_completions(struct net_thread *nt, bool signalled)
         next = atomic_load_explicit(&r->done_next, memory_order_relaxed);
         r->done = true;
         if (r->cmd && r->cmd->kind == CMD_ADMIN)
-            r->conn->admin_running--; /* what follows it may be parsed now */
+            r->conn->parse_holds--; /* what follows it may be parsed now */
         conn_recharge(r->conn, r);
         if (!r->conn->touched) {
             r->conn->touched = true;

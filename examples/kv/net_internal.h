@@ -23,8 +23,8 @@ struct conn {
     struct buf         in, out;
     struct request    *head, *tail; /* requests in arrival order; replies leave from the head */
     uint32_t           inflight;    /* requests in the FIFO */
-    uint32_t           admin_running; /* admin requests not yet done, and EXECs whose non-keyed commands
-                                       * wait for their watches' check (txn.c): nothing after them is parsed */
+    uint32_t           parse_holds; /* admin requests not yet done, and EXECs whose commands of no key
+                                     * wait for their watches' check (txn.c): nothing after them is parsed */
     size_t             held;        /* bytes charged to the requests in the FIFO (net.c) */
     bool               closing;
     bool               eof;
@@ -116,5 +116,12 @@ bool txn_dispatch(struct conn *c, const struct command *cmd, struct resp_arg *ar
 void txn_refused(struct conn *c);
 /* txn.c: drops c's transaction, if any, and what it queued. */
 void txn_free(struct conn *c);
+/* txn.c: ends c's transaction, if any, and its watches (DISCARD, an aborted EXEC, its closing). */
+void txn_end(struct conn *c);
+/* txn.c: h, an EXEC's header whose transaction has commands of no key (exec_deferred), is out, or
+ * dropped: they run now, unless it aborted; then what follows may be parsed. */
+void txn_exec_out(struct conn *c, const struct request *h);
+/* net.c: r is done: what it counts for in c's held bytes becomes what its reply holds. */
+void conn_recharge(struct conn *c, struct request *r);
 
 #endif

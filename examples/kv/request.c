@@ -105,7 +105,7 @@ void request_free(struct request *r)
     }
     buf_free(&r->reply);
     if (r->cmd == &watch_cmd)
-        watch_set_put(r->watch); /* (its union's other member is an admin command's) */
+        watch_set_put(r->watch); /* the command tells the union's members apart */
     free(r);
 }
 
@@ -135,7 +135,9 @@ static bool part_failed(const struct part_reply *s)
 static void finish(struct request *r)
 {
     int err = atomic_load_explicit(&r->error, memory_order_relaxed);
-    if (err == -E2BIG) {
+    if (r->silent) {
+        /* nothing: the EXEC's header is its whole answer (txn.c) */
+    } else if (err == -E2BIG) {
         /* An atomic command of more keys than one multi-key job holds (its parts were refused). */
         resp_error(&r->reply, "ERR a command holds at most 1024 keys on kv_server");
     } else if (err) {
@@ -174,7 +176,7 @@ void request_run_part_uncounted(shard_worker *w, struct part *p)
     else
         part_error(r, -ENOMEM);
     if (!r->cmd->reads)
-        watch_touch(p->hash); /* after the write: a WATCH's part of the key that follows reads it */
+        watch_touch(p->hash); /* any part of a command not marked READS writes its key, failed or not */
     if (part_failed(&r->part_reply[p->index]))
         part_error(r, -ENOMEM);
 }
@@ -335,7 +337,7 @@ size_t request_reply_bound(const struct request *r)
  * i - 1's reply, a segment at a time: a part's next segment moves into its place once it is put. */
 static uint32_t pieces(const struct request *r)
 {
-    return 1 + (r->reply_parts && !r->reply.failed && !r->silent ? r->nparts : 0);
+    return 1 + (r->reply_parts && !r->reply.failed ? r->nparts : 0);
 }
 
 static size_t segment_bytes(const struct part_reply *s)
@@ -345,8 +347,6 @@ static size_t segment_bytes(const struct part_reply *s)
 
 static size_t piece_bytes(const struct request *r, uint32_t i)
 {
-    if (r->silent)
-        return 0;
     if (i == 0)
         return r->reply.failed ? sizeof OUT_OF_MEMORY - 1 : r->reply.len;
     return segment_bytes(&r->part_reply[i - 1]);
@@ -374,8 +374,6 @@ size_t request_put_piece(struct request *r, struct buf *out)
     size_t n = piece_bytes(r, i);
     if (i == 0) {
         r->put++;
-        if (r->silent)
-            return 0;
         if (r->reply.failed)
             buf_put(out, OUT_OF_MEMORY, n);
         else

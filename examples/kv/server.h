@@ -167,7 +167,8 @@ struct request {
     struct request       *next;          /* N: the connection's FIFO */
     union {
         struct request   *next_admin;    /* an admin command: the admin thread's queue, under its lock */
-        struct watch_set *watch;         /* I: a WATCH: its keys, what its parts read of them (watch.h) */
+        struct watch_set *watch;         /* a WATCH: its keys (set by the network thread before its
+                                          * parts are submitted; they write what they read, watch.h) */
     };
     struct conn          *conn;          /* I */
     struct net_thread    *nt;            /* I */
@@ -186,15 +187,12 @@ struct request {
     size_t                charge; /* N: what it counts for in its connection's held bytes (net.c) */
     uint32_t              put;    /* N: pieces of its reply already copied to the output */
     bool                  done;   /* N: its completion has been taken */
-    /* R: a command of a transaction whose watched keys were written (watch.h): its reply is not sent.
-     * Set by the transaction's job before it completes the EXEC's array header, which the network
-     * thread sends first (the FIFO), so it reads this after. */
-    bool                  silent;
-    /* N: a non-keyed command of a transaction with watched keys, not run yet: run when the EXEC's
-     * header is out, unless silent; and that header, whose transaction has such commands, the last
-     * in the FIFO until they have run (net.c's conn_collect). In the padding after done: a line more
-     * a request cost every command 3 % (SET and GET, kv_load). */
-    bool                  deferred, exec_deferred;
+    /* In the padding after done (a line more a request cost every command 3 %: SET and GET, kv_load).
+     * silent, R: a keyed command of an EXEC that did not run (a watched key was written, or its job
+     * was refused): it answers nothing (request.c's finish). exec_deferred, N: an EXEC's header whose
+     * transaction has commands of no key, which run once it is out (txn_exec_out); exec_aborted, R
+     * until it is completed: that EXEC answered a null array or EXECABORT, and they do not run. */
+    bool                  silent, exec_deferred, exec_aborted;
 };
 
 /* What a keyed command's part works on: its key, and where its reply goes. */

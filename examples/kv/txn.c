@@ -25,12 +25,11 @@
 #include "watch.h"
 
 /* An EXEC of a connection that watches keys (watch.h): its array header, which the job's first step
- * writes, and the transaction's requests, which that step silences if a watched key was written. */
+ * writes, and how many commands the array holds. */
 struct txn_exec {
     struct request   *head;
     struct watch_set *watches;
     uint32_t          nreq;
-    struct request   *reqs[];
 };
 
 /* One multi-key job: its parts in order, and the shard hash of each one's key (which part a step
@@ -40,12 +39,12 @@ struct txn_exec {
  * counted done at once when its last step has run: one atomic decrement of the request's count, not
  * one a key (an MGET of 10 keys on one worker: 3 % of its CPU). The others count each part as it
  * runs: a command whose keys meet (cross.c) learns from the count which of its parts is the last.
- * Steps run one after another (on whatever workers): checked and aborted need no lock. */
+ * Steps run one after another (on whatever workers): exec and aborted need no lock. */
 struct txn_job {
     uint32_t         n;
     bool             group;
-    bool             checked, aborted; /* an EXEC's watches compared; a watched key was written */
-    struct txn_exec *exec;             /* NULL: not an EXEC with watches */
+    bool             aborted; /* an EXEC's watched key was written: its parts do not run */
+    struct txn_exec *exec;    /* an EXEC with watches, until its first step has answered it */
     struct part     *parts[];
     /* followed by uint64_t hash[]: the parts' keys', then the watched ones */
 };
@@ -55,29 +54,36 @@ static uint64_t *job_hashes(struct txn_job *x)
     return (uint64_t *)&x->parts[x->n];
 }
 
-/* An EXEC's first step, every key held: its watches compared, its header written and sent on. */
-static void exec_check(struct txn_job *x)
+/* An EXEC with watches is decided: its header answers the array, a null one (aborted: nothing of it
+ * runs), or EXECABORT with why (err: its job was refused, nothing ran); its watches end. Before the
+ * header is completed: the network thread runs the transaction's commands of no key once it has sent
+ * the header, and only if it did not abort (txn_exec_out). */
+static void exec_answer(struct txn_exec *e, bool aborted, int err)
 {
-    struct txn_exec *e = x->exec;
-    x->checked = true;
-    x->aborted = watch_changed(e->watches, kv_now_ms());
+    struct request *h = e->head;
     watch_release(e->watches);
-    e->watches = NULL;
-    /* Before the header is completed: the network thread reads silent once it has sent the header
-     * (the requests follow it in the FIFO), and only then runs the transaction's non-keyed commands,
-     * unless silent (net.c). */
-    for (uint32_t i = 0; x->aborted && i < e->nreq; i++)
-        e->reqs[i]->silent = true;
-    resp_array(&e->head->reply, x->aborted ? -1 : (int64_t)e->nreq);
-    request_complete(e->head);
+    h->exec_aborted = aborted || err;
+    if (err) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "EXECABORT Transaction discarded: %s", shard_strerror(err));
+        resp_error(&h->reply, msg);
+    } else {
+        resp_array(&h->reply, aborted ? -1 : (int64_t)e->nreq);
+    }
+    request_complete(h);
+    free(e);
 }
 
 static void step(shard_worker *w, void *arg, size_t first)
 {
     struct txn_job *x = arg;
     uint64_t *h = job_hashes(x), key = h[first];
-    if (x->exec && !x->checked)
-        exec_check(x);
+    if (x->exec) {
+        /* The first step: every key is held (watch.h). */
+        x->aborted = watch_changed(x->exec->watches, kv_now_ms());
+        exec_answer(x->exec, x->aborted, 0);
+        x->exec = NULL;
+    }
     /* Steps on one worker (an MGET's group, queued whole) come one after another, each a lookup of
      * two dependent misses (the bucket, then the entry): the bucket of the part after next and the
      * entry of the next start loading while this one runs. */
@@ -88,12 +94,14 @@ static void step(shard_worker *w, void *arg, size_t first)
     for (uint32_t i = (uint32_t)first; i < x->n; i++) {
         if (h[i] != key)
             continue;
-        if (x->aborted)
-            request_parts_done(x->parts[i]->r, 1); /* not run: its reply is not sent */
-        else if (x->group)
+        if (x->aborted) {
+            x->parts[i]->r->silent = true; /* not run, and its request answers nothing (request.c) */
+            request_parts_done(x->parts[i]->r, 1);
+        } else if (x->group) {
             request_run_part_uncounted(w, x->parts[i]);
-        else
+        } else {
             request_run_part(w, x->parts[i]);
+        }
     }
 }
 
@@ -104,7 +112,6 @@ static void done(shard_worker *w, void *arg)
     struct txn_job *x = arg;
     if (x->group)
         request_parts_done(x->parts[0]->r, x->n);
-    free(x->exec);
     free(x);
 }
 
@@ -126,8 +133,8 @@ void parts_by_owner(const uint32_t *owner, uint32_t n, uint32_t *order)
 
 /* Submits parts[0..n) and then the keys of an EXEC's watches (e: NULL for none), whose shard hashes
  * are h[0..keys), as one multi-key job with steps; group: parts of one request, counted done together
- * (struct txn_job). Refused, each part answers with the error, and e's header is sent as if no watched
- * key was written (the parts' errors follow it). */
+ * (struct txn_job). Refused, each part answers with the error; with e, e's header answers EXECABORT
+ * alone instead. */
 static void submit_steps(struct server *srv, struct part **parts, uint32_t n, const uint64_t *h, uint32_t keys,
                          bool group, struct txn_exec *e)
 {
@@ -140,15 +147,13 @@ static void submit_steps(struct server *srv, struct part **parts, uint32_t n, co
         err = shard_submit_multi_each_hash(srv->d, job_hashes(x), keys, step, done, x);
     }
     if (err) {
-        if (e) {
-            watch_release(e->watches);
-            resp_array(&e->head->reply, e->nreq);
-            request_complete(e->head);
-            free(e);
-        }
         free(x);
-        for (uint32_t i = 0; i < n; i++)
+        for (uint32_t i = 0; i < n; i++) {
+            parts[i]->r->silent = e != NULL; /* before the header: its EXECABORT is the whole answer */
             request_refuse_part(parts[i], err);
+        }
+        if (e)
+            exec_answer(e, false, err);
     }
 }
 
@@ -206,6 +211,23 @@ void txn_free(struct conn *c)
     }
     free(t);
     c->txn = NULL;
+}
+
+void txn_end(struct conn *c)
+{
+    txn_free(c);
+    watch_clear(c);
+}
+
+void txn_exec_out(struct conn *c, const struct request *h)
+{
+    /* Nothing was parsed after h's transaction: its commands are the rest of the FIFO. */
+    for (struct request *r = h->next; r && !h->exec_aborted; r = r->next)
+        if (r->cmd->kind != CMD_KEYED) {
+            r->cmd->run(c->nt->srv, r);
+            conn_recharge(c, r);
+        }
+    c->parse_holds--;
 }
 
 void txn_refused(struct conn *c)
@@ -290,13 +312,12 @@ static bool exec(struct conn *c)
     uint64_t wh[WATCH_MAX_KEYS];
     uint32_t nw = 0;
     if (t->parts + watch_count(c) > TXN_MAX_PARTS) {
-        txn_free(c);
-        watch_clear(c);
+        txn_end(c);
         return conn_reply_text(c, true, "EXECABORT a transaction holds at most 1024 keys on kv_server, its watched "
                                         "keys included");
     }
     struct request *h = request_new(c, c->nt, srv, NULL, NULL, 0);
-    struct txn_exec *e = h && c->watches ? malloc(sizeof *e + t->n * sizeof *e->reqs) : NULL;
+    struct txn_exec *e = h && c->watches ? malloc(sizeof *e) : NULL;
     if (!h || (c->watches && !e)) {
         if (h)
             request_free(h);
@@ -307,31 +328,27 @@ static bool exec(struct conn *c)
         *e = (struct txn_exec){ .head = h, .watches = watches, .nreq = t->n };
     else
         resp_array(&h->reply, t->n);
-    h->done = !e; /* with watches, completed by the job (exec_check) */
+    h->done = !e; /* with watches, completed by the job (exec_answer) */
     conn_append(c, h);
     request_flush(&c->nt->batch, srv->d); /* the commands before MULTI reach shard first */
     struct part *parts[TXN_MAX_PARTS];
-    uint32_t n = 0, k = 0;
+    uint32_t n = 0;
     for (struct request *r = t->head, *next; r; r = next) {
         next = r->next;
         r->next = NULL;
         if (r->cmd->kind != CMD_KEYED) {
-            /* With watches, run once the header is out, if the check let the transaction run; the
-             * connection's later commands are parsed only then (net.c), so that they come after it,
-             * as Redis runs them. */
+            /* With watches, run once the header is out, unless the transaction aborted; the
+             * connection's later commands are parsed only then, so that they come after it, as Redis
+             * runs them (txn_exec_out). */
             if (!e) {
                 r->cmd->run(srv, r);
-            } else {
-                r->deferred = true;
-                if (!h->exec_deferred)
-                    c->admin_running++;
+            } else if (!h->exec_deferred) {
                 h->exec_deferred = true;
+                c->parse_holds++;
             }
             r->done = true;
         }
         conn_append(c, r);
-        if (e)
-            e->reqs[k++] = r;
         for (uint32_t i = 0; r->cmd->kind == CMD_KEYED && i < r->nparts; i++)
             parts[n++] = &r->parts[i];
     }
@@ -378,8 +395,7 @@ bool txn_dispatch(struct conn *c, const struct command *cmd, struct resp_arg *ar
         if (!c->txn)
             return conn_reply_text(c, true, "ERR EXEC without MULTI");
         if (c->txn->dirty) {
-            txn_free(c);
-            watch_clear(c);
+            txn_end(c);
             return conn_reply_text(c, true, "EXECABORT Transaction discarded because of previous errors.");
         }
         return exec(c);
@@ -387,8 +403,7 @@ bool txn_dispatch(struct conn *c, const struct command *cmd, struct resp_arg *ar
     if (strcmp(name, "DISCARD") == 0) {
         if (!c->txn)
             return conn_reply_text(c, true, "ERR DISCARD without MULTI");
-        txn_free(c);
-        watch_clear(c);
+        txn_end(c);
         return conn_reply_text(c, false, "OK");
     }
     if (strcmp(name, "WATCH") == 0) {

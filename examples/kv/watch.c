@@ -49,6 +49,8 @@ static void watch_part(struct kv_store *s, struct request *r, const struct part 
     const struct kv_entry *e = store_find(s, HASHED_KEY(r, p));
     struct watched *k = &r->watch->key[p->index];
     k->expires_ms = e && e->exp ? e->exp->at_ms : 0;
+    /* relaxed: every write of the key before this part happens before it (the key's order), and so
+     * does every flush whose answer came before the WATCH was sent. */
     k->flushes = atomic_load_explicit(&watch_counts.flushes, memory_order_relaxed);
     k->stamp = atomic_load_explicit(stamp_of(p->hash), memory_order_relaxed);
 }
@@ -70,6 +72,7 @@ struct watch_set *watch_set_new(struct request *r)
     for (uint32_t i = 0; i < s->n; i++) {
         s->key[i].hash = r->parts[i].hash;
         s->key[i].shard_hash = r->parts[i].shard_hash;
+        s->key[i].flushes = UINT64_MAX; /* a key whose part never read it (refused) aborts the EXEC */
         /* Before the parts are submitted, which hands the counts to their jobs and so to every later
          * write of those keys (watch.h). */
         atomic_fetch_add_explicit(watched_of(s->key[i].hash), 1, memory_order_relaxed);
@@ -126,6 +129,8 @@ struct watch_set *watch_take(struct conn *c, uint32_t *keys, uint64_t *hashes)
 
 bool watch_changed(const struct watch_set *list, int64_t now_ms)
 {
+    /* relaxed: every write of a watched key that came before the EXEC happens before this, its first
+     * step (the key's order), and every one after waits for the job to end (watch.h). */
     uint64_t flushes = atomic_load_explicit(&watch_counts.flushes, memory_order_relaxed);
     for (const struct watch_set *s = list; s; s = s->next)
         for (uint32_t i = 0; i < s->n; i++) {

@@ -23,7 +23,7 @@
  * steps: docs/kv_server.md); one before the EXEC's check aborts it.
  *
  * While no connection watches a key (active, the count of watched keys), a write adds nothing: one
- * load of a line nothing else writes. While some do, a write adds only if a watched key shares a
+ * load of a line only WATCH and the end of a watch write. While some do, a write adds only if a watched key shares a
  * filter slot with it (watched[], a count of watched keys by their hash's top bits): a connection
  * that WATCHes and never EXECs costs other keys' writes a read of a table that fits in a core's
  * cache, not a write of a shared line. That is safe: the counts went up before the WATCH's parts
@@ -60,6 +60,8 @@ extern struct watch_counts watch_counts;
 /* A write of the key whose store hash is hash. Context: the job that wrote it (a worker). */
 static inline void watch_touch(uint64_t hash)
 {
+    /* relaxed: a watch that matters raised the counts before its part of the key, which comes before
+     * this write in the key's order (above). */
     if (atomic_load_explicit(&watch_counts.active, memory_order_relaxed) == 0 ||
         atomic_load_explicit(&watch_watched[hash >> (64 - WATCH_FILTER_BITS)], memory_order_relaxed) == 0)
         return;
