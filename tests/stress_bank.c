@@ -354,8 +354,6 @@ int main(int argc, char **argv)
           (long long)expect, (long long)(start * accounts), atomic_load(&deposited));
     struct shard_stats st;
     CHECK(shard_dispatcher_stats(disp, &st) == 0, "stats");
-    CHECK(st.multi_open == 0 && st.multi_waiting == 0, "after drain: %llu multi-key jobs open, %llu waiting",
-          (unsigned long long)st.multi_open, (unsigned long long)st.multi_waiting);
     CHECK((long)st.dropped == dropped, "stats count %llu dropped, on_dropped heard of %ld",
           (unsigned long long)st.dropped, dropped);
     CHECK(atomic_load(&changes) >= 10, "only %d membership changes", atomic_load(&changes));

@@ -42,7 +42,8 @@ static inline void stress_pause_ms(int ms)
  * stuck until it returns, and drain waits neither for it nor for the jobs behind its keys
  * (dispatcher.h): a quick job is only slow, but under a sanitizer on a loaded machine its thread may be
  * preempted in it past one drain (stress_drop_race failed so in CI). A job that never runs is still
- * caught: the caller checks after. Return: whether done held. */
+ * caught: the caller checks after, or done itself (stress_none_open: the run fails here, with the
+ * counts). Return: whether done held. */
 static inline bool stress_drain_until(shard_dispatcher *d, bool (*done)(void *ctx), void *ctx)
 {
     for (int tries = 0; tries < 10000; tries++) {
@@ -51,7 +52,10 @@ static inline bool stress_drain_until(shard_dispatcher *d, bool (*done)(void *ct
             return true;
         stress_pause_ms(1);
     }
-    CHECK(false, "the work did not end in 10 s of draining");
+    struct shard_stats st;
+    CHECK(shard_dispatcher_stats(d, &st) == 0, "stats");
+    CHECK(false, "the work did not end in 10 s of draining (multi-key jobs: %llu open, %llu waiting)",
+          (unsigned long long)st.multi_open, (unsigned long long)st.multi_waiting);
     return false;
 }
 

@@ -269,7 +269,6 @@ static void crash_in_job(enum shard_crash_policy policy, enum crash_mode mode)
     /* The job ran on crashed w1, which no drain waits for: it counts as open until it has let its keys
      * go (multi.c's end()), and their later jobs may run, on other workers, just before that. */
     stress_drain_until(d, stress_none_open, d);
-    check_none_open(d, pname);
     shard_dispatcher_destroy(d);
     printf("crash-in-job %s: drain %s\n", pname, returned ? "returned" : "HUNG");
 }
@@ -762,7 +761,6 @@ static void whole_max(void)
      * may run between the two, and done's job, after a first step stuck on a crashed worker, may be
      * one no drain waited for. */
     stress_drain_until(d, stress_none_open, d);
-    check_none_open(d, "whole-max");
     shard_dispatcher_destroy(d);
     printf("whole-max: %d steps after a crash in the first, drain %s\n", atomic_load(&max_steps),
            returned ? "returned" : "HUNG");

@@ -327,10 +327,6 @@ static void stuck_step(enum shard_crash_policy policy, bool in_done)
     /* The later jobs ran once the jobs let their keys go (multi.c's end()), a moment before those stop
      * counting as open; and they ran behind a stuck key, which no drain waits for. */
     stress_drain_until(d, stress_none_open, d);
-    struct shard_stats st;
-    CHECK(shard_dispatcher_stats(d, &st) == 0, "stats");
-    CHECK(st.multi_open == 0 && st.multi_waiting == 0, "%s: after it: %llu open, %llu waiting", pname,
-          (unsigned long long)st.multi_open, (unsigned long long)st.multi_waiting);
     shard_dispatcher_destroy(d);
     printf("stuck-%s %s: drain %s\n", in_done ? "done" : "step", pname, returned ? "returned" : "HUNG");
 }
