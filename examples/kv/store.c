@@ -236,7 +236,9 @@ bool store_del(struct kv_store *s, uint64_t hash, const void *key, size_t klen)
     kv_entry_free(e);
     count_local(s);
     atomic_fetch_sub_explicit(&total_keys, 1, memory_order_relaxed);
-    watch_touch(hash); /* a DEL's, and an expiry's: a read that finds the key due, or its timer */
+    /* An expiry's (a read that finds the key due, or its timer), which the EXEC's check of the key's
+     * deadline misses if the clock was set back since; a DEL's part adds its own as well. */
+    watch_touch(hash);
     return true;
 }
 

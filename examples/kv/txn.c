@@ -309,8 +309,6 @@ static bool exec(struct conn *c)
 {
     struct server *srv = c->nt->srv;
     struct txn *t = c->txn;
-    uint64_t wh[WATCH_MAX_KEYS];
-    uint32_t nw = 0;
     if (t->parts + watch_count(c) > TXN_MAX_PARTS) {
         txn_end(c);
         return conn_reply_text(c, true, "EXECABORT a transaction holds at most 1024 keys on kv_server, its watched "
@@ -323,7 +321,9 @@ static bool exec(struct conn *c)
             request_free(h);
         return false;
     }
-    struct watch_set *watches = watch_take(c, &nw, wh);
+    struct watch_set *watches = watch_take(c);
+    uint64_t wh[WATCH_MAX_KEYS];
+    uint32_t nw = watch_hashes(watches, wh);
     if (e)
         *e = (struct txn_exec){ .head = h, .watches = watches, .nreq = t->n };
     else

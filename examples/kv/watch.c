@@ -107,24 +107,26 @@ void watch_release(struct watch_set *list)
     }
 }
 
-void watch_clear(struct conn *c)
+struct watch_set *watch_take(struct conn *c)
 {
-    watch_release(c->watches);
-    c->watches = NULL;
-    atomic_store_explicit(&c->watched, 0, memory_order_relaxed);
-}
-
-struct watch_set *watch_take(struct conn *c, uint32_t *keys, uint64_t *hashes)
-{
-    uint32_t k = 0;
-    for (struct watch_set *s = c->watches; s; s = s->next)
-        for (uint32_t i = 0; i < s->n; i++)
-            hashes[k++] = s->key[i].shard_hash;
-    *keys = k;
     struct watch_set *list = c->watches;
     c->watches = NULL;
     atomic_store_explicit(&c->watched, 0, memory_order_relaxed);
     return list;
+}
+
+void watch_clear(struct conn *c)
+{
+    watch_release(watch_take(c));
+}
+
+uint32_t watch_hashes(const struct watch_set *list, uint64_t *hashes)
+{
+    uint32_t k = 0;
+    for (const struct watch_set *s = list; s; s = s->next)
+        for (uint32_t i = 0; i < s->n; i++)
+            hashes[k++] = s->key[i].shard_hash;
+    return k;
 }
 
 bool watch_changed(const struct watch_set *list, int64_t now_ms)

@@ -88,10 +88,12 @@ void watch_add(struct conn *c, struct watch_set *s);
  * network thread. */
 void watch_clear(struct conn *c);
 
-/* The connection's watches, handed to its EXEC (the connection keeps none), or NULL; *keys: how many
- * keys they watch, *hashes filled with their shard hashes (room for WATCH_MAX_KEYS). Context: its
+/* The connection's watches, handed to its EXEC (the connection keeps none), or NULL. Context: its
  * network thread. */
-struct watch_set *watch_take(struct conn *c, uint32_t *keys, uint64_t *hashes);
+struct watch_set *watch_take(struct conn *c);
+
+/* The shard hashes of list's keys into hashes (room for WATCH_MAX_KEYS). Return: how many. */
+uint32_t watch_hashes(const struct watch_set *list, uint64_t *hashes);
 
 /* Whether a key of list was written since its WATCH, or its time to live has run out by now_ms
  * (kv_now_ms). Context: a job that holds every key of list. */
