@@ -190,6 +190,7 @@ int main(int argc, char **argv)
         return 1;
     }
     cfg.ring.seed = KV_RING_SEED; /* public: kv_shard_hash */
+    cfg.ring.hash = kv_ring_hash; /* hash tags */
     if (!err)
         err = shard_dispatcher_create(&srv.d, &cfg);
     if (err) {
@@ -198,8 +199,9 @@ int main(int argc, char **argv)
         return 1;
     }
     /* Parts go to shard by their kv_shard_hash, timers and placements by their bytes: the two must
-     * agree, or a key's jobs would go to two owners. */
-    if (shard_dispatcher_key_hash(srv.d, "kv:probe", 8) != kv_shard_hash("kv:probe", 8)) {
+     * agree, or a key's jobs would go to two owners; a key with a tag is placed by its tag. */
+    if (shard_dispatcher_key_hash(srv.d, "{kv}:probe", 10) != kv_shard_hash("kv", 2) ||
+        kv_shard_hash("{kv}:probe", 10) != kv_shard_hash("kv", 2)) {
         fprintf(stderr, "kv_server: shard's key hash is not kv_shard_hash\n");
         abort(); /* a programming error, found at the first start */
     }

@@ -44,13 +44,48 @@ Test(kv_hash, keys_colliding_under_the_public_seed_do_not_share_a_store_hash)
 Test(kv_hash, the_shard_hash_is_the_dispatchers)
 {
     shard_dispatcher *d;
-    struct shard_config cfg = { .workers = 1, .ring = { .seed = KV_RING_SEED } };
+    struct shard_config cfg = { .workers = 1, .ring = { .seed = KV_RING_SEED, .hash = kv_ring_hash } };
     cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
     const char *keys[] = { "", "k", "key:1234", "a key longer than sixteen bytes, and than one hundred and "
                                                 "twenty-eight, so that XXH3's every length class is taken here "
-                                                "at least once: this is the long one" };
+                                                "at least once: this is the long one",
+                           "{user:42}:cart", "a{}{b}" };
     for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
         cr_assert_eq(kv_shard_hash(keys[i], strlen(keys[i])), shard_dispatcher_key_hash(d, keys[i], strlen(keys[i])),
                      "key %zu", i);
     shard_dispatcher_destroy(d);
+}
+
+static uint64_t plain(const char *bytes)
+{
+    return XXH3_64bits_withSeed(bytes, strlen(bytes), KV_RING_SEED);
+}
+
+static uint64_t shard_hash(const char *key)
+{
+    return kv_shard_hash(key, strlen(key));
+}
+
+/* Redis Cluster's rule and its specification's examples: the bytes between the first '{' and the
+ * first '}' after it, when there is at least one; else the whole key. */
+Test(kv_hash, a_key_with_a_tag_is_placed_by_its_tag)
+{
+    cr_assert_eq(shard_hash("{user1000}.following"), plain("user1000"));
+    cr_assert_eq(shard_hash("{user1000}.followers"), shard_hash("{user1000}.following"));
+    cr_assert_eq(shard_hash("foo{bar}{zap}"), plain("bar"), "the first tag only");
+    cr_assert_eq(shard_hash("foo{{bar}}zap"), plain("{bar"), "from the first '{' to the first '}' after it");
+    cr_assert_eq(shard_hash("x{}"), plain("x{}"), "an empty tag: the whole key");
+    cr_assert_eq(shard_hash("foo{}{bar}"), plain("foo{}{bar}"), "the first tag is empty: the whole key");
+    cr_assert_eq(shard_hash("a{b"), plain("a{b"), "no '}': the whole key");
+    cr_assert_eq(shard_hash("a}b{c"), plain("a}b{c"), "no '}' after the '{': the whole key");
+    cr_assert_eq(shard_hash("{"), plain("{"));
+    cr_assert_eq(shard_hash("{x}"), plain("x"), "the tag is the whole key but its braces");
+    cr_assert_eq(kv_shard_hash(NULL, 0), plain(""), "the empty key");
+    /* A tag is found at every offset, in keys long enough to take memchr's every path. */
+    char key[300];
+    for (size_t at = 0; at + 5 < sizeof key; at += 7) {
+        memset(key, 'k', sizeof key);
+        memcpy(key + at, "{tag}", 5);
+        cr_assert_eq(kv_shard_hash(key, sizeof key), plain("tag"), "a tag at %zu", at);
+    }
 }

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -108,11 +109,39 @@ static inline uint64_t kv_hash(const void *key, size_t len)
  * keys), from which, with the key, XXH3's seed can be worked out for short keys. */
 #define KV_RING_SEED 0
 
-/* A key's shard hash (shard_dispatcher_key_hash: the ring's default hash with KV_RING_SEED), taken
- * once a key by request_new: its parts go to shard by it, and shard hashes no key again. */
+/* The bytes of a key that place it, as Redis Cluster's hash tags: when the key has a '{' and a '}'
+ * after it with at least one byte between the first '{' and the first '}' after it, those bytes;
+ * otherwise the whole key. "{user:42}:cart" and "{user:42}:inventory" are placed by "user:42", so they
+ * live on one worker, move together, and a command or transaction of only such keys runs as one job
+ * there (shard: keys of one hash are one key; multi.h). "a{}{b}" has an empty first tag: the whole key. */
+static inline const void *kv_key_tag(const void *key, size_t *len)
+{
+    const char *open = *len ? memchr(key, '{', *len) : NULL;
+    if (!open)
+        return key;
+    size_t after = *len - (size_t)(open + 1 - (const char *)key);
+    const char *close = after ? memchr(open + 1, '}', after) : NULL;
+    if (!close || close == open + 1)
+        return key;
+    *len = (size_t)(close - open - 1);
+    return open + 1;
+}
+
+/* A key's shard hash: XXH3 with KV_RING_SEED of its tag (kv_key_tag), which the ring's hash hook is
+ * (kv_ring_hash), so that shard_dispatcher_key_hash, the timers, placements and hand-overs, which
+ * hash a key's bytes themselves, agree with it. Taken once a key by request_new: its parts go to shard
+ * by it, and shard hashes no key of a command again. */
 static inline uint64_t kv_shard_hash(const void *key, size_t len)
 {
+    key = kv_key_tag(key, &len);
     return XXH3_64bits_withSeed(key, len, KV_RING_SEED);
+}
+
+/* kv_shard_hash as shard's ring hash hook (shard_ring_config.hash; ctx unused). */
+static inline uint64_t kv_ring_hash(const void *key, size_t len, void *ctx)
+{
+    (void)ctx;
+    return kv_shard_hash(key, len);
 }
 
 /* A value shorter than this lives in its entry's own allocation, after the key: one allocation a key

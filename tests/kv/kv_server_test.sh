@@ -135,6 +135,43 @@ expect "SHARD.UNPLACE" "OK" "$(cli SHARD.UNPLACE placed-key)"
 cli SHARD.STATS | grep -q '^worker:w0 state=running keys=[0-9]* share=0\.[0-9]* queued=[0-9]* queued_avg=[0-9.]* head_wait_us=[0-9]* busy_ms=[0-9]*' ||
     fail "SHARD.STATS does not show a worker's load"
 
+# --- Hash tags, as Redis Cluster's: a key with {tag} lives where its tag does (the bytes between the
+# first '{' and the first '}' after it, if any), so one tag's keys share a worker, also after a
+# change and a placement; an empty tag places the whole key.
+tag_owners() { # tag_owners TAG: the distinct owners of three keys of the tag
+    for k in "{$1}:a" "x{$1}y" "{$1}"; do cli SHARD.OWNER "$k"; done | sort -u
+}
+tags_spread=
+for ((i = 0; i < 16; i++)); do
+    o=$(tag_owners "t$i")
+    [[ $o == w[01] ]] || fail "the keys of tag t$i live on: $o"
+    tags_spread+="$o"$'\n'
+done
+(($(sort -u <<<"${tags_spread%$'\n'}" | wc -l) == 2)) || fail "16 tags all live on one worker"
+expect "MSET of one tag" OK "$(cli MSET '{tm}:a' 1 '{tm}:b' 2 'x{tm}' 3)"
+expect "MGET of one tag" $'1\n2\n3' "$(cli MGET '{tm}:a' '{tm}:b' 'x{tm}')"
+tp_on=$(cli SHARD.OWNER '{tp}:one')
+tp_to=$([[ $tp_on == w0 ]] && echo w1 || echo w0)
+expect "SHARD.PLACE of a tagged key" OK "$(cli SHARD.PLACE '{tp}:one' "$tp_to")"
+expect "a placement moves the key's tag" "$tp_to" "$(tag_owners tp)"
+expect "SHARD.UNPLACE of a tagged key" OK "$(cli SHARD.UNPLACE '{tp}:two')"
+expect "one placement for the tag" "$tp_on" "$(tag_owners tp)"
+empty_differs=0
+for ((i = 0; i < 16; i++)); do
+    [[ $(cli SHARD.OWNER "{}$i") == "$(cli SHARD.OWNER "{}")" ]] || empty_differs=1
+done
+((empty_differs)) || fail "keys {}0..{}15 all live with {}: an empty tag placed them, not the whole key"
+expect "SHARD.ADD tg" OK "$(cli SHARD.ADD tg)"
+tags_spread=
+for ((i = 0; i < 16; i++)); do
+    o=$(tag_owners "t$i")
+    [[ $o == w[01] || $o == tg ]] || fail "after an add, the keys of tag t$i live on: $o"
+    tags_spread+="$o"$'\n'
+done
+grep -qx tg <<<"$tags_spread" || fail "no tag of 16 moved to the added worker"
+expect "SHARD.REMOVE tg" OK "$(cli SHARD.REMOVE tg)"
+expect "MGET of one tag after the change" $'1\n2\n3' "$(cli MGET '{tm}:a' '{tm}:b' 'x{tm}')"
+
 # --- Pipelining: 2,000 SET/PING/GET triples in one write on one connection; the keys live on both
 # workers, a PING is answered at once when nothing is ahead of it and in its place otherwise, and the
 # replies must come back in request order.
