@@ -14,6 +14,10 @@
  *   MSET (k v)*10  +OK                (the same values: GET's checks hold whatever ran before)
  *   MULTI          a transaction: MULTI, SET k v, SET k' v', EXEC: +OK, +QUEUED twice, then *2 of
  *                  +OK (redis-py's default pipeline of two SETs); counted as one request of 2 keys
+ *   MSET_TAG, MULTI_TAG  as MSET and MULTI, over keys of one hash tag, as a Redis Cluster user writes
+ *                  keys that go together ("{" 5 digits "}" 9 digits: the K keys in K / 10 tags of 10,
+ *                  an MSET setting one tag's 10, a MULTI two of one tag's): on kv_server every key
+ *                  of a request lives on one worker
  * A reply of another type, count or value, an error reply, a closed connection or 10 s without a
  * reply while requests are in flight prints what and exits 1.
  *
@@ -50,8 +54,9 @@
 
 #include "bench_common.h"
 
-enum test { T_PING, T_SET, T_GET, T_INCR, T_LPUSH, T_HSET, T_MGET, T_MSET, T_MULTI, NTESTS };
-static const char *const test_names[NTESTS] = { "PING", "SET", "GET", "INCR", "LPUSH", "HSET", "MGET", "MSET", "MULTI" };
+enum test { T_PING, T_SET, T_GET, T_INCR, T_LPUSH, T_HSET, T_MGET, T_MSET, T_MULTI, T_MSET_TAG, T_MULTI_TAG, NTESTS };
+static const char *const test_names[NTESTS] = { "PING", "SET", "GET", "INCR", "LPUSH", "HSET", "MGET", "MSET", "MULTI",
+                                                "MSET_TAG", "MULTI_TAG" };
 
 #define MULTI    10       /* keys of an MGET or MSET */
 #define FIELDS   16       /* fields of each HSET hash */
@@ -136,6 +141,23 @@ static inline char *put_frag(char *p, const char prefix[4], uint32_t k)
 
 #define PUT(p, lit) (memcpy((p), (lit), sizeof(lit) - 1), (p) + sizeof(lit) - 1)
 
+/* The tags of MSET_TAG and MULTI_TAG: K / 10, each of 10 keys (one of keys 0..9 when K < 10). */
+static inline uint32_t tags(void)
+{
+    return opt.keys >= MULTI ? opt.keys / MULTI : 1;
+}
+
+/* A key of tag t (a bulk string of 16 bytes: "{", t's last 5 digits, "}", k's last 9). */
+static inline char *put_tagged(char *p, uint32_t t, uint32_t k)
+{
+    memcpy(p, "$16\r\n{", 6);
+    memcpy(p + 6, digits[t] + 7, 5);
+    p[11] = '}';
+    memcpy(p + 12, digits[k] + 3, 9);
+    memcpy(p + 21, "\r\n", 2);
+    return p + FRAG;
+}
+
 static inline uint32_t draw(struct conn *c, uint32_t n)
 {
     return (uint32_t)(((bench_mix(&c->rng) >> 32) * n) >> 32);
@@ -211,6 +233,22 @@ static inline void issue(struct conn *c)
         }
         p = PUT(p, "*1\r\n$4\r\nEXEC\r\n");
         c->in_flight += 3; /* four replies: three more than the others */
+        break;
+    case T_MSET_TAG:
+        k = draw(c, tags()) * MULTI; /* the tag's first key */
+        p = PUT(p, "*21\r\n$4\r\nMSET\r\n");
+        for (uint32_t i = k; i < k + MULTI; i++)
+            p = put_frag(put_tagged(p, k / MULTI, i), "val:", i);
+        break;
+    case T_MULTI_TAG:
+        k = draw(c, tags()) * MULTI;
+        p = PUT(p, "*1\r\n$5\r\nMULTI\r\n");
+        for (int i = 0; i < 2; i++) {
+            uint32_t key = k + draw(c, MULTI);
+            p = put_frag(put_tagged(PUT(p, "*3\r\n$3\r\nSET\r\n"), k / MULTI, key), "val:", key);
+        }
+        p = PUT(p, "*1\r\n$4\r\nEXEC\r\n");
+        c->in_flight += 3;
         break;
     default:
         abort();
@@ -314,7 +352,8 @@ static inline bool check(struct conn *c, const char *p, long s)
     enum test t = filling ? T_SET : cur_test;
     int64_t v;
     switch (t) {
-    case T_MULTI: {
+    case T_MULTI:
+    case T_MULTI_TAG: {
         static const char *const want[4] = { "+OK\r\n", "+QUEUED\r\n", "+QUEUED\r\n", "*2\r\n+OK\r\n+OK\r\n" };
         const char *w = want[c->phase];
         if ((size_t)s != strlen(w) || memcmp(p, w, (size_t)s) != 0)
@@ -328,6 +367,7 @@ static inline bool check(struct conn *c, const char *p, long s)
         return true;
     case T_SET:
     case T_MSET:
+    case T_MSET_TAG:
         if (s != 5 || memcmp(p, "+OK\r\n", 5) != 0)
             bad_reply(c, p, s, "+OK");
         return true;
@@ -592,7 +632,7 @@ static void report(enum test t, const struct sample *a, const struct sample *b)
            "seconds=%.3f req_per_s=%.0f max_gap_ms=%.1f client_ns_per_req=%.1f client_user_ns=%.1f "
            "client_sys_ns=%.1f ",
            opt.label, test_names[t], opt.conns, opt.pipeline, opt.threads, opt.keys,
-           t == T_MGET || t == T_MSET ? MULTI : t == T_MULTI ? 2 : 1, req, secs, req / secs, (double)gap / 1e6, user + sys, user, sys);
+           t == T_MGET || t == T_MSET || t == T_MSET_TAG ? MULTI : t == T_MULTI || t == T_MULTI_TAG ? 2 : 1, req, secs, req / secs, (double)gap / 1e6, user + sys, user, sys);
     if (opt.server_pid) {
         double tick = 1e9 / (double)sysconf(_SC_CLK_TCK);
         double su = (double)(b->srv_user - a->srv_user) * tick / req, ss = (double)(b->srv_sys - a->srv_sys) * tick / req;
@@ -632,16 +672,23 @@ static double number(const char *name, const char *v, double lo, double hi)
 
 static void parse_tests(const char *v)
 {
-    if (strcmp(v, "all") == 0)
-        v = "PING,SET,GET,INCR,LPUSH,HSET,MGET,MSET,MULTI";
     opt.ntests = 0;
+    if (strcmp(v, "all") == 0) {
+        for (int t = 0; t < NTESTS; t++)
+            opt.order[opt.ntests++] = (enum test)t;
+        return;
+    }
     for (const char *p = v; *p;) {
         size_t n = strcspn(p, ",");
         int t = 0;
         while (t < NTESTS && !(strlen(test_names[t]) == n && strncasecmp(p, test_names[t], n) == 0))
             t++;
-        if (t == NTESTS || opt.ntests == NTESTS)
-            refuse("--tests: '%.*s' is none of PING SET GET INCR LPUSH HSET MGET MSET MULTI (or all)", (int)n, p);
+        if (t == NTESTS || opt.ntests == NTESTS) {
+            char names[128] = "";
+            for (int i = 0; i < NTESTS; i++)
+                snprintf(names + strlen(names), sizeof names - strlen(names), "%s ", test_names[i]);
+            refuse("--tests: '%.*s' is none of %s(or all)", (int)n, p, names);
+        }
         opt.order[opt.ntests++] = (enum test)t;
         p += n + (p[n] == ',');
     }

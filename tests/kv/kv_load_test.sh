@@ -17,7 +17,7 @@ run() {
     "$load" --port "$2" --quick --tests all --server-pid "$3" --label "$1" >"$tmp/out" 2>"$tmp/err" ||
         fail "kv_load against $1: exit status $?: $(cat "$tmp/err")"
     cat "$tmp/out"
-    for t in PING SET GET INCR LPUSH HSET MGET MSET; do
+    for t in PING SET GET INCR LPUSH HSET MGET MSET MULTI MSET_TAG MULTI_TAG; do
         grep -q "^bench=kv_load server=$1 test=$t .* req_per_s=[0-9]* .*server_ns_per_req=[0-9.]* " "$tmp/out" ||
             fail "kv_load against $1: no line for $t"
     done
