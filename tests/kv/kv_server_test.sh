@@ -161,6 +161,19 @@ for ((i = 0; i < 16; i++)); do
     [[ $(cli SHARD.OWNER "{}$i") == "$(cli SHARD.OWNER "{}")" ]] || empty_differs=1
 done
 ((empty_differs)) || fail "keys {}0..{}15 all live with {}: an empty tag placed them, not the whole key"
+# Commands whose keys meet, and a watched transaction, over one tag's keys (one shard key: their
+# parts share one step).
+expect "RENAME in a tag" OK "$(cli RENAME '{tm}:a' '{tm}:r')"
+expect "the renamed key" $'\n1' "$(cli MGET '{tm}:a' '{tm}:r')"
+expect "MSETNX in a tag, one key exists" 0 "$(cli MSETNX '{tm}:r' 9 '{tm}:n' 9)"
+expect "SADD in a tag" 2 "$(cli SADD '{tm}:s1' x y)"
+expect "SMOVE in a tag" 1 "$(cli SMOVE '{tm}:s1' '{tm}:s2' x)"
+expect "LMOVE in a tag" x "$(cli RPUSH '{tm}:l1' x >/dev/null && cli LMOVE '{tm}:l1' '{tm}:l2' LEFT RIGHT)"
+expect "WATCH, MULTI, EXEC in a tag" $'OK\nOK\nQUEUED\nQUEUED\nOK\n2' \
+    "$(printf 'WATCH {tm}:r\nMULTI\nSET {tm}:a 2\nGET {tm}:a\nEXEC\n' | redis-cli -p "$port")"
+expect "after the transaction" $'2\n1' "$(cli MGET '{tm}:a' '{tm}:r')"
+cli SET '{tm}:a' 1 >/dev/null
+cli DEL '{tm}:r' '{tm}:s1' '{tm}:s2' '{tm}:l1' '{tm}:l2' >/dev/null
 expect "SHARD.ADD tg" OK "$(cli SHARD.ADD tg)"
 tags_spread=
 for ((i = 0; i < 16; i++)); do
