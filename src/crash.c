@@ -93,6 +93,15 @@ void shard__crash_table_init(struct crash_table *t)
         atomic_init(&t->filter_bits[i], 0);
     atomic_init(&t->stripes_used, 0);
     t->visit = 0;
+    t->made = NULL;
+    t->made_ctx = NULL;
+}
+
+/* An entry was made (its locks let go): the hook. */
+static void entry_made(struct crash_table *t)
+{
+    if (t->made)
+        t->made(t->made_ctx);
 }
 
 void shard__crash_table_destroy(struct crash_table *t)
@@ -313,6 +322,7 @@ void shard__crash_claim(struct crash_table *t, struct crash_record *owner, struc
     claim->epoch = 0;
     insert(t, owner, claim);
     pthread_mutex_unlock(&s->lock);
+    entry_made(t);
 }
 
 void shard__crash_stick(struct crash_table *t, struct crash_record *x, uint64_t hash)
@@ -323,6 +333,7 @@ void shard__crash_stick(struct crash_table *t, struct crash_record *x, uint64_t 
     x->stuck.epoch = 0;
     insert(t, x, &x->stuck);
     pthread_mutex_unlock(&s->lock);
+    entry_made(t);
 }
 
 void shard__crash_owe_list(struct crash_table *t, struct crash_record *x, struct job *list)
@@ -332,6 +343,7 @@ void shard__crash_owe_list(struct crash_table *t, struct crash_record *x, struct
         if (j->kind == JOB_RUN && !j->owed_to)
             insert(t, x, j);
     unlock_all(t);
+    entry_made(t);
 }
 
 size_t shard__crash_defer_held(struct crash_table *t, struct crash_record *holder, struct job *held,
@@ -351,6 +363,8 @@ size_t shard__crash_defer_held(struct crash_table *t, struct crash_record *holde
         }
     *made = shard__crash_made(t); /* exact: no entry is made while every lock is held */
     unlock_all(t);
+    if (n)
+        entry_made(t);
     return n;
 }
 

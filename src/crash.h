@@ -73,6 +73,11 @@ struct crash_table {
      * line, and this word changes only when a stripe empties or stops being empty. */
     _Atomic uint64_t stripes_used;
     uint64_t         visit;                          /* A: the last walk of shard__crash_stuck_key (its marks) */
+    /* I: called after an entry was made and its locks let go (NULL: nothing), with made_ctx: a key
+     * that was not stuck may be now, through a chain of multi-key jobs (a drain mark waits on that:
+     * handoff.c's shard__entries_made). Set by the dispatcher after init. */
+    void           (*made)(void *ctx);
+    void            *made_ctx;
     uint32_t         filter[CRASH_FILTER_BUCKETS];   /* S (the bucket's stripe) */
     _Atomic uint64_t filter_bits[CRASH_FILTER_BUCKETS / 64]; /* a bucket's count is not 0: S to
                                                      * change (an atomic RMW: a word spans stripes);

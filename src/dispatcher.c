@@ -12,6 +12,7 @@
 #include "cacheline.h"
 #include "ctl.h"
 #include "dispatcher_internal.h"
+#include "handoff.h"
 #include "membership.h"
 #include "mutex.h"
 #include "outbox.h"
@@ -61,6 +62,8 @@ SHARD_API int shard_dispatcher_create(shard_dispatcher **out, const struct shard
     /* A worker's allowance of set-aside jobs: its queue's capacity again (throttle.h). */
     shard__throttle_init(&d->throttle, d->capacity, shard__space_notify_hook, d);
     shard__crash_table_init(&d->crash);
+    d->crash.made = shard__entries_made;
+    d->crash.made_ctx = d;
     shard__timer_table_init(&d->timers);
     atomic_init(&d->settled, 1);
     int err = shard__placement_init(&d->placement, &c);

@@ -69,6 +69,8 @@ struct shard_dispatcher {
     struct worker_view  *retired_views;   /* C */
     struct shard_worker *retired_workers; /* C */
     size_t           marks_pending; /* L */
+    _Atomic uint32_t draining;      /* A: drains under way (drain.c): an entry made then kicks the
+                                     * holders of marks (handoff.c's shard__entries_made) */
     size_t           nretiring;     /* L: removed workers not yet exited */
     uint32_t         next_id;       /* C: id of the next worker */
     struct placement placement;     /* its CPU list is I; its turn C */

@@ -28,6 +28,9 @@ static int mark_all(shard_dispatcher *d)
     pthread_mutex_lock(&d->lock);
     d->marks_pending += n;
     pthread_mutex_unlock(&d->lock);
+    /* seq_cst: before the marks are pushed, so a worker that holds one is seen with it by an entry's
+     * maker (handoff.c's shard__entries_made). */
+    atomic_fetch_add_explicit(&d->draining, 1, memory_order_seq_cst);
     for (size_t i = 0; i < n; i++) {
         marks[i]->kind = JOB_MARK;
         marks[i]->epoch = cur->epoch;
@@ -39,6 +42,7 @@ static int mark_all(shard_dispatcher *d)
     while (d->marks_pending || d->nretiring)
         pthread_cond_wait(&d->cond, &d->lock);
     pthread_mutex_unlock(&d->lock);
+    atomic_fetch_sub_explicit(&d->draining, 1, memory_order_relaxed);
     return 0;
 }
 

@@ -56,8 +56,9 @@ static bool fence_passed_by(struct shard_worker *x, uint64_t fence)
 }
 
 /* Who is woken for what. A worker holding jobs notes in its waits.on what they wait for: one bit a
- * worker (by id, 63 of them, so unrelated workers may share a bit: a spurious kick at worst) and
- * WAIT_CRASH for the crash table. An event (a fence passed, a hand-over, an exit, a crash entry
+ * worker (by id, 62 of them, so unrelated workers may share a bit: a spurious kick at worst),
+ * WAIT_CRASH for the crash table's payments, and WAIT_ENTRY, while it holds a drain mark, for entries
+ * made (shard__entries_made). An event (a fence passed, a hand-over, an exit, a crash entry
  * paid) kicks only the holders whose note has its bit, so a holder walks its held jobs again only
  * when one of them may have become runnable, not on every event anywhere; for a crash entry paid,
  * and a job come in through its inbox, it looks at that one key's first held job alone (walk.c).
@@ -65,10 +66,11 @@ static bool fence_passed_by(struct shard_worker *x, uint64_t fence)
  * then reads the bits, all seq_cst (the stores of passed and epochless included), so either the holder
  * sees the change or the waker sees the bit. For the crash table the pair goes through its lock. */
 #define WAIT_CRASH (1ull << 63)
+#define WAIT_ENTRY (1ull << 62)
 
 static uint64_t wait_bit(const struct shard_worker *x)
 {
-    return 1ull << (x->id % 63);
+    return 1ull << (x->id % 62);
 }
 
 static void note_wait(struct shard_worker *h, uint64_t bit)
@@ -79,6 +81,11 @@ static void note_wait(struct shard_worker *h, uint64_t bit)
 void shard__wait_on_crashes(struct shard_worker *w)
 {
     note_wait(w, WAIT_CRASH);
+}
+
+void shard__wait_on_entries(struct shard_worker *w)
+{
+    note_wait(w, WAIT_ENTRY);
 }
 
 /* The registry's workers, for a kick without d->lock: in a read-side section (registry.c publishes
@@ -143,6 +150,29 @@ static void kick_crash_holders(shard_dispatcher *d, const uint64_t *hashes, size
          * count is read before the parking flag (the parking Dekker pair, shard__park_prepare). */
         atomic_fetch_add_explicit(&h->waits.kick_keys, 1, memory_order_seq_cst);
         shard__worker_wake(h);
+    }
+    shard__rcu_read_unlock();
+}
+
+void shard__entries_made(void *ctx)
+{
+    shard_dispatcher *d = ctx;
+    /* seq_cst: the other half of the holder's note (then its look at the table, under the stripes'
+     * locks, which the entry's maker let go before this); draining was counted before the marks were
+     * pushed, so a holder that noted a mark was seen with it. */
+    if (!atomic_load_explicit(&d->draining, memory_order_seq_cst) ||
+        !atomic_load_explicit(&d->nholding, memory_order_seq_cst))
+        return;
+    shard__rcu_read_lock();
+    const struct worker_view *v = workers_view(d);
+    for (size_t i = 0; v && i < v->n; i++) {
+        struct shard_worker *h = v->w[i];
+        if (atomic_load_explicit(&h->waits.holding, memory_order_relaxed) &&
+            (atomic_load_explicit(&h->waits.on, memory_order_seq_cst) & WAIT_ENTRY)) {
+            /* seq_cst: before the parking flag is read (as kick_holders). */
+            atomic_fetch_add_explicit(&h->waits.kick, 1, memory_order_seq_cst);
+            shard__worker_wake(h);
+        }
     }
     shard__rcu_read_unlock();
 }

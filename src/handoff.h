@@ -16,6 +16,14 @@ bool  shard__job_may_run(shard_dispatcher *d, struct shard_worker *w, struct job
 bool  shard__key_waits_older(shard_dispatcher *d, struct shard_worker *w, uint64_t epoch, uint64_t hash);
 /* w, holding jobs, is to be kicked by changes of the crash table too. Context: as above. */
 void  shard__wait_on_crashes(struct shard_worker *w);
+/* w holds a drain mark: it is to be kicked, while a drain is under way, when a crash table entry is
+ * made, which may make a key it holds jobs of stuck through a chain of multi-key jobs (a mark waits
+ * for no such job: walk.c). Context: w's walk, before it looks at its held jobs. */
+void  shard__wait_on_entries(struct shard_worker *w);
+/* The crash table's hook (ctx: the dispatcher): an entry was made. While a drain is under way, kicks
+ * the holders noted by shard__wait_on_entries to walk everything again. Context: any thread, no
+ * stripe lock held; takes no lock (a read-side section for the workers' view). */
+void  shard__entries_made(void *ctx);
 /* Advances d->settled over the snapshots whose fences have all been passed. Context: d->lock. */
 void  shard__settle(shard_dispatcher *d);
 /* w passed its fence of snapshot s. Context: d->lock. */

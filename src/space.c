@@ -108,14 +108,14 @@ bool shard__space_wait_key(shard_dispatcher *d, uint64_t hash, uint64_t epoch, u
     return wait_while_blocked(d, &(struct wait_for){ .hash = hash }, epoch, ring_epoch);
 }
 
-bool shard__space_wait_full(shard_dispatcher *d, struct shard_worker *w, uint64_t ring_epoch)
+bool shard__space_wait_full(shard_dispatcher *d, struct shard_worker *w, uint64_t ring_epoch, bool parts)
 {
     uint64_t epoch = shard__space_register(d, NULL);
     struct wait_for f = { .gate = true, .eased = shard__throttle_eased(&d->throttle) };
     /* Looked at again after eased was read (and inside the section, where w is alive): an ease this
      * look misses comes after that read, so the wait below sees eased move. One it does not miss was
      * read with eased (acquire), and with it the count or settled stored before the ease: relaxed. */
-    f.full = atomic_load_explicit(&d->settled, memory_order_relaxed) < ring_epoch &&
+    f.full = (parts || atomic_load_explicit(&d->settled, memory_order_relaxed) < ring_epoch) &&
              shard__throttle_full(&d->throttle, atomic_load_explicit(&w->own.held.jobs, memory_order_relaxed), true);
     if (f.full)
         atomic_fetch_add_explicit(&d->throttle.full_waits, 1, memory_order_relaxed);

@@ -28,10 +28,11 @@ bool     shard__space_wait(shard_dispatcher *d, struct shard_worker *w, uint64_t
 bool     shard__space_wait_key(shard_dispatcher *d, uint64_t hash, uint64_t epoch, uint64_t ring_epoch);
 /* Waits while w, found full of set-aside jobs (throttle.h's gate) by the caller's read-side section
  * that routed with ring_epoch, stays full: until it holds fewer than its allowance, the ring settles
- * or changes, or destroy begins. Registers and looks again first (it may have eased meanwhile).
- * Context: inside that section, which it leaves while it waits; a cancellation point, as
- * shard__space_wait. Return: as shard__space_wait. */
-bool     shard__space_wait_full(shard_dispatcher *d, struct shard_worker *w, uint64_t ring_epoch);
+ * (unless parts: the wait of a multi-key job's part, which a settle does not end) or changes, or
+ * destroy begins. Registers and looks again first (it may have eased meanwhile). Context: inside that
+ * section, which it leaves while it waits; a cancellation point, as shard__space_wait. Return: as
+ * shard__space_wait. */
+bool     shard__space_wait_full(shard_dispatcher *d, struct shard_worker *w, uint64_t ring_epoch, bool parts);
 /* The throttle's wake hook (ctx: the dispatcher): shard__space_notify. */
 void     shard__space_notify_hook(void *ctx);
 /* Sends every waiter back to look its key up again (a new ring, or destroy). Context: ctl may be

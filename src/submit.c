@@ -45,6 +45,22 @@ bool shard__submit_full_slow(shard_dispatcher *d, uint64_t epoch, struct shard_w
     return shard__key_waits_older(d, w, epoch, h);
 }
 
+/* Whether a multi-key job's part must wait (wait) or be refused because w, its key's owner, is full of
+ * set-aside jobs, whatever the ring: throttle.h's gate for multi-key jobs. Each multi-key job queued
+ * behind another's claim adds one set-aside part of a key that need never be submitted again, so the
+ * throttle, per key, does not bound a chain of them behind a stuck key (M1 over the stuck key and F1,
+ * M2 over F1 and F2, ...). Whether this part would be set aside cannot be told here: the claim it
+ * would wait behind is made only when the part before it comes up, which a submitter that is quick
+ * enough outruns every time. So every multi-key job with a key on a full holder waits, which only
+ * a holder of 2 * limit set-aside jobs makes it do; single-key jobs are not held back. The submitters
+ * excepted are shard__submit_full_slow's. Context: inside the read-side section that found w. */
+static bool part_full(shard_dispatcher *d, struct shard_worker *w, bool wait)
+{
+    if (!shard__throttle_full(&d->throttle, atomic_load_explicit(&w->own.held.jobs, memory_order_relaxed), false))
+        return false;
+    return !(wait && (shard__current_worker || shard__rcu_in_outer_section() || shard__ctl_held(d)));
+}
+
 /* Waits for room in w, found full by the caller's read-side section that loaded s. Return: as
  * shard__space_wait (true: destroy began, and the caller is back in a section that touches nothing
  * of d; false: look again). */
@@ -62,8 +78,9 @@ static bool wait_for_room(shard_dispatcher *d, struct shard_worker *w, const str
 
 /* One look at the owner of h for a submit: 0 with *sp and *wp set when a job may go in now but for
  * room in the ring; 1 when the caller waited (for a throttled key or a worker full of set-aside jobs)
- * and must look again; -EAGAIN (not wait) or -ESHUTDOWN. Context: as shard__submit_hashed. */
-static int admit(shard_dispatcher *d, uint64_t h, bool wait, struct snap **sp, struct shard_worker **wp)
+ * and must look again; -EAGAIN (not wait) or -ESHUTDOWN. part: a multi-key job's (part_full).
+ * Context: as shard__submit_hashed. */
+static int admit(shard_dispatcher *d, uint64_t h, bool wait, bool part, struct snap **sp, struct shard_worker **wp)
 {
     if (atomic_load_explicit(&d->shutdown, memory_order_relaxed))
         return -ESHUTDOWN;
@@ -83,13 +100,15 @@ static int admit(shard_dispatcher *d, uint64_t h, bool wait, struct snap **sp, s
      * (membership.c's publish). */
     struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire);
     struct shard_worker *w = snap_worker(s, shard__ring_owner_index(s->ring, h));
-    if (shard__submit_full(d, s, w, h, wait)) {
-        /* w is full of set-aside jobs during a change: wait as for a full queue (throttle.h). */
+    bool parts = false;
+    if (shard__submit_full(d, s, w, h, wait) || (parts = part && part_full(d, w, wait))) {
+        /* w is full of set-aside jobs during a change, or, for a multi-key job's part, at all: wait as
+         * for a full queue (throttle.h). */
         if (!wait) {
             atomic_fetch_add_explicit(&d->throttle.full_waits, 1, memory_order_relaxed);
             return -EAGAIN;
         }
-        if (shard__space_wait_full(d, w, s->epoch)) {
+        if (shard__space_wait_full(d, w, s->epoch, parts)) {
             shard__rcu_read_lock(); /* as in wait_for_room */
             return -ESHUTDOWN;
         }
@@ -115,7 +134,7 @@ int shard__submit_hashed(shard_dispatcher *d, uint64_t h, shard_job_fn fn, void 
     for (;;) {
         struct snap *s;
         struct shard_worker *w;
-        int rc = admit(d, h, wait, &s, &w);
+        int rc = admit(d, h, wait, false, &s, &w);
         if (rc < 0)
             return rc;
         if (rc > 0)
@@ -150,7 +169,7 @@ int shard__submit_room(shard_dispatcher *d, uint64_t h, bool wait)
     for (;;) {
         struct snap *s;
         struct shard_worker *w;
-        int rc = admit(d, h, wait, &s, &w);
+        int rc = admit(d, h, wait, true, &s, &w);
         if (rc < 0)
             return rc;
         if (rc > 0)

@@ -17,8 +17,9 @@
 int  shard__submit_hashed(shard_dispatcher *d, uint64_t h, shard_job_fn fn, void *arg, uint8_t origin, bool wait);
 /* Waits (wait), as shard__submit_hashed would, until a job of h would go into its
  * owner's ring at once, and pushes nothing (multi.c's submit, before it pushes its parts without
- * waiting). Not for a worker's thread. Context: as shard__submit_hashed. Return: 0; -EAGAIN (not
- * wait: it would have waited); -ESHUTDOWN. */
+ * waiting); and, as a multi-key job's part, while the owner is full of set-aside jobs, whatever the
+ * ring (throttle.h's gate). Not for a worker's thread.
+ * Context: as shard__submit_hashed. Return: 0; -EAGAIN (not wait: it would have waited); -ESHUTDOWN. */
 int  shard__submit_room(shard_dispatcher *d, uint64_t h, bool wait);
 /* Whether a job of h must wait (wait) or be refused for its key's set-aside jobs
  * (throttle.h); never for a job a worker submits with wait, which never waits. Context: any thread. */

@@ -26,7 +26,12 @@
  * 2 * limit, plus what its queue held for such keys when it became full (the queue's capacity), plus
  * one job or batch chunk a submitting thread that checked just before, plus what workers submit and
  * what a crash or a handoff brings. Once the ring is settled a key's job is set aside only behind an
- * earlier job of its own (one stuck on a crashed worker, say), which the throttle bounds.
+ * earlier job of its own (one stuck on a crashed worker, say), which the throttle bounds; but that job
+ * may be a multi-key job's claim, and a chain of multi-key jobs behind a stuck key sets one part aside
+ * on each fresh key it reaches, which nobody need submit to again. So the gate holds back a
+ * multi-key job's parts (a submit that is not a worker's) at any time, ring settled or not, whether
+ * or not the part itself would be set aside (submit.c's part_full says why it cannot tell): the same
+ * bound, for them, always.
  * What neither bounds: each due timer of a stuck key not yet throttled sets its fire job aside (a
  * worker's submit), at most one a timer (a periodic timer's next fire job follows the last's run).
  *

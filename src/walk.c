@@ -107,6 +107,11 @@ static void walk_all(struct shard_worker *w)
     if (shard__crash_any(&d->crash))
         shard__wait_on_crashes(w);
     struct walk k = { .controls = w->own.held.controls != 0 };
+    /* A mark waits for the held jobs ahead of it that are not behind a stuck key; an entry made
+     * elsewhere may make one of them so (a chain of multi-key jobs reaching a stuck key): noted
+     * before the look (shard__crash_stuck_key), as every wait is. */
+    if (k.controls)
+        shard__wait_on_entries(w);
     k.min_epoch = k.controls ? shard__held_min_unowed_epoch(&w->own.held) : UINT64_MAX;
     bool progress = false;
     uint64_t ran[32];

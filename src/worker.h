@@ -65,7 +65,7 @@ struct worker_own {
 /* Atomics (ordering at the access): what its held jobs wait for, and the kicks that wake them. */
 struct worker_waits {
     _Atomic bool     holding;       /* holds set-aside jobs (counted in d->nholding) */
-    _Atomic uint64_t on;            /* wait_bit() of workers, and WAIT_CRASH (handoff.c); rebuilt on
+    _Atomic uint64_t on;            /* wait_bit() of workers, WAIT_CRASH and WAIT_ENTRY (handoff.c); rebuilt on
                                      * every walk */
     _Atomic uint64_t kick;          /* bumped by a waker whose event it waits for */
     /* Keys whose crash table entries were paid while it held jobs behind them (handoff.c): it looks

@@ -67,7 +67,10 @@ struct shard_key {
  * There is no multi-key timer: arm one on one key (timer.h) whose job submits the multi-key job.
  *
  * Waits for room (and for throttled keys, and workers full of set-aside jobs) before it queues
- * anything, as shard_submit() does, then queues every part without waiting: a queue may hold its
+ * anything, as shard_submit() does, and, unlike it, also while a worker that owns one of its keys
+ * holds twice queue_capacity set-aside jobs outside a membership change (a chain of multi-key jobs
+ * behind a stuck key, each over the last one's key and a new one, fills a worker so: docs/sizing.md),
+ * until it holds fewer than queue_capacity; then queues every part without waiting: a queue may hold its
  * capacity plus the parts of the multi-key submits racing for its last slots. A worker's thread never
  * waits. A running job's multi-key submit is not gathered (dispatcher.h): the job's earlier submits
  * are delivered first, then its parts go in at once. Context: any thread, including a running job,

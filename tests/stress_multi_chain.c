@@ -1,0 +1,303 @@
+/* Chains of multi-key jobs behind a stuck key (a hostile review's two findings, 2026-12-06). M1 over
+ * the stuck key S and a fresh key F1, M2 over F1 and F2, M3 over F2 and F3, ...: each waits for the one
+ * before, so each holds its fresh key and sets one part aside behind the claim of the one before, on
+ * a key that need never be submitted again.
+ *
+ *   stress_multi_chain          S's job is stuck on w0, which is crashed with REROUTE. One thread
+ *                               grows the chain with shard_try_submit_multi: each worker's set-aside
+ *                               jobs must stay within 3 * CAP and a little (throttle.h's gate; the
+ *                               per-key throttle let every job in: 26,573 in 10 s at CAP 64), and the
+ *                               gate must be what refused (held_full_waits). Then a second thread goes
+ *                               on with shard_submit_multi: it waits (held_full_waits moves again) and
+ *                               sets no more aside; a key that waits for nothing is still served on
+ *                               each live worker. Once S's job returns, the waiting thread finishes,
+ *                               and every job runs once, each key's in submission order, none two at
+ *                               once, and no multi-key job stays open.
+ *   stress_multi_chain live     the same with S's job only slow, on a live worker (no crash)
+ *   stress_multi_chain drain    ROUNDS (30) rounds: a chain of 3 to 10 jobs behind a key stuck on a
+ *                               crashed worker, then shard_drain at once. Drain must return while S
+ *                               is stuck (multi.h: it waits for no job behind a stuck key, through any
+ *                               chain): it waited for the stuck job in 6 of 20 runs of a chain of 3,
+ *                               when a claim that linked the chain to S was made after the drain mark
+ *                               had looked at the chain (nothing told it to look again). */
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#include "stress_common.h"
+
+#define CAP     64
+#define WORKERS 3
+#define MAXK    (1u << 16)   /* keys: 0 is S, 1.. the chain's */
+#define BLOCKING 600         /* jobs the blocking thread adds to the chain */
+#define RUN_S   5            /* seconds the try phase may take */
+
+static shard_dispatcher *disp;
+static sem_t inside, gate;
+static atomic_int running[MAXK];
+static uint32_t next_seq[MAXK], given_seq[MAXK]; /* what ran last / was given last, per key (+1) */
+static atomic_long accepted, ran;
+static char names[MAXK][24];
+static size_t lens[MAXK];
+
+struct chain_job {
+    uint32_t   key[2], seq[2];
+    atomic_int runs;
+};
+
+static void blocker(shard_worker *w, void *arg)
+{
+    (void)w, (void)arg;
+    sem_post(&inside);
+    sem_wait(&gate);
+}
+
+static void run_chain(shard_worker *w, void *arg)
+{
+    struct chain_job *j = arg;
+    CHECK(atomic_fetch_add(&j->runs, 1) == 0, "a job of keys %u, %u ran twice", j->key[0], j->key[1]);
+    for (int i = 0; i < 2; i++)
+        CHECK(atomic_fetch_add(&running[j->key[i]], 1) == 0, "key %u: two jobs at once (%s)", j->key[i],
+              shard_worker_name(w));
+    for (int i = 0; i < 2; i++) {
+        CHECK(next_seq[j->key[i]] + 1 == j->seq[i], "key %u: ran #%u after #%u", j->key[i], j->seq[i],
+              next_seq[j->key[i]]);
+        next_seq[j->key[i]] = j->seq[i];
+    }
+    for (int i = 0; i < 2; i++)
+        atomic_fetch_sub(&running[j->key[i]], 1);
+    atomic_fetch_add(&ran, 1);
+}
+
+static atomic_int probe_runs;
+
+static void probe(shard_worker *w, void *arg)
+{
+    (void)w, (void)arg;
+    atomic_fetch_add(&probe_runs, 1);
+}
+
+/* The name of a key whose owner is the worker numbered id, or, id UINT32_MAX, of any worker but
+ * avoid (one whose queue S's job holds up). Return: its index. */
+static uint32_t key_on(uint32_t *next, uint32_t id, uint32_t avoid)
+{
+    for (;;) {
+        uint32_t k = (*next)++;
+        CHECK(k < MAXK, "out of keys");
+        if (k >= MAXK)
+            return 0;
+        lens[k] = (size_t)snprintf(names[k], sizeof names[k], "chain:%u", k);
+        uint32_t owner;
+        CHECK(shard_key_owner(disp, names[k], lens[k], &owner) == 0, "owner");
+        if (id == UINT32_MAX ? owner != avoid : owner == id)
+            return k;
+    }
+}
+
+static struct chain_job jobs[MAXK];
+static uint32_t njobs; /* the submitting thread's: one at a time */
+
+/* The job of keys a and b, next in their orders (its slot is taken only once it is accepted). */
+static struct chain_job *chain_job(uint32_t a, uint32_t b)
+{
+    CHECK(njobs < MAXK, "out of jobs");
+    struct chain_job *j = &jobs[njobs < MAXK ? njobs : 0];
+    *j = (struct chain_job){ .key = { a, b }, .seq = { given_seq[a] + 1, given_seq[b] + 1 } };
+    return j;
+}
+
+static int submit_chain(struct chain_job *j, bool wait)
+{
+    struct shard_key keys[2] = { { names[j->key[0]], lens[j->key[0]] }, { names[j->key[1]], lens[j->key[1]] } };
+    int rc = wait ? shard_submit_multi(disp, keys, 2, run_chain, j) : shard_try_submit_multi(disp, keys, 2, run_chain, j);
+    if (rc == 0) {
+        njobs++;
+        given_seq[j->key[0]] = j->seq[0];
+        given_seq[j->key[1]] = j->seq[1];
+        atomic_fetch_add(&accepted, 1);
+    }
+    return rc;
+}
+
+static uint64_t full_waits(void)
+{
+    struct shard_stats st;
+    CHECK(shard_dispatcher_stats(disp, &st) == 0, "stats");
+    return st.held_full_waits;
+}
+
+/* Each worker's set-aside jobs: within the gate's bound (throttle.h: 2 * CAP, what its queue held
+ * when it became full, at most CAP, and one job of a thread that checked just before). Return: their
+ * sum. */
+static uint64_t check_held(const char *when)
+{
+    struct shard_worker_stats ws[WORKERS + 1];
+    long n = shard_dispatcher_worker_stats(disp, ws, WORKERS + 1);
+    CHECK(n > 0, "worker stats");
+    uint64_t sum = 0;
+    for (long i = 0; i < n && i <= WORKERS; i++) {
+        CHECK(ws[i].held <= 3 * CAP + 2, "%s: %s holds %llu set-aside jobs (bound %d)", when, ws[i].name,
+              (unsigned long long)ws[i].held, 3 * CAP + 2);
+        sum += ws[i].held;
+    }
+    return sum;
+}
+
+static uint32_t chain_head, key_next = 1;
+
+/* The blocking thread: BLOCKING more jobs on the chain (their fresh keys found by main before it
+ * starts), each waiting for a full holder to ease. */
+static uint32_t blocking_keys[BLOCKING];
+static atomic_int blocking_done;
+
+static void *blocking(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < BLOCKING; i++) {
+        struct chain_job *j = chain_job(chain_head, blocking_keys[i]);
+        int rc = submit_chain(j, true);
+        CHECK(rc == 0, "shard_submit_multi: %s", shard_strerror(rc));
+        if (rc)
+            break;
+        chain_head = blocking_keys[i];
+    }
+    atomic_store(&blocking_done, 1);
+    return NULL;
+}
+
+/* A job of a fresh key of w1 and of w2 runs, whatever the chain holds (w0 is crashed, or busy in S's
+ * job). */
+static void probe_workers(void)
+{
+    for (uint32_t id = 1; id < WORKERS; id++) {
+        uint32_t k = key_on(&key_next, id, UINT32_MAX);
+        int before = atomic_load(&probe_runs);
+        CHECK(shard_submit(disp, names[k], lens[k], probe, NULL) == 0, "probe submit");
+        for (int t = 0; t < 10000 && atomic_load(&probe_runs) == before; t++)
+            stress_pause_ms(1);
+        CHECK(atomic_load(&probe_runs) > before, "a key of w%u that waits for nothing did not run in 10 s", id);
+    }
+}
+
+static bool all_ran(void *ctx)
+{
+    (void)ctx;
+    return atomic_load(&ran) == atomic_load(&accepted) && stress_none_open(disp);
+}
+
+static void bound(bool crash)
+{
+    struct shard_config cfg = { .workers = WORKERS, .queue_capacity = CAP };
+    CHECK(shard_dispatcher_create(&disp, &cfg) == 0, "create");
+    uint32_t s = key_on(&key_next, 0, UINT32_MAX);
+    memcpy(names[0], names[s], sizeof names[0]);
+    lens[0] = lens[s];
+    CHECK(shard_submit(disp, names[0], lens[0], blocker, NULL) == 0, "blocker");
+    sem_wait(&inside);
+    if (crash)
+        CHECK(shard_worker_crash(disp, "w0", SHARD_CRASH_REROUTE) == 0, "crash");
+    /* The chain's fresh keys avoid w0: alive, its queue is held up behind S's job (a part there waits
+     * in the queue, bounded by it, not set aside). */
+    uint64_t waits0 = full_waits();
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    long refused = 0, in_a_row = 0;
+    for (uint32_t f = key_on(&key_next, UINT32_MAX, 0); key_next < MAXK - 2 * BLOCKING;) {
+        int rc = submit_chain(chain_job(chain_head, f), false);
+        if (rc == 0) {
+            chain_head = f;
+            f = key_on(&key_next, UINT32_MAX, 0);
+        } else {
+            CHECK(rc == -EAGAIN, "shard_try_submit_multi: %s", shard_strerror(rc));
+            refused++;
+        }
+        in_a_row = rc ? in_a_row + 1 : 0;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        /* Done once the gate has refused and 100,000 refusals came in a row (it holds for good: nothing
+         * runs behind S; a full queue refuses too, for a while), or after RUN_S seconds whatever
+         * happened (the checks below then fail if the gate never refused). */
+        if (t.tv_sec - t0.tv_sec >= RUN_S || (rc && rc != -EAGAIN) ||
+            (in_a_row >= 100000 && in_a_row % 100000 == 0 && full_waits() > waits0))
+            break;
+    }
+    uint64_t held = check_held("the try phase");
+    CHECK(full_waits() > waits0, "the gate refused nothing: the chain never filled a worker (%ld accepted)",
+          atomic_load(&accepted));
+    CHECK(atomic_load(&accepted) <= (long)(WORKERS * (3 * CAP + 2)), "%ld multi-key jobs accepted behind S",
+          atomic_load(&accepted));
+    printf("try: %ld accepted, %ld refused, %llu set aside\n", atomic_load(&accepted), refused,
+           (unsigned long long)held);
+    probe_workers();
+
+    for (int i = 0; i < BLOCKING; i++)
+        blocking_keys[i] = key_on(&key_next, UINT32_MAX, 0);
+    uint64_t waits1 = full_waits();
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, blocking, NULL) == 0, "thread");
+    for (int i = 0; i < 10000 && full_waits() == waits1; i++)
+        stress_pause_ms(1);
+    CHECK(full_waits() > waits1, "shard_submit_multi did not wait for the full holder in 10 s");
+    CHECK(!atomic_load(&blocking_done), "the blocking thread finished while S was stuck");
+    check_held("while a submit waits");
+    probe_workers();
+
+    sem_post(&gate);
+    CHECK(pthread_join(th, NULL) == 0, "join");
+    stress_drain_until(disp, all_ran, NULL);
+    CHECK(atomic_load(&ran) == atomic_load(&accepted), "ran %ld of %ld", atomic_load(&ran), atomic_load(&accepted));
+    shard_dispatcher_destroy(disp);
+}
+
+static void drain(int rounds)
+{
+    for (int r = 0; r < rounds; r++) {
+        struct shard_config cfg = { .workers = WORKERS, .queue_capacity = CAP };
+        CHECK(shard_dispatcher_create(&disp, &cfg) == 0, "create");
+        atomic_store(&accepted, 0);
+        atomic_store(&ran, 0);
+        key_next = 1;
+        njobs = 0;
+        memset(next_seq, 0, sizeof next_seq);
+        memset(given_seq, 0, sizeof given_seq);
+        uint32_t s = key_on(&key_next, 0, UINT32_MAX);
+        memcpy(names[0], names[s], sizeof names[0]);
+        lens[0] = lens[s];
+        CHECK(shard_submit(disp, names[0], lens[0], blocker, NULL) == 0, "blocker");
+        sem_wait(&inside);
+        CHECK(shard_worker_crash(disp, "w0", SHARD_CRASH_REROUTE) == 0, "crash");
+        /* After the crash every key is w1's or w2's: the chain's alternate between them. */
+        chain_head = 0;
+        int len = 3 + r % 8;
+        for (int i = 1; i <= len; i++) {
+            uint32_t f = key_on(&key_next, 1 + (uint32_t)(i % 2), UINT32_MAX);
+            CHECK(submit_chain(chain_job(chain_head, f), true) == 0, "submit_multi");
+            chain_head = f;
+        }
+        CHECK(shard_drain(disp) == 0, "drain"); /* the watchdog: drain waited for S's stuck job */
+        CHECK(atomic_load(&ran) == 0, "round %d: %ld of the chain ran while S was stuck", r, atomic_load(&ran));
+        sem_post(&gate);
+        stress_drain_until(disp, all_ran, NULL);
+        shard_dispatcher_destroy(disp);
+    }
+    printf("drain: %d rounds, chains of 3 to 10 jobs behind a stuck key\n", rounds);
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "bound";
+    stress_watchdog("stress_multi_chain", 120);
+    sem_init(&inside, 0, 0);
+    sem_init(&gate, 0, 0);
+    if (strcmp(mode, "drain") == 0)
+        drain(argc > 2 ? atoi(argv[2]) : 30);
+    else if (strcmp(mode, "live") == 0 || strcmp(mode, "bound") == 0)
+        bound(strcmp(mode, "bound") == 0);
+    else {
+        fprintf(stderr, "usage: stress_multi_chain [bound | live | drain [ROUNDS]]\n");
+        return 2;
+    }
+    return stress_result("stress_multi_chain");
+}
