@@ -13,11 +13,13 @@
  * before it has passed (every release hook has run: the old owners have handed their moved keys to
  * the transit area; removed workers have exited), every key is in exactly one place: in the store of
  * its owner in R (R's owner: the ring's pins, shard_key_place and the balancer's, included), or in the
- * transit area, where only its owner takes it from. If no ring change happens while the jobs run, no
- * key leaves a store for the transit area, and a key leaves the transit area only for its owner's
- * store, on the owner's thread. So the owner's job sees the key either in its store or in transit:
- * each job keeps the entries R gives to its own worker (entries in transit belong to others as much)
- * and every key of the slice is returned exactly once.
+ * transit area, where only its owner takes it from. If no ring change happens while the jobs run, a
+ * key leaves a store for the transit area only through a command whose keys meet (cross.h, which
+ * holds the key meanwhile: in flight, it is in neither, and missed), and leaves the transit area only
+ * for its owner's store; either move happens on a worker's thread between its jobs, never during the
+ * owner's broadcast job. So the owner's job sees the key either in its store or in transit, and each
+ * job keeps of the transit area only the entries R gives to its own worker (owned_here): every key of
+ * the slice is returned exactly once.
  *
  * How the code makes sure. shard says whether a change happened (its stats' epoch: one per change),
  * not whether its fences have passed; shard_drain, called after the epoch changed, returns once every
@@ -162,22 +164,22 @@ void broadcast_put(struct broadcast *b)
     free(b);
 }
 
-/* Whether e, which may be in transit, belongs to the slot's worker: an entry in transit is seen by
- * every job, and only its owner's keeps it (or clears it: where its expiry's timer runs). The check is
- * skipped when the transit area is empty (read before the jobs; it cannot fill during a slice that
- * stands: only a release hook or a crash's evacuation fill it, both ring changes). */
+/* Whether e, in transit, belongs to the slot's worker: an entry in transit is seen by every job, and
+ * only its owner's keeps it (or clears it: where its expiry's timer runs). Asked of every entry in
+ * transit, however empty the area was when the slice began: a release hook or a crash's evacuation
+ * fill it only at a ring change, which the slice sees, but a command whose keys meet hands its keys'
+ * entries over through it at any time (cross.h), so an entry may come there from a store that a job
+ * has read already (a SCAN returned a key twice so). */
 static bool owned_here(const struct kv_entry *e, void *arg)
 {
     const struct slot *sl = arg;
-    return !sl->b->ring || strcmp(shard_ring_owner(sl->b->ring, e->key, e->klen), sl->name) == 0;
+    return strcmp(shard_ring_owner(sl->b->ring, e->key, e->klen), sl->name) == 0;
 }
 
 static bool collect(const struct kv_entry *e, void *arg)
 {
     struct slot *sl = arg;
     const struct broadcast *b = sl->b;
-    if (!owned_here(e, sl))
-        return true;
     if (expire_due(e, b->now_ms) || (b->type >= 0 && e->type != b->type) ||
         (b->pattern && !glob_match(b->pattern->p, b->pattern->len, e->key, e->klen, false)))
         return true;
@@ -207,13 +209,13 @@ static void broadcast_job(shard_worker *w, void *arg)
     } else if (b->op != OP_MEMORY && strcmp(store_name(s), sl->name) != 0) {
         sl->wrong = true;
     } else if (b->op == OP_CLEAR) {
-        sl->count = store_clear(s, b->ring ? owned_here : NULL, sl);
+        sl->count = store_clear(s, owned_here, sl);
     } else if (b->op == OP_MEMORY) {
         struct kv_entry *e = store_find(s, kv_hash(b->key->p, b->key->len), b->key->p, b->key->len);
         sl->found = e != NULL;
         sl->count = e ? entry_bytes(e) : 0;
     } else {
-        store_range(s, b->from, b->to, collect, sl);
+        store_range(s, b->from, b->to, owned_here, collect, sl);
     }
     pthread_mutex_lock(&b->lock);
     if (--b->left == 0)
@@ -292,7 +294,7 @@ struct broadcast *keyspace_read(struct server *srv, const struct slice *q, int *
         b->pattern = q->pattern;
         b->type = q->type;
         b->now_ms = kv_now_ms();
-        b->ring = store_transit_keys() > 0 ? cache.ring : NULL;
+        b->ring = cache.ring;
         bool redo = false;
         for (size_t i = 0; i < cache.n && !*err; i++) {
             b->slot[i].name = cache.probes[i].name;

@@ -288,6 +288,7 @@ size_t store_worker_keys(const char *name)
 }
 
 struct range_walk {
+    bool (*mine)(const struct kv_entry *e, void *ctx); /* NULL: every entry (the store's own) */
     bool (*fn)(const struct kv_entry *e, void *ctx);
     void *ctx;
     bool  stopped;
@@ -296,16 +297,17 @@ struct range_walk {
 static bool range_step(const struct kv_entry *e, void *ctx)
 {
     struct range_walk *w = ctx;
-    if (!w->stopped && !w->fn(e, w->ctx))
+    if (!w->stopped && (!w->mine || w->mine(e, w->ctx)) && !w->fn(e, w->ctx))
         w->stopped = true;
     return !w->stopped;
 }
 
-void store_range(struct kv_store *s, uint64_t from, uint64_t to,
+void store_range(struct kv_store *s, uint64_t from, uint64_t to, bool (*mine)(const struct kv_entry *e, void *ctx),
                  bool (*fn)(const struct kv_entry *e, void *ctx), void *ctx)
 {
-    struct range_walk w = { fn, ctx, false };
+    struct range_walk w = { NULL, fn, ctx, false };
     kvmap_range(&s->map, from, to, range_step, &w);
+    w.mine = mine;
     if (atomic_load_explicit(&in_transit, memory_order_relaxed) == 0)
         return;
     for (int i = 0; i < TRANSIT_STRIPES && !w.stopped; i++) {

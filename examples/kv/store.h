@@ -75,10 +75,11 @@ void store_hand_over(struct kv_entry *e);
  * Context: a job on the store's worker. */
 void store_evacuate(struct kv_store *s);
 
-/* Calls fn(e, ctx) for each entry of s, and then of the transit area, whose hash is in [from, to]
- * (kvmap_range; the transit area's under its locks), while fn returns true: an entry in transit
- * belongs to whichever worker owns its key. fn must not change either. Context: a job on s's worker. */
-void store_range(struct kv_store *s, uint64_t from, uint64_t to,
+/* Calls fn(e, ctx) for each entry of s, and then of the transit area for which mine(e, ctx) says it
+ * belongs to s's worker (an entry in transit belongs to whichever worker owns its key), whose hash is
+ * in [from, to] (kvmap_range; the transit area's under its locks), while fn returns true. fn must not
+ * change either. Context: a job on s's worker. */
+void store_range(struct kv_store *s, uint64_t from, uint64_t to, bool (*mine)(const struct kv_entry *e, void *ctx),
                  bool (*fn)(const struct kv_entry *e, void *ctx), void *ctx);
 /* Deletes every key of s, and those in the transit area for which mine(e, ctx) says they belong to
  * s's worker (mine NULL: none): a key is deleted only on its owner's thread, where its expiry's timer

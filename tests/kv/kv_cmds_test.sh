@@ -3,7 +3,8 @@
 # SDIFF) and HINCRBY HINCRBYFLOAT INCRBYFLOAT LSET LINSERT ZRANK ZREVRANK ZRANGEBYSCORE: every reply,
 # error and wrong type included, the same as redis-server 7.0's (run beside it when it is installed,
 # else as recorded from it in cmds_redis.txt); moves between keys of different workers, alone and in
-# MULTI; and many clients moving elements between the same two keys at once, none lost or doubled.
+# MULTI; many clients moving elements between the same two keys at once, none lost or doubled; and
+# SCAN and KEYS while such moves run, no key twice.
 #
 #   kv_cmds_test.sh PATH/TO/kv_server
 set -euo pipefail
@@ -36,4 +37,9 @@ echo "replies: $(wc -l <"$tmp/kv.txt") the same as redis-server's"
 "$py" "$client" workers "$KV_PORT" || fail "moves between keys of different workers"
 "$py" "$client" concurrent "$KV_PORT" || fail "concurrent moves between the same keys"
 redis-cli -p "$KV_PORT" PING >/dev/null || fail "kv_server died"
+# SCAN and KEYS while SMOVEs run, on a server with a network thread of its own (where the moves
+# came between two workers' reads of one slice).
+kv_extra_pids+=("$KV_PID")
+KV_LOG=$tmp/scan.err kv_start "$server_bin" --workers 2 --net-threads 1
+"$py" "$client" scan_during_moves "$KV_PORT" || fail "SCAN and KEYS while keys move"
 echo "kv_cmds_test: ok"
