@@ -247,13 +247,27 @@ static bool share_key(const struct request *a, const struct request *b)
     return false;
 }
 
-/* Whether r and a queued command share a key, one of them a command whose keys meet. Such a command
- * takes its keys' entries out of their stores until its last part (cross.h), while a transaction runs
- * each key's parts in that key's step (txn_submit): another command of those keys would run between. */
+/* Whether a command whose keys meet spreads over several steps: its keys are of more than one shard
+ * hash (keys of one hash tag are of one: kvmap.h). */
+static bool cross_steps(const struct request *r)
+{
+    if (r->cmd->atomic != ATOMIC_CROSS)
+        return false;
+    for (uint32_t i = 1; i < r->nparts; i++)
+        if (r->parts[i].shard_hash != r->parts[0].shard_hash)
+            return true;
+    return false;
+}
+
+/* Whether r and a queued command share a key, one of them a command whose keys meet over several
+ * steps. Such a command takes its keys' entries out of their stores until its last part (cross.h),
+ * while a transaction runs each key's parts in that key's step (txn_submit): another command of those
+ * keys would run between. One whose keys are all of one step runs there whole, in its place among
+ * that step's parts, as Redis runs it (SET {u}a, then RENAME {u}a {u}b). */
 static bool meets_queued(const struct txn *t, const struct request *r)
 {
     for (const struct request *q = t->head; q; q = q->next)
-        if ((q->cmd->atomic == ATOMIC_CROSS || r->cmd->atomic == ATOMIC_CROSS) && share_key(q, r))
+        if ((cross_steps(q) || cross_steps(r)) && share_key(q, r))
             return true;
     return false;
 }

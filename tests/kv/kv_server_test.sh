@@ -172,6 +172,14 @@ expect "LMOVE in a tag" x "$(cli RPUSH '{tm}:l1' x >/dev/null && cli LMOVE '{tm}
 expect "WATCH, MULTI, EXEC in a tag" $'OK\nOK\nQUEUED\nQUEUED\nOK\n2' \
     "$(printf 'WATCH {tm}:r\nMULTI\nSET {tm}:a 2\nGET {tm}:a\nEXEC\n' | redis-cli -p "$port")"
 expect "after the transaction" $'2\n1' "$(cli MGET '{tm}:a' '{tm}:r')"
+# Inside MULTI, a command whose keys meet may share a key with another command when its keys are of
+# one tag (one step, in the commands' order, as Redis runs them); of several tags it is refused.
+expect "MULTI, SET then RENAME and SMOVE in a tag" $'OK\nQUEUED\nQUEUED\nQUEUED\nQUEUED\nQUEUED\nQUEUED\nOK\nOK\n1\n1\n1\n0' \
+    "$(printf 'MULTI\nSET {tq}a 1\nRENAME {tq}a {tq}b\nGET {tq}b\nSADD {tq}s x\nSMOVE {tq}s {tq}t x\nSCARD {tq}s\nEXEC\n' |
+        redis-cli -p "$port")"
+[[ $(printf 'MULTI\nSET {tq}a 1\nRENAME {tq}a {tz}b\nEXEC\n' | redis-cli -p "$port") == *"ERR inside MULTI"*EXECABORT* ]] ||
+    fail "a RENAME across two tags sharing a key with an earlier command of its transaction was not refused"
+cli DEL '{tq}b' '{tq}t' >/dev/null
 cli SET '{tm}:a' 1 >/dev/null
 cli DEL '{tm}:r' '{tm}:s1' '{tm}:s2' '{tm}:l1' '{tm}:l2' >/dev/null
 expect "SHARD.ADD tg" OK "$(cli SHARD.ADD tg)"
