@@ -17,12 +17,15 @@ static uint32_t filter_index(uint64_t hash)
 }
 
 /* A count kept under a lock, and its bit in a word read without it, set while the count is not 0:
- * a filter bucket's (filter_bits) and a stripe's (stripes_used). One more; relaxed: published by the
- * caller's later release store (crash.h). Context: the count's stripe's lock. */
+ * a filter bucket's (filter_bits) and a stripe's (stripes_used). One more; published by the caller's
+ * later release store (crash.h). seq_cst: the entry's maker then reads, seq_cst, whether a worker
+ * holding a drain mark waits on entries (handoff.c's shard__entries_made), while that worker notes so
+ * and then reads this bit, seq_cst, without a lock when it is clear (shard__crash_stuck_key): one of
+ * them sees the other. An RMW costs the same either way on x86. Context: the count's stripe's lock. */
 static void count_up(uint32_t *count, _Atomic uint64_t *word, uint64_t bit)
 {
     if ((*count)++ == 0)
-        atomic_fetch_or_explicit(word, bit, memory_order_relaxed);
+        atomic_fetch_or_explicit(word, bit, memory_order_seq_cst);
 }
 
 /* One fewer. release (E7, docs/protocol.md): whatever the job did (a stuck job's writes to its key's
@@ -272,7 +275,9 @@ static bool key_stuck(struct crash_table *t, uint64_t hash)
 
 bool shard__crash_stuck_key(struct crash_table *t, uint64_t hash)
 {
-    if (!filter_marked(t, hash))
+    uint32_t i = filter_index(hash);
+    /* seq_cst: as count_up says (acquire too: as filter_marked). */
+    if (!(atomic_load_explicit(&t->filter_bits[i / 64], memory_order_seq_cst) >> (i % 64) & 1))
         return false;
     /* The key's stripe alone says most answers; a claim's chain goes through other keys' stripes. */
     struct crash_stripe *s = stripe_of(t, hash);

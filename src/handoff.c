@@ -157,8 +157,9 @@ static void kick_crash_holders(shard_dispatcher *d, const uint64_t *hashes, size
 void shard__entries_made(void *ctx)
 {
     shard_dispatcher *d = ctx;
-    /* seq_cst: the other half of the holder's note (then its look at the table, under the stripes'
-     * locks, which the entry's maker let go before this); draining was counted before the marks were
+    /* seq_cst: the other half of the holder's note, then its look at the table: under the stripes'
+     * locks, which the entry's maker let go before this, or, for a key with no entry, at the filter's
+     * bit, which the maker set seq_cst (crash.c's count_up). draining was counted before the marks were
      * pushed, so a holder that noted a mark was seen with it. */
     if (!atomic_load_explicit(&d->draining, memory_order_seq_cst) ||
         !atomic_load_explicit(&d->nholding, memory_order_seq_cst))

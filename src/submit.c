@@ -45,18 +45,21 @@ bool shard__submit_full_slow(shard_dispatcher *d, uint64_t epoch, struct shard_w
     return shard__key_waits_older(d, w, epoch, h);
 }
 
-/* Whether a multi-key job's part must wait (wait) or be refused because w, its key's owner, is full of
- * set-aside jobs, whatever the ring: throttle.h's gate for multi-key jobs. Each multi-key job queued
- * behind another's claim adds one set-aside part of a key that need never be submitted again, so the
- * throttle, per key, does not bound a chain of them behind a stuck key (M1 over the stuck key and F1,
- * M2 over F1 and F2, ...). Whether this part would be set aside cannot be told here: the claim it
- * would wait behind is made only when the part before it comes up, which a submitter that is quick
- * enough outruns every time. So every multi-key job with a key on a full holder waits, which only
- * a holder of 2 * limit set-aside jobs makes it do; single-key jobs are not held back. The submitters
- * excepted are shard__submit_full_slow's. Context: inside the read-side section that found w. */
-static bool part_full(shard_dispatcher *d, struct shard_worker *w, bool wait)
+/* Whether a multi-key job's part of h must wait (wait) or be refused because w, its key's owner, is
+ * full of set-aside jobs, whatever the ring: throttle.h's gate for multi-key jobs. Each multi-key job
+ * queued behind another's claim adds one set-aside part of a key that need never be submitted again,
+ * so the throttle, per key, does not bound a chain of them behind a stuck key (M1 over the stuck key
+ * and F1, M2 over F1 and F2, ...). A part waits once w holds 2 * limit if its key may wait behind a
+ * crash table entry (a claim, a stuck job: the filter's bucket); a part of a key that runs at once is
+ * not held back. That alone is no bound: the claim a chain's next part would wait behind is made
+ * only when the part before it comes up, which a quick submitter outruns, so past 4 * limit every
+ * part on w waits (throttle.h says what that costs). The submitters excepted are
+ * shard__submit_full_slow's. Context: inside the read-side section that found w. */
+static bool part_full(shard_dispatcher *d, struct shard_worker *w, uint64_t h, bool wait)
 {
-    if (!shard__throttle_full(&d->throttle, atomic_load_explicit(&w->own.held.jobs, memory_order_relaxed), false))
+    uint64_t held = atomic_load_explicit(&w->own.held.jobs, memory_order_relaxed);
+    if (!shard__throttle_full(&d->throttle, held, false) ||
+        (!shard__throttle_full(&d->throttle, held / 2, false) && !shard__crash_may_block(&d->crash, h)))
         return false;
     return !(wait && (shard__current_worker || shard__rcu_in_outer_section() || shard__ctl_held(d)));
 }
@@ -101,7 +104,7 @@ static int admit(shard_dispatcher *d, uint64_t h, bool wait, bool part, struct s
     struct snap *s = atomic_load_explicit(&d->snap, memory_order_acquire);
     struct shard_worker *w = snap_worker(s, shard__ring_owner_index(s->ring, h));
     bool parts = false;
-    if (shard__submit_full(d, s, w, h, wait) || (parts = part && part_full(d, w, wait))) {
+    if (shard__submit_full(d, s, w, h, wait) || (parts = part && part_full(d, w, h, wait))) {
         /* w is full of set-aside jobs during a change, or, for a multi-key job's part, at all: wait as
          * for a full queue (throttle.h). */
         if (!wait) {

@@ -29,17 +29,22 @@
  * earlier job of its own (one stuck on a crashed worker, say), which the throttle bounds; but that job
  * may be a multi-key job's claim, and a chain of multi-key jobs behind a stuck key sets one part aside
  * on each fresh key it reaches, which nobody need submit to again. So the gate holds back a
- * multi-key job's parts (a submit that is not a worker's) at any time, ring settled or not, whether
- * or not the part itself would be set aside (submit.c's part_full says why it cannot tell): the same
- * bound, for them, always.
+ * multi-key job's parts (a submit that is not a worker's) at any time, ring settled or not: at 2 *
+ * limit those of keys that may wait behind a crash table entry, and at 4 * limit every one, since a
+ * quick submitter can reach a key before the claim it will wait behind is made (submit.c's
+ * part_full). So a holder holds, from such parts, at most 4 * limit, plus what its queue held (its
+ * capacity) and one job a submitting thread; and while it holds more than 4 * limit, a multi-key job
+ * with a key it owns waits until it holds fewer than limit, whatever its keys: with a stuck job
+ * behind it all, until the stuck job returns. Single-key jobs are never held back by it.
  * What neither bounds: each due timer of a stuck key not yet throttled sets its fire job aside (a
  * worker's submit), at most one a timer (a periodic timer's next fire job follows the last's run).
  *
  * Cheap when nothing is throttled: submit reads `keys` (its own line, written only as keys come and
  * go) and only a hash whose filter bucket is counted takes the lock to look precisely. A submit that
  * misses a throttle set a moment ago only queues one more job, which the bound above counts. The
- * gate costs a submit nothing more while no change is under way than comparing its snapshot's epoch
- * with settled (submit.h's shard__submit_full).
+ * gate costs a single-key submit nothing more while no change is under way than comparing its
+ * snapshot's epoch with settled (submit.h's shard__submit_full); a multi-key submit from a thread that
+ * is not a worker also reads each key's owner's count of set-aside jobs.
  *
  * Lock order: `lock` is a leaf. The wake hook is called without it (its callers may hold theirs: the
  * hook takes only d->space_lock, which is innermost). */

@@ -223,7 +223,8 @@ SHARD_API void shard_dispatcher_destroy(shard_dispatcher *d);
  * included), until it holds fewer (a waiter looks again each time a worker falls below
  * queue_capacity), the change is done, another is made, or destroy begins (since 0.3; shard_stats.held_full_waits counts them; docs/sizing.md: the memory
  * this bounds). Only keys with jobs set aside, or about to be, are held back: a stuck key holds up
- * its own submitters, a slow handoff those of the keys it moves, not those of keys that run. Nor
+ * its own submitters, a slow handoff those of the keys it moves, not those of keys that run (a
+ * multi-key submit is held back further: multi.h). Nor
  * does it wait for either inside the caller's own RCU read-side section, nor from a hook run holding
  * the dispatcher's control (on_dropped, the ring's hooks): those waits could wait for themselves.
  * From a worker thread it never waits: a full queue

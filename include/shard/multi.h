@@ -67,10 +67,15 @@ struct shard_key {
  * There is no multi-key timer: arm one on one key (timer.h) whose job submits the multi-key job.
  *
  * Waits for room (and for throttled keys, and workers full of set-aside jobs) before it queues
- * anything, as shard_submit() does, and, unlike it, also while a worker that owns one of its keys
- * holds twice queue_capacity set-aside jobs outside a membership change (a chain of multi-key jobs
- * behind a stuck key, each over the last one's key and a new one, fills a worker so: docs/sizing.md),
- * until it holds fewer than queue_capacity; then queues every part without waiting: a queue may hold its
+ * anything, as shard_submit() does, and, unlike it, whether or not a membership change is under way:
+ * while a worker that owns one of its keys holds twice queue_capacity set-aside jobs and that key may
+ * wait behind a stuck job or another multi-key job (a chain of multi-key jobs behind a stuck key, each
+ * over the last one's key and a new one, fills a worker so: docs/sizing.md), and, whatever its keys,
+ * while such a worker holds four times queue_capacity (a quick enough submitter reaches a key before
+ * the claim it would wait behind is made), until that worker holds fewer than queue_capacity: with a
+ * stuck job behind them, until it returns. Not inside the caller's RCU read-side section nor holding
+ * the dispatcher's control (as shard_submit()); a cancellation point, as shard_submit()'s waits.
+ * Then queues every part without waiting: a queue may hold its
  * capacity plus the parts of the multi-key submits racing for its last slots. A worker's thread never
  * waits. A running job's multi-key submit is not gathered (dispatcher.h): the job's earlier submits
  * are delivered first, then its parts go in at once. Context: any thread, including a running job,
