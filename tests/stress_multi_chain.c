@@ -194,7 +194,9 @@ static bool all_ran(void *ctx)
     return atomic_load(&ran) == atomic_load(&accepted) && stress_none_open(disp);
 }
 
-static void bound(bool crash)
+/* A dispatcher whose key S (key 0, one of w0's) has a job that blocks until gate is posted; w0
+ * crashed with REROUTE, so that S's later jobs wait on S's new owner, unless !crash. */
+static void stuck_start(bool crash)
 {
     struct shard_config cfg = { .workers = WORKERS, .queue_capacity = CAP };
     CHECK(shard_dispatcher_create(&disp, &cfg) == 0, "create");
@@ -205,6 +207,11 @@ static void bound(bool crash)
     sem_wait(&inside);
     if (crash)
         CHECK(shard_worker_crash(disp, "w0", SHARD_CRASH_REROUTE) == 0, "crash");
+}
+
+static void bound(bool crash)
+{
+    stuck_start(crash);
     /* The chain's fresh keys avoid w0: alive, its queue is held up behind S's job (a part there waits
      * in the queue, bounded by it, not set aside). */
     uint64_t waits0 = full_waits();
@@ -312,14 +319,7 @@ static int try_pair(uint32_t a, uint32_t b)
 
 static void gate_mode(void)
 {
-    struct shard_config cfg = { .workers = WORKERS, .queue_capacity = CAP };
-    CHECK(shard_dispatcher_create(&disp, &cfg) == 0, "create");
-    uint32_t s = key_on(&key_next, 0, UINT32_MAX);
-    memcpy(names[0], names[s], sizeof names[0]);
-    lens[0] = lens[s];
-    CHECK(shard_submit(disp, names[0], lens[0], blocker, NULL) == 0, "blocker");
-    sem_wait(&inside);
-    CHECK(shard_worker_crash(disp, "w0", SHARD_CRASH_REROUTE) == 0, "crash");
+    stuck_start(true);
     uint32_t x;
     CHECK(shard_key_owner(disp, names[0], lens[0], &x) == 0, "S's owner");
     fill(x, 2 * CAP + 8, 2 * CAP + 8);
@@ -345,20 +345,13 @@ static void gate_mode(void)
 static void drain(int rounds)
 {
     for (int r = 0; r < rounds; r++) {
-        struct shard_config cfg = { .workers = WORKERS, .queue_capacity = CAP };
-        CHECK(shard_dispatcher_create(&disp, &cfg) == 0, "create");
         atomic_store(&accepted, 0);
         atomic_store(&ran, 0);
         key_next = 1;
         njobs = 0;
         memset(next_seq, 0, sizeof next_seq);
         memset(given_seq, 0, sizeof given_seq);
-        uint32_t s = key_on(&key_next, 0, UINT32_MAX);
-        memcpy(names[0], names[s], sizeof names[0]);
-        lens[0] = lens[s];
-        CHECK(shard_submit(disp, names[0], lens[0], blocker, NULL) == 0, "blocker");
-        sem_wait(&inside);
-        CHECK(shard_worker_crash(disp, "w0", SHARD_CRASH_REROUTE) == 0, "crash");
+        stuck_start(true);
         /* After the crash every key is w1's or w2's: the chain's alternate between them. */
         chain_head = 0;
         int len = 3 + r % 8;
