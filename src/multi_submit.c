@@ -153,6 +153,13 @@ static int make_room(shard_dispatcher *d, const struct key_ref *h, size_t k, boo
     return 0;
 }
 
+/* A cancelled waiter's cleanup (make_room waits at a cancellation point): its keys' array, if on the
+ * heap. */
+static void free_keys(void *heap)
+{
+    free(heap);
+}
+
 static int submit_multi(shard_dispatcher *d, struct keys keys, size_t n, shard_job_fn fn, shard_multi_step_fn step,
                         void *arg, bool wait)
 {
@@ -182,7 +189,9 @@ static int submit_multi(shard_dispatcher *d, struct keys keys, size_t n, shard_j
     if (worker && !shard__outbox_deliver(me))
         rc = -ENOMEM; /* the job's earlier submits go first */
     if (!rc) {
+        pthread_cleanup_push(free_keys, h != few ? h : NULL);
         rc = make_room(d, h, (size_t)k, wait);
+        pthread_cleanup_pop(0);
         if (rc == -ESHUTDOWN) {
             shard__rcu_read_unlock(); /* d may be freed: touch it no more */
             if (h != few)

@@ -309,6 +309,21 @@ static void *blocked_submitter(void *arg)
     return NULL;
 }
 
+/* As blocked_submitter, with a multi-key job of more keys than shard tells apart on the stack: its
+ * keys' array on the heap must not leak when the wait is cancelled (ASan's leak check). */
+static void *blocked_multi_submitter(void *arg)
+{
+    (void)arg;
+    static const char names[20][4] = { "m0", "m1", "m2", "m3", "m4", "m5", "m6", "m7", "m8", "m9",
+                                       "m10", "m11", "m12", "m13", "m14", "m15", "m16", "m17", "m18", "m19" };
+    struct shard_key keys[20];
+    for (int i = 0; i < 20; i++)
+        keys[i] = (struct shard_key){ names[i], strlen(names[i]) };
+    for (;;)
+        (void)shard_submit_multi(cd, keys, 20, post_job, NULL);
+    return NULL;
+}
+
 static atomic_int counted;
 static void count_job(shard_worker *w, void *arg)
 {
@@ -324,13 +339,17 @@ static void cancel_while_waiting_for_room(void)
     CHECK(shard_submit(cd, "c", 1, gate_job, &cancel_gate) == 0, "submit gate");
     CHECK(wait_sem(&entered), "gate job never started");
     CHECK(shard_submit(cd, "c", 1, count_job, NULL) == 0, "fill the queue");
-    pthread_t t;
+    pthread_t t, tm;
     pthread_create(&t, NULL, blocked_submitter, NULL);
+    pthread_create(&tm, NULL, blocked_multi_submitter, NULL);
     CHECK(shard_try_submit(cd, "c", 1, count_job, NULL) == -EAGAIN, "queue should be full");
     pthread_cancel(t);
-    void *ret;
+    pthread_cancel(tm);
+    void *ret, *ret_multi;
     pthread_join(t, &ret);
+    pthread_join(tm, &ret_multi);
     CHECK(ret == PTHREAD_CANCELED, "submitter not cancelled");
+    CHECK(ret_multi == PTHREAD_CANCELED, "multi-key submitter not cancelled");
     sem_post(&cancel_gate);
     CHECK(shard_submit(cd, "c", 1, count_job, NULL) == 0, "submit after the cancel");
     CHECK(shard_worker_add(cd, "x", 1) == 0, "add after the cancel");
