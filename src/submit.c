@@ -58,8 +58,9 @@ bool shard__submit_full_slow(shard_dispatcher *d, uint64_t epoch, struct shard_w
 static bool part_full(shard_dispatcher *d, struct shard_worker *w, uint64_t h, bool wait)
 {
     uint64_t held = atomic_load_explicit(&w->own.held.jobs, memory_order_relaxed);
-    if (!shard__throttle_full(&d->throttle, held, false) ||
-        (!shard__throttle_full(&d->throttle, held / 2, false) && !shard__crash_may_block(&d->crash, h)))
+    bool full = shard__throttle_full(&d->throttle, held, false);          /* 2 * limit */
+    bool past_cap = shard__throttle_full(&d->throttle, held / 2, false);  /* 4 * limit */
+    if (!full || (!past_cap && !shard__crash_may_block(&d->crash, h)))
         return false;
     return !(wait && (shard__current_worker || shard__rcu_in_outer_section() || shard__ctl_held(d)));
 }
