@@ -25,7 +25,17 @@
  *                               is stuck (multi.h: it waits for no job behind a stuck key, through any
  *                               chain): it waited for the stuck job in 6 of 20 runs of a chain of 3,
  *                               when a claim that linked the chain to S was made after the drain mark
- *                               had looked at the chain (nothing told it to look again). */
+ *                               had looked at the chain (nothing told it to look again).
+ *   stress_multi_chain destroy  a thread waits in shard_submit_multi for S's owner X, which holds
+ *                               4 * CAP and a few set aside; shard_dispatcher_destroy then sends it
+ *                               back with -ESHUTDOWN while S's job is still stuck (destroy waits for
+ *                               that job, not the waiter for destroy), and every job accepted runs.
+ *   stress_multi_chain crash_drop | crash_reroute   the same waiter; X is crashed. DROP: S's jobs that
+ *                               X held go to on_dropped, and the waiter gets in and its job runs while
+ *                               S is still stuck (nothing full is left to wait for); REROUTE: they
+ *                               follow S to its next owner, set-aside jobs stay bounded on every
+ *                               worker, and the waiter finishes once S's job returns. Either way each
+ *                               job runs or is dropped once, in order. */
 #include <errno.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -197,9 +207,11 @@ static bool all_ran(void *ctx)
 
 /* A dispatcher whose key S (key 0, one of w0's) has a job that blocks until gate is posted; w0
  * crashed with REROUTE, so that S's later jobs wait on S's new owner, unless !crash. */
+static void dropped(shard_job_fn fn, void *arg, void *user);
+
 static void stuck_start(bool crash)
 {
-    struct shard_config cfg = { .workers = WORKERS, .queue_capacity = CAP };
+    struct shard_config cfg = { .workers = WORKERS, .queue_capacity = CAP, .on_dropped = dropped };
     CHECK(shard_dispatcher_create(&disp, &cfg) == 0, "create");
     uint32_t s = key_on(&key_next, 0, UINT32_MAX);
     memcpy(names[0], names[s], sizeof names[0]);
@@ -343,6 +355,124 @@ static void gate_mode(void)
     printf("gate: keys that run at once go in beside 2 * CAP set aside, not beside 4 * CAP\n");
 }
 
+/* A waiter in shard_submit_multi, on a thread of its own, for a pair of keys of a worker past 4 * CAP. */
+struct waiter {
+    pthread_t         th;
+    struct chain_job *job;
+    int               rc;
+    atomic_int        done;
+};
+
+static void *wait_pair(void *arg)
+{
+    struct waiter *wt = arg;
+    wt->rc = submit_chain(wt->job, true);
+    atomic_store(&wt->done, 1);
+    return NULL;
+}
+
+/* Waits, looking 10 s at most, for wt to return. Return: whether it did. */
+static bool waiter_returned(struct waiter *wt)
+{
+    for (int t = 0; t < 10000 && !atomic_load(&wt->done); t++)
+        stress_pause_ms(1);
+    return atomic_load(&wt->done);
+}
+
+/* S stuck on its owner X (w0 crashed), X filled past 4 * CAP, and wt waiting for X with a pair of X's
+ * keys. Return: X. */
+static uint32_t waiter_start(struct waiter *wt)
+{
+    stuck_start(true);
+    uint32_t x;
+    CHECK(shard_key_owner(disp, names[0], lens[0], &x) == 0, "S's owner");
+    int want = 4 * CAP + 8;
+    fill(x, want, (uint64_t)want);
+    uint32_t a = key_on(&key_next, x, UINT32_MAX), b = key_on(&key_next, x, UINT32_MAX);
+    wt->job = chain_job(a, b);
+    uint64_t waits = full_waits();
+    CHECK(pthread_create(&wt->th, NULL, wait_pair, wt) == 0, "thread");
+    for (int t = 0; t < 10000 && full_waits() == waits; t++)
+        stress_pause_ms(1);
+    CHECK(full_waits() > waits, "shard_submit_multi did not wait for w%u, holding %llu, in 10 s", x,
+          (unsigned long long)held_of(x));
+    CHECK(!atomic_load(&wt->done), "shard_submit_multi returned beside a worker past 4 * CAP");
+    return x;
+}
+
+static void *destroy_thread(void *arg)
+{
+    (void)arg;
+    shard_dispatcher_destroy(disp);
+    return NULL;
+}
+
+static void waiter_destroyed(void)
+{
+    struct waiter wt = { 0 };
+    waiter_start(&wt);
+    pthread_t d;
+    CHECK(pthread_create(&d, NULL, destroy_thread, NULL) == 0, "thread");
+    CHECK(waiter_returned(&wt), "destroy left a gate waiter waiting for S's stuck job");
+    CHECK(wt.rc == -ESHUTDOWN, "the waiter got %s, not -ESHUTDOWN", shard_strerror(wt.rc));
+    CHECK(atomic_load(&s_runs) == 0, "S's jobs ran while S's job was stuck");
+    sem_post(&gate);
+    CHECK(pthread_join(d, NULL) == 0 && pthread_join(wt.th, NULL) == 0, "join");
+    CHECK(atomic_load(&s_runs) == 4 * CAP + 8, "destroy ran %d of S's %d jobs", atomic_load(&s_runs), 4 * CAP + 8);
+    CHECK(atomic_load(&ran) == atomic_load(&accepted), "destroy ran %ld of %ld multi-key jobs", atomic_load(&ran),
+          atomic_load(&accepted));
+    printf("destroy: the gate waiter returned -ESHUTDOWN while S was stuck; every job ran\n");
+}
+
+static atomic_int s_dropped, multi_dropped;
+
+static void dropped(shard_job_fn fn, void *arg, void *user)
+{
+    (void)arg, (void)user;
+    if (fn == count_s)
+        atomic_fetch_add(&s_dropped, 1);
+    else if (fn == run_chain)
+        atomic_fetch_add(&multi_dropped, 1);
+    else
+        CHECK(false, "a job of neither kind was dropped");
+}
+
+static bool s_done(void *ctx)
+{
+    (void)ctx;
+    return atomic_load(&s_runs) + atomic_load(&s_dropped) == 4 * CAP + 8 && all_ran(NULL);
+}
+
+static void waiter_crash(enum shard_crash_policy policy)
+{
+    struct waiter wt = { 0 };
+    uint32_t x = waiter_start(&wt);
+    char name[16];
+    snprintf(name, sizeof name, "w%u", x);
+    CHECK(shard_worker_crash(disp, name, policy) == 0, "crash %s", name);
+    if (policy == SHARD_CRASH_DROP) {
+        CHECK(waiter_returned(&wt), "a gate waiter still waits after its full worker crashed with DROP");
+        CHECK(wt.rc == 0, "the waiter got %s", shard_strerror(wt.rc));
+        for (int t = 0; t < 10000 && atomic_load(&ran) < atomic_load(&accepted); t++)
+            stress_pause_ms(1);
+        CHECK(atomic_load(&ran) == atomic_load(&accepted), "the waiter's job did not run in 10 s while S was stuck");
+        CHECK(atomic_load(&s_dropped) > 0, "none of S's jobs that %s held went to on_dropped", name);
+    } else {
+        check_held("after the full worker's crash");
+    }
+    CHECK(atomic_load(&s_runs) == 0, "S's jobs ran while S's job was stuck");
+    sem_post(&gate);
+    CHECK(pthread_join(wt.th, NULL) == 0, "join");
+    CHECK(wt.rc == 0, "the waiter got %s", shard_strerror(wt.rc));
+    stress_drain_until(disp, s_done, NULL);
+    CHECK(atomic_load(&s_runs) + atomic_load(&s_dropped) == 4 * CAP + 8, "S's jobs: %d ran, %d dropped of %d",
+          atomic_load(&s_runs), atomic_load(&s_dropped), 4 * CAP + 8);
+    CHECK(atomic_load(&multi_dropped) == 0, "the waiter's job was dropped");
+    shard_dispatcher_destroy(disp);
+    printf("%s: S's jobs %d ran, %d dropped; the waiter's job ran\n", policy == SHARD_CRASH_DROP ? "crash_drop" :
+           "crash_reroute", atomic_load(&s_runs), atomic_load(&s_dropped));
+}
+
 static void drain(int rounds)
 {
     for (int r = 0; r < rounds; r++) {
@@ -380,10 +510,15 @@ int main(int argc, char **argv)
         drain(argc > 2 ? atoi(argv[2]) : 30);
     else if (strcmp(mode, "gate") == 0)
         gate_mode();
+    else if (strcmp(mode, "destroy") == 0)
+        waiter_destroyed();
+    else if (strcmp(mode, "crash_drop") == 0 || strcmp(mode, "crash_reroute") == 0)
+        waiter_crash(strcmp(mode, "crash_drop") == 0 ? SHARD_CRASH_DROP : SHARD_CRASH_REROUTE);
     else if (strcmp(mode, "live") == 0 || strcmp(mode, "bound") == 0)
         bound(strcmp(mode, "bound") == 0);
     else {
-        fprintf(stderr, "usage: stress_multi_chain [bound | live | gate | drain [ROUNDS]]\n");
+        fprintf(stderr, "usage: stress_multi_chain [bound | live | gate | drain [ROUNDS] | destroy | crash_drop |"
+                        " crash_reroute]\n");
         return 2;
     }
     return stress_result("stress_multi_chain");
