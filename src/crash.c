@@ -7,13 +7,13 @@
 
 #include <string.h>
 
-/* A hash's filter bucket: its keymap bucket, so its stripe (below), and 4 bits more. */
+/* A hash's filter bucket: its keymap bucket's low bits, so its stripe (below), and 4 bits more. */
 static uint32_t filter_index(uint64_t hash)
 {
     _Static_assert(CRASH_FILTER_BUCKETS == (uint32_t)KEYMAP_BUCKETS << 4, "filter_index's bits");
     _Static_assert(KEYMAP_BUCKETS % CRASH_STRIPES == 0, "a bucket's keys in one stripe");
     _Static_assert(CRASH_STRIPES <= 64, "a bit a stripe in stripes_used");
-    return (uint32_t)shard__keymap_bucket(hash) | (uint32_t)(hash >> 60) * KEYMAP_BUCKETS;
+    return (uint32_t)(shard__keymap_mix(hash) % KEYMAP_BUCKETS) | (uint32_t)(hash >> 60) * KEYMAP_BUCKETS;
 }
 
 /* A count kept under a lock, and its bit in a word read without it, set while the count is not 0:
@@ -46,10 +46,11 @@ static bool filter_marked(struct crash_table *t, uint64_t hash)
     return atomic_load_explicit(&t->filter_bits[i / 64], memory_order_acquire) >> (i % 64) & 1;
 }
 
-/* A key's stripe: its keymap bucket's, as a change to its FIFO writes only there. */
+/* A key's stripe: its keymap bucket's, as a change to its FIFO writes only there (the bucket's low
+ * bits, whatever the keymap's size: keymap.h). */
 static size_t stripe_index(uint64_t hash)
 {
-    return shard__keymap_bucket(hash) % CRASH_STRIPES;
+    return shard__keymap_mix(hash) % CRASH_STRIPES;
 }
 
 static struct crash_stripe *stripe_of(struct crash_table *t, uint64_t hash)
@@ -96,13 +97,29 @@ void shard__crash_table_init(struct crash_table *t)
         atomic_init(&t->filter_bits[i], 0);
     atomic_init(&t->stripes_used, 0);
     t->visit = 0;
+    atomic_init(&t->grow, false);
     t->made = NULL;
     t->made_ctx = NULL;
 }
 
-/* An entry was made (its locks let go): the hook. */
+/* The keymap grown for the entries there are now, as an insert asked (t->grow). Context: no stripe's
+ * lock held. */
+static void grow(struct crash_table *t)
+{
+    lock_all(t);
+    size_t entries = 0;
+    for (size_t i = 0; i < CRASH_STRIPES; i++)
+        entries += t->stripe[i].entries;
+    shard__keymap_fit(&t->owed, entries);
+    atomic_store_explicit(&t->grow, false, memory_order_relaxed);
+    unlock_all(t);
+}
+
+/* An entry was made (its locks let go): the keymap grown if it must be, and the hook. */
 static void entry_made(struct crash_table *t)
 {
+    if (atomic_load_explicit(&t->grow, memory_order_relaxed))
+        grow(t);
     if (t->made)
         t->made(t->made_ctx);
 }
@@ -111,6 +128,7 @@ void shard__crash_table_destroy(struct crash_table *t)
 {
     for (size_t i = 0; i < CRASH_STRIPES; i++)
         pthread_mutex_destroy(&t->stripe[i].lock);
+    shard__keymap_reset(&t->owed);
 }
 
 void shard__crash_record_init(struct crash_record *c)
@@ -134,6 +152,11 @@ static void insert(struct crash_table *t, struct crash_record *c, struct job *j)
     shard__keymap_insert(&t->owed, j);
     atomic_fetch_add_explicit(&c->owed, 1, memory_order_relaxed);
     entry_counted(t, j->hash, true);
+    /* The stripe's entries past 2 a bucket of its share: the table grows once the locks are let go
+     * (entry_made). The mask changes only under every lock, so this one is enough to read it. */
+    if (s->entries > 2 * (t->owed.mask + 1) / CRASH_STRIPES &&
+        !atomic_load_explicit(&t->grow, memory_order_relaxed))
+        atomic_store_explicit(&t->grow, true, memory_order_relaxed);
 }
 
 static bool remove_entry(struct crash_table *t, struct job *j)

@@ -73,6 +73,9 @@ struct crash_table {
      * line, and this word changes only when a stripe empties or stops being empty. */
     _Atomic uint64_t stripes_used;
     uint64_t         visit;                          /* A: the last walk of shard__crash_stuck_key (its marks) */
+    _Atomic bool     grow;                           /* a stripe's entries outgrew its buckets: the
+                                                     * keymap grows under every lock after the insert
+                                                     * (crash.c's entry_made); relaxed, a hint */
     /* I: called after an entry was made and its locks let go (NULL: nothing), with made_ctx: a key
      * that was not stuck may be now, through a chain of multi-key jobs (a drain mark waits on that:
      * handoff.c's shard__entries_made). Set by the dispatcher after init. */

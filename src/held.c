@@ -18,6 +18,11 @@ void shard__held_init(struct held *h, struct throttle *throttle)
     atomic_store_explicit(&h->jobs, 0, memory_order_relaxed);
 }
 
+void shard__held_destroy(struct held *h)
+{
+    shard__keymap_reset(&h->keys);
+}
+
 static void key_in(struct held *h, struct job *j)
 {
     if (!j->owed_to) {
@@ -32,6 +37,8 @@ static void key_in(struct held *h, struct job *j)
     }
     shard__keymap_insert(&h->keys, j);
     h->njobs++;
+    if (h->njobs > 2 * (h->keys.mask + 1))
+        shard__keymap_fit(&h->keys, h->njobs);
     atomic_store_explicit(&h->jobs, h->njobs, memory_order_relaxed);
     if (h->throttle)
         shard__throttle_note_held(h->throttle, &h->throttled, j->hash, h->njobs);
@@ -109,6 +116,8 @@ void shard__held_remove(struct held *h, struct job *j)
         h->min_known = false; /* the next oldest is found when asked */
     shard__keymap_remove(&h->keys, j);
     h->njobs--;
+    if (!h->njobs && h->keys.bucket != h->keys.first)
+        shard__keymap_reset(&h->keys); /* a grown table goes back once it is empty */
     atomic_store_explicit(&h->jobs, h->njobs, memory_order_relaxed);
     /* Below the allowance: a full holder's waiters may come in (throttle.h's gate). */
     if (h->throttle && h->njobs + 1 == h->throttle->limit)
@@ -154,6 +163,7 @@ struct job *shard__held_take_all(struct held *h)
     bool was_full = h->throttle && h->throttle->limit && h->njobs >= h->throttle->limit;
     if (h->throttle)
         shard__throttle_release_all(h->throttle, &h->throttled);
+    shard__keymap_reset(&h->keys);
     shard__held_init(h, h->throttle);
     if (was_full)
         shard__throttle_ease(h->throttle); /* as in shard__held_remove */

@@ -44,6 +44,8 @@ struct held {
 /* throttle: where the held user jobs are counted against their allowance (throttle.h); NULL: not
  * counted. */
 void shard__held_init(struct held *h, struct throttle *throttle);
+/* Frees what the held jobs' keymap grew to (the jobs are the caller's). */
+void shard__held_destroy(struct held *h);
 /* Appends at the back of the order list (jobs and control items). */
 void shard__held_push_back(struct held *h, struct job *j);
 /* Appends to the rerouted front segment, behind earlier rerouted jobs, ahead of everything else. */

@@ -1,6 +1,7 @@
 /* Intrusive hash -> FIFO-of-jobs map. SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "keymap.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "job.h"
@@ -12,18 +13,52 @@ static struct keylink *L(const struct keymap *m, const struct job *j)
 
 static struct job **bucket_of(struct keymap *m, uint64_t hash)
 {
-    return &m->bucket[shard__keymap_bucket(hash)];
+    return &m->bucket[shard__keymap_mix(hash) & m->mask];
 }
 
 void shard__keymap_init(struct keymap *m, enum keymap_use use)
 {
     memset(m, 0, sizeof *m);
     m->use = use;
+    m->mask = KEYMAP_BUCKETS - 1;
+    m->bucket = m->first;
+}
+
+void shard__keymap_reset(struct keymap *m)
+{
+    if (m->bucket != m->first)
+        free(m->bucket);
+    shard__keymap_init(m, m->use);
+}
+
+void shard__keymap_fit(struct keymap *m, size_t keys)
+{
+    size_t n = m->mask + 1, want = n;
+    while (keys > 2 * want && want <= SIZE_MAX / 4 / sizeof *m->bucket)
+        want *= 4;
+    struct job **b = want > n ? calloc(want, sizeof *b) : NULL;
+    if (!b)
+        return;
+    /* Each key's first job to its new bucket; its FIFO goes with it. */
+    for (size_t i = 0; i < n; i++) {
+        for (struct job *k = m->bucket[i], *next; k; k = next) {
+            next = L(m, k)->bucket_next;
+            struct job **p = &b[shard__keymap_mix(k->hash) & (want - 1)];
+            L(m, k)->bucket_next = *p;
+            *p = k;
+        }
+    }
+    if (m->bucket != m->first)
+        free(m->bucket);
+    else
+        memset(m->first, 0, sizeof m->first); /* clean for a reset */
+    m->bucket = b;
+    m->mask = want - 1;
 }
 
 struct job *shard__keymap_first(const struct keymap *m, uint64_t hash)
 {
-    struct job *k = m->bucket[shard__keymap_bucket(hash)];
+    struct job *k = m->bucket[shard__keymap_mix(hash) & m->mask];
     while (k && k->hash != hash)
         k = L(m, k)->bucket_next;
     return k;

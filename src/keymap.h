@@ -7,7 +7,13 @@
  * Each key's FIFO is kept in epoch order: a thread's jobs carry non-decreasing epochs, so this keeps
  * each thread's order. Within one epoch, jobs a crash owes come first, in the order they became owed
  * (job.h's owe_seq, the crash table's order, which is their submission order), then the others in
- * the order they were inserted. Not synchronised: the owner's lock guards it. */
+ * the order they were inserted. Not synchronised: the owner's lock guards it.
+ *
+ * It starts with KEYMAP_BUCKETS buckets of its own and grows when its owner asks (shard__keymap_fit):
+ * with a fixed table, a crash table holding a million claims (a few hundred multi-key jobs of 1,024
+ * keys behind a stuck key) had chains of 250 keys, and each claim and payment walked one: 0.6 s of
+ * CPU to drain 633 such jobs became 11.6 s. Growing allocates; when it cannot, the map stays as it
+ * is (slower, never wrong), so an insert still never fails. */
 #ifndef SHARD_SRC_KEYMAP_H
 #define SHARD_SRC_KEYMAP_H
 
@@ -15,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define KEYMAP_BUCKETS 4096u
+#define KEYMAP_BUCKETS 4096u /* its first buckets, and the fewest it has */
 
 struct job;
 
@@ -29,19 +35,30 @@ struct keylink {
 
 enum keymap_use { KEYMAP_CRASH, KEYMAP_HELD, KEYMAP_USES }; /* a job's links, in this order (job.h) */
 
-/* No count of its jobs: the crash table changes its buckets under one lock a stripe of them. */
+/* No count of its jobs: the crash table changes its buckets under one lock a stripe of them. Not to be
+ * copied or moved (bucket may point into it). */
 struct keymap {
     enum keymap_use use;
-    struct job     *bucket[KEYMAP_BUCKETS];
+    size_t          mask;   /* buckets - 1: a power of two, at least KEYMAP_BUCKETS */
+    struct job    **bucket; /* first, or a grown table */
+    struct job     *first[KEYMAP_BUCKETS];
 };
 
-/* The bucket of a hash's key: a change to a key's FIFO writes only there. */
-static inline size_t shard__keymap_bucket(uint64_t hash)
+/* The bits of a hash that choose its key's bucket: the bucket is mix & mask, so that its low bits,
+ * mix % KEYMAP_BUCKETS, are the same whatever the map's size (the crash table's stripes and filter
+ * are chosen by them: crash.c). */
+static inline size_t shard__keymap_mix(uint64_t hash)
 {
-    return (hash ^ hash >> 32) % KEYMAP_BUCKETS;
+    return (size_t)(hash ^ hash >> 32);
 }
 
 void        shard__keymap_init(struct keymap *m, enum keymap_use use);
+/* Frees a grown table: the map is empty and back to its first buckets. */
+void        shard__keymap_reset(struct keymap *m);
+/* Grows the table, if need be, so that keys keys would take at most 2 a bucket (owners pass a count of
+ * jobs, at least the keys'). O(buckets + keys) when it grows, by 4 times: O(1) a key amortized. No
+ * memory: unchanged. */
+void        shard__keymap_fit(struct keymap *m, size_t keys);
 void        shard__keymap_insert(struct keymap *m, struct job *j);
 struct job *shard__keymap_first(const struct keymap *m, uint64_t hash);
 /* The job after j in its key's FIFO (j in the map), or NULL. */

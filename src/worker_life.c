@@ -99,6 +99,7 @@ bool shard__worker_finished_with(struct shard_worker *w)
 void shard__worker_free(struct shard_worker *w)
 {
     shard__worker_drop_spares(w);
+    shard__held_destroy(&w->own.held);
     shard__queue_destroy(&w->q);
     pthread_mutex_destroy(&w->lock);
     pthread_mutex_destroy(&w->inbox.lock);

@@ -238,3 +238,72 @@ Test(keymap, epoch_order_against_a_model)
         }
     }
 }
+
+/* Growing: 40,000 keys, some with several jobs, into a map grown as they come (2 a bucket, as its
+ * owners ask), with removals between: every key's first job found again, each FIFO whole and in
+ * order, keys sharing a low-bits bucket (the crash table's stripes) told apart; emptied and reset, it
+ * is back to its first buckets. */
+Test(keymap, grows_and_keeps_every_fifo)
+{
+    enum { NKEYS = 40000, PER = 3 };
+    static struct job jobs[NKEYS * PER];
+    struct keymap m;
+    shard__keymap_init(&m, KEYMAP_HELD);
+    size_t in = 0;
+    for (size_t k = 0; k < NKEYS; k++) {
+        /* Every eighth key shares its low bits with the one before (same first bucket, another grown). */
+        uint64_t hash = k % 8 == 7 ? jobs[(k - 1) * PER].hash + ((uint64_t)1 << 44) : 0x9e3779b97f4a7c15u * (k + 1);
+        for (size_t e = 0; e < PER; e++) {
+            struct job *j = &jobs[k * PER + e];
+            j->hash = hash;
+            j->epoch = e;
+            shard__keymap_insert(&m, j);
+            if (++in > 2 * (m.mask + 1))
+                shard__keymap_fit(&m, in);
+        }
+        if (k % 5 == 4) {
+            shard__keymap_remove(&m, &jobs[(k - 2) * PER + 1]); /* one from a FIFO's middle */
+            in--;
+        }
+    }
+    cr_assert_geq(m.mask + 1, in / 2, "%zu buckets for %zu jobs", m.mask + 1, in);
+    for (size_t k = 0; k < NKEYS; k++) {
+        const struct job *first = shard__keymap_first(&m, jobs[k * PER].hash), *p = first;
+        cr_assert_eq(first, &jobs[k * PER], "key %zu: first job not found after growing", k);
+        size_t n = 0;
+        for (const struct job *prev = NULL; p; prev = p, p = p->links[KEYMAP_HELD].next, n++)
+            cr_assert(!prev || prev->epoch < p->epoch, "key %zu out of order", k);
+        cr_assert_eq(n, (k % 5 == 2) ? PER - 1 : PER, "key %zu: %zu jobs", k, n);
+    }
+    for (size_t k = 0; k < NKEYS * PER; k++)
+        if (shard__keymap_first(&m, jobs[k].hash))
+            for (const struct job *p; (p = shard__keymap_first(&m, jobs[k].hash));)
+                shard__keymap_remove(&m, (struct job *)p);
+    shard__keymap_reset(&m);
+    cr_assert_eq(m.mask + 1, KEYMAP_BUCKETS);
+    cr_assert_eq(m.bucket, m.first);
+    cr_assert_null(shard__keymap_first(&m, jobs[0].hash));
+}
+
+/* A worker holding many keys' jobs: its keymap grows with them (at most 2 a bucket), each job stays
+ * its key's first, and once the last leaves the map is back to its first buckets (not kept at its
+ * peak). */
+Test(held, many_keys_grow_the_keymap_and_it_shrinks_when_empty)
+{
+    enum { N = 20000 };
+    static struct job j[N];
+    struct held h;
+    shard__held_init(&h, NULL);
+    for (size_t i = 0; i < N; i++) {
+        j[i] = (struct job){ .kind = JOB_RUN, .hash = 0x9e3779b97f4a7c15u * (i + 1), .epoch = 1 };
+        shard__held_push_back(&h, &j[i]);
+    }
+    cr_assert_geq(h.keys.mask + 1, N / 2, "%zu buckets for %d keys", h.keys.mask + 1, N);
+    for (size_t i = 0; i < N; i++)
+        cr_assert(shard__held_first_of_key(&h, &j[i]), "job %zu lost its key", i);
+    for (size_t i = 0; i < N; i++)
+        shard__held_remove(&h, &j[i]);
+    cr_assert_eq(h.keys.bucket, h.keys.first, "an empty held map kept its grown table");
+    cr_assert_eq(h.keys.mask + 1, KEYMAP_BUCKETS);
+    shard__held_destroy(&h);
+}
