@@ -5,6 +5,7 @@
 #include "check.h"
 #include "mutex.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* A hash's filter bucket: its keymap bucket's low bits, so its stripe (below), and 4 bits more. */
@@ -90,6 +91,7 @@ void shard__crash_table_init(struct crash_table *t)
         shard__mutex_init_brief(&t->stripe[i].lock);
         atomic_init(&t->stripe[i].owe_seq, 0);
         t->stripe[i].entries = 0;
+        t->stripe[i].keys = 0;
     }
     shard__keymap_init(&t->owed, KEYMAP_CRASH);
     memset(t->filter, 0, sizeof t->filter);
@@ -102,17 +104,33 @@ void shard__crash_table_init(struct crash_table *t)
     t->made_ctx = NULL;
 }
 
-/* The keymap grown for the entries there are now, as an insert asked (t->grow). Context: no stripe's
- * lock held. */
+/* The keymap grown, as an insert asked (t->grow), for 16 times the keys of its fullest stripe, which
+ * is what asked: so a stripe past 2 keys a bucket of its share always makes it grow. The new table is
+ * sized and allocated before the locks are taken (a rehash under every lock is long enough: 28 ms for
+ * 131,000 keys, measured by the review), and not used if another thread grew the map meanwhile.
+ * Context: no stripe's lock held. */
 static void grow(struct crash_table *t)
 {
+    size_t most = 0, n = 0;
+    for (size_t i = 0; i < CRASH_STRIPES; i++) {
+        pthread_mutex_lock(&t->stripe[i].lock);
+        if (t->stripe[i].keys > most)
+            most = t->stripe[i].keys;
+        if (i == 0)
+            n = t->owed.mask + 1;
+        pthread_mutex_unlock(&t->stripe[i].lock);
+    }
+    size_t want = shard__keymap_fit_size(&(struct keymap){ .mask = n - 1 }, CRASH_STRIPES * most);
+    struct job **b = want > n ? calloc(want, sizeof *b) : NULL;
     lock_all(t);
-    size_t entries = 0;
-    for (size_t i = 0; i < CRASH_STRIPES; i++)
-        entries += t->stripe[i].entries;
-    shard__keymap_fit(&t->owed, entries);
+    if (b && t->owed.mask + 1 == n) {
+        shard__keymap_grow_into(&t->owed, b, want);
+        b = NULL;
+    }
+    /* Cleared even without memory: the next key of a full stripe asks again. */
     atomic_store_explicit(&t->grow, false, memory_order_relaxed);
     unlock_all(t);
+    free(b);
 }
 
 /* An entry was made (its locks let go): the keymap grown if it must be, and the hook. */
@@ -149,20 +167,23 @@ static void insert(struct crash_table *t, struct crash_record *c, struct job *j)
     j->in_table = true;
     j->owe_seq = atomic_load_explicit(&s->owe_seq, memory_order_relaxed) + 1;
     atomic_store_explicit(&s->owe_seq, j->owe_seq, memory_order_relaxed);
-    shard__keymap_insert(&t->owed, j);
+    bool new_key = shard__keymap_insert(&t->owed, j);
     atomic_fetch_add_explicit(&c->owed, 1, memory_order_relaxed);
     entry_counted(t, j->hash, true);
-    /* The stripe's entries past 2 a bucket of its share: the table grows once the locks are let go
-     * (entry_made). The mask changes only under every lock, so this one is enough to read it. */
-    if (s->entries > 2 * (t->owed.mask + 1) / CRASH_STRIPES &&
+    /* The stripe's keys past 2 a bucket of its share: the table grows once the locks are let go
+     * (entry_made). Keys, not entries: one key's many jobs (a crash's rerouted queue) share a chain
+     * link. The mask changes only under every lock, so this one is enough to read it. */
+    if (new_key && ++s->keys > 2 * (t->owed.mask + 1) / CRASH_STRIPES &&
         !atomic_load_explicit(&t->grow, memory_order_relaxed))
         atomic_store_explicit(&t->grow, true, memory_order_relaxed);
 }
 
 static bool remove_entry(struct crash_table *t, struct job *j)
 {
-    SHARD_CHECK_HELD(&stripe_of(t, j->hash)->lock);
-    bool first = shard__keymap_remove(&t->owed, j);
+    struct crash_stripe *s = stripe_of(t, j->hash);
+    SHARD_CHECK_HELD(&s->lock);
+    bool gone, first = shard__keymap_remove(&t->owed, j, &gone);
+    s->keys -= gone;
     j->in_table = false;
     atomic_fetch_sub_explicit(&j->owed_to->owed, 1, memory_order_relaxed);
     entry_counted(t, j->hash, false);

@@ -62,6 +62,7 @@ struct crash_stripe {
      * (shard__crash_made). */
     _Atomic uint64_t owe_seq;
     uint32_t entries; /* S: its keys' entries; its bit in the table's `stripes_used` says whether not 0 */
+    uint32_t keys;    /* S: its keys that have entries (what the keymap's growth is sized by) */
 };
 
 struct crash_table {
@@ -73,7 +74,7 @@ struct crash_table {
      * line, and this word changes only when a stripe empties or stops being empty. */
     _Atomic uint64_t stripes_used;
     uint64_t         visit;                          /* A: the last walk of shard__crash_stuck_key (its marks) */
-    _Atomic bool     grow;                           /* a stripe's entries outgrew its buckets: the
+    _Atomic bool     grow;                           /* a stripe's keys outgrew its buckets: the
                                                      * keymap grows under every lock after the insert
                                                      * (crash.c's entry_made); relaxed, a hint */
     /* I: called after an entry was made and its locks let go (NULL: nothing), with made_ctx: a key

@@ -7,6 +7,7 @@ void shard__held_init(struct held *h, struct throttle *throttle)
     h->count = 0;
     h->controls = 0;
     h->njobs = 0;
+    h->nkeys = 0;
     h->min_epoch = UINT64_MAX;
     h->at_min = 0;
     h->min_known = true;
@@ -35,10 +36,9 @@ static void key_in(struct held *h, struct job *j)
             h->at_min++;
         }
     }
-    shard__keymap_insert(&h->keys, j);
+    if (shard__keymap_insert(&h->keys, j) && ++h->nkeys > 2 * (h->keys.mask + 1))
+        shard__keymap_fit(&h->keys, h->nkeys);
     h->njobs++;
-    if (h->njobs > 2 * (h->keys.mask + 1))
-        shard__keymap_fit(&h->keys, h->njobs);
     atomic_store_explicit(&h->jobs, h->njobs, memory_order_relaxed);
     if (h->throttle)
         shard__throttle_note_held(h->throttle, &h->throttled, j->hash, h->njobs);
@@ -114,7 +114,9 @@ void shard__held_remove(struct held *h, struct job *j)
     }
     if (!j->owed_to && h->min_known && j->epoch == h->min_epoch && --h->at_min == 0)
         h->min_known = false; /* the next oldest is found when asked */
-    shard__keymap_remove(&h->keys, j);
+    bool gone;
+    shard__keymap_remove(&h->keys, j, &gone);
+    h->nkeys -= gone;
     h->njobs--;
     if (!h->njobs && h->keys.bucket != h->keys.first)
         shard__keymap_reset(&h->keys); /* a grown table goes back once it is empty */

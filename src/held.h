@@ -25,6 +25,7 @@ struct held {
     size_t        controls;  /* of those, control items (fences, marks, stops) */
     struct keymap keys;      /* user jobs by key */
     size_t        njobs;     /* of count, user jobs (the ones in keys) */
+    size_t        nkeys;     /* their keys (what the keymap's growth is sized by) */
     _Atomic uint64_t jobs;   /* njobs, for stats (written by the owner: its worker, or the control
                               * thread holding that worker's lock; relaxed) */
     /* The oldest epoch of a held user job that no crash owes, kept as jobs come and go so that a fence

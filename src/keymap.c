@@ -31,19 +31,21 @@ void shard__keymap_reset(struct keymap *m)
     shard__keymap_init(m, m->use);
 }
 
-void shard__keymap_fit(struct keymap *m, size_t keys)
+size_t shard__keymap_fit_size(const struct keymap *m, size_t keys)
 {
-    size_t n = m->mask + 1, want = n;
-    while (keys > 2 * want && want <= SIZE_MAX / 4 / sizeof *m->bucket)
-        want *= 4;
-    struct job **b = want > n ? calloc(want, sizeof *b) : NULL;
-    if (!b)
-        return;
+    size_t n = m->mask + 1;
+    while (keys > 2 * n && n <= SIZE_MAX / 4 / sizeof *m->bucket)
+        n *= 4;
+    return n;
+}
+
+void shard__keymap_grow_into(struct keymap *m, struct job **b, size_t n)
+{
     /* Each key's first job to its new bucket; its FIFO goes with it. */
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i <= m->mask; i++) {
         for (struct job *k = m->bucket[i], *next; k; k = next) {
             next = L(m, k)->bucket_next;
-            struct job **p = &b[shard__keymap_mix(k->hash) & (want - 1)];
+            struct job **p = &b[shard__keymap_mix(k->hash) & (n - 1)];
             L(m, k)->bucket_next = *p;
             *p = k;
         }
@@ -53,7 +55,15 @@ void shard__keymap_fit(struct keymap *m, size_t keys)
     else
         memset(m->first, 0, sizeof m->first); /* clean for a reset */
     m->bucket = b;
-    m->mask = want - 1;
+    m->mask = n - 1;
+}
+
+void shard__keymap_fit(struct keymap *m, size_t keys)
+{
+    size_t n = shard__keymap_fit_size(m, keys);
+    struct job **b = n > m->mask + 1 ? calloc(n, sizeof *b) : NULL;
+    if (b)
+        shard__keymap_grow_into(m, b, n);
 }
 
 struct job *shard__keymap_first(const struct keymap *m, uint64_t hash)
@@ -103,7 +113,7 @@ static void replace_first(struct keymap *m, struct job *old, struct job *j)
     }
 }
 
-void shard__keymap_insert(struct keymap *m, struct job *j)
+bool shard__keymap_insert(struct keymap *m, struct job *j)
 {
     struct job *k = shard__keymap_first(m, j->hash);
     struct keylink *lj = L(m, j);
@@ -112,7 +122,7 @@ void shard__keymap_insert(struct keymap *m, struct job *j)
         lj->tail = j;
         lj->hint = NULL;
         replace_first(m, NULL, j);
-        return;
+        return true;
     }
     struct keylink *lk = L(m, k);
     if (!before(j, lk->tail)) {
@@ -133,11 +143,14 @@ void shard__keymap_insert(struct keymap *m, struct job *j)
         L(m, p)->next = j;
         lk->hint = j;
     }
+    return false;
 }
 
-bool shard__keymap_remove(struct keymap *m, struct job *j)
+bool shard__keymap_remove(struct keymap *m, struct job *j, bool *gone)
 {
     struct job *k = shard__keymap_first(m, j->hash);
+    if (gone)
+        *gone = k == j && !L(m, j)->next;
     if (k == j) {
         struct job *next = L(m, j)->next;
         if (next)

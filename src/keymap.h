@@ -9,7 +9,8 @@
  * (job.h's owe_seq, the crash table's order, which is their submission order), then the others in
  * the order they were inserted. Not synchronised: the owner's lock guards it.
  *
- * It starts with KEYMAP_BUCKETS buckets of its own and grows when its owner asks (shard__keymap_fit):
+ * It starts with KEYMAP_BUCKETS buckets of its own and grows when its owner, which counts its keys by
+ * what insert and remove return, asks (shard__keymap_fit):
  * with a fixed table, a crash table holding a million claims (a few hundred multi-key jobs of 1,024
  * keys behind a stuck key) had chains of 250 keys, and each claim and payment walked one: 0.6 s of
  * CPU to drain 633 such jobs became 11.6 s. Growing allocates; when it cannot, the map stays as it
@@ -55,15 +56,20 @@ static inline size_t shard__keymap_mix(uint64_t hash)
 void        shard__keymap_init(struct keymap *m, enum keymap_use use);
 /* Frees a grown table: the map is empty and back to its first buckets. */
 void        shard__keymap_reset(struct keymap *m);
-/* Grows the table, if need be, so that keys keys would take at most 2 a bucket (owners pass a count of
- * jobs, at least the keys'). O(buckets + keys) when it grows, by 4 times: O(1) a key amortized. No
- * memory: unchanged. */
+/* How many buckets keys keys need, at most 2 a bucket: the map's own count, or 4, 16, ... times it. */
+size_t      shard__keymap_fit_size(const struct keymap *m, size_t keys);
+/* Moves every key to b, a zeroed table of n buckets (a power of two above the map's; the map frees
+ * it). O(buckets + keys): growing by 4 times makes it O(1) a key, amortized. */
+void        shard__keymap_grow_into(struct keymap *m, struct job **b, size_t n);
+/* Grows the table to shard__keymap_fit_size(m, keys) buckets, if that is more; no memory: unchanged. */
 void        shard__keymap_fit(struct keymap *m, size_t keys);
-void        shard__keymap_insert(struct keymap *m, struct job *j);
+/* Return: whether j's key was not in the map (a key more: what the owner counts for shard__keymap_fit). */
+bool        shard__keymap_insert(struct keymap *m, struct job *j);
 struct job *shard__keymap_first(const struct keymap *m, uint64_t hash);
 /* The job after j in its key's FIFO (j in the map), or NULL. */
 struct job *shard__keymap_next(const struct keymap *m, const struct job *j);
-/* Removes j wherever it is in its key's FIFO. Return: whether it was its key's first job. */
-bool        shard__keymap_remove(struct keymap *m, struct job *j);
+/* Removes j wherever it is in its key's FIFO. Return: whether it was its key's first job. *gone (NULL:
+ * not asked): whether it was its key's last, which leaves the map. */
+bool        shard__keymap_remove(struct keymap *m, struct job *j, bool *gone);
 
 #endif
