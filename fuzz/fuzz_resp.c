@@ -17,12 +17,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint8_t knobs = byte(&in);
     struct resp_limits lim = { .max_request = 16 + (size_t)(knobs & 0x3f) * 8, .max_args = 1 + (knobs >> 6) * 3 };
     struct resp_arg argv[16];
+    static char scratch[RESP_INLINE_MAX];
     const char *buf = (const char *)in.p;
     size_t len = in.n, off = 0;
     while (off < len) {
         size_t argc;
         const char *why = NULL;
-        long n = resp_parse(buf + off, len - off, &lim, argv, &argc, &why);
+        long n = resp_parse(buf + off, len - off, &lim, argv, &argc, scratch, &why);
         if (n == 0)
             break;
         if (n < 0) {
@@ -34,12 +35,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(argc <= lim.max_args);
         if (buf[off] == '*')
             CHECK((size_t)n <= lim.max_request);
-        for (size_t i = 0; i < argc; i++)
-            CHECK(argv[i].p >= buf + off && argv[i].p + argv[i].len <= buf + off + n);
+        /* An array's arguments lie in the request; an inline line's, unquoted, in scratch, one after
+         * another, never more bytes than the line. */
+        size_t used = 0;
+        for (size_t i = 0; i < argc; i++) {
+            if (buf[off] == '*')
+                CHECK(argv[i].p >= buf + off && argv[i].p + argv[i].len <= buf + off + n);
+            else
+                CHECK(argv[i].p == scratch + used && (used += argv[i].len) <= (size_t)n);
+        }
         /* A request is taken only when whole: one byte less never yields a request. */
         size_t argc2;
         const char *why2;
-        long shorter = resp_parse(buf + off, (size_t)n - 1, &lim, argv, &argc2, &why2);
+        long shorter = resp_parse(buf + off, (size_t)n - 1, &lim, argv, &argc2, scratch, &why2);
         CHECK(shorter <= 0);
         off += (size_t)n;
     }

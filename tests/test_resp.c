@@ -11,10 +11,11 @@ static const struct resp_limits limits = { .max_request = 64, .max_args = 4 };
 static struct resp_arg argv[4];
 static size_t argc;
 static const char *why;
+static char scratch[RESP_INLINE_MAX];
 
 static long parse(const char *s)
 {
-    return resp_parse(s, strlen(s), &limits, argv, &argc, &why);
+    return resp_parse(s, strlen(s), &limits, argv, &argc, scratch, &why);
 }
 
 static void expect_arg(size_t i, const char *text)
@@ -36,7 +37,7 @@ Test(resp, multibulk_request)
 Test(resp, binary_safe_bulk)
 {
     const char req[] = "*1\r\n$4\r\na\r\0b\r\n";
-    cr_assert_eq(resp_parse(req, sizeof req - 1, &limits, argv, &argc, &why), (long)sizeof req - 1);
+    cr_assert_eq(resp_parse(req, sizeof req - 1, &limits, argv, &argc, scratch, &why), (long)sizeof req - 1);
     cr_assert_eq(argv[0].len, 4);
     cr_assert(memcmp(argv[0].p, "a\r\0b", 4) == 0);
 }
@@ -45,7 +46,7 @@ Test(resp, every_prefix_asks_for_more)
 {
     const char *req = "*2\r\n$3\r\nGET\r\n$5\r\nhello\r\n";
     for (size_t n = 0; n < strlen(req); n++)
-        cr_assert_eq(resp_parse(req, n, &limits, argv, &argc, &why), 0, "prefix of %zu bytes", n);
+        cr_assert_eq(resp_parse(req, n, &limits, argv, &argc, scratch, &why), 0, "prefix of %zu bytes", n);
     cr_assert_eq(parse(req), (long)strlen(req));
 }
 
@@ -66,6 +67,39 @@ Test(resp, empty_multibulk)
 {
     cr_assert_eq(parse("*0\r\n"), 4);
     cr_assert_eq(argc, 0);
+    /* A negative count is an empty request too, as Redis takes it (it used to close the connection). */
+    cr_assert_eq(parse("*-5\r\n*1\r\n"), 5);
+    cr_assert_eq(argc, 0);
+    cr_assert_eq(parse("*-1"), 0, "no CR LF yet");
+}
+
+/* Inline arguments quoted as Redis's sdssplitargs: what redis-cli users and nc users type. */
+static void expect_line(const char *line, size_t n)
+{
+    cr_assert_eq(parse(line), (long)strlen(line), "%s", line);
+    cr_assert_eq(argc, n, "%s: %zu arguments", line, argc);
+}
+
+Test(resp, inline_quotes)
+{
+    expect_line("SET q \"b c\"\r\n", 3);
+    expect_arg(2, "b c");
+    expect_line("SET it's' \"\\x41\\n\\\"\\\\\" \r\n", 3); /* a quoted run joined to a word; escapes */
+    expect_arg(1, "its");
+    expect_arg(2, "A\n\"\\");
+    expect_line("SET 'a\\'b' x\"y z\"\n", 3); /* an escaped single quote; a quote inside a word */
+    expect_arg(1, "a'b");
+    expect_arg(2, "xy z");
+    expect_line("SET \"\" ''\n", 3); /* empty quoted arguments are arguments */
+    expect_arg(1, "");
+    expect_arg(2, "");
+    expect_line("SET \"\\q\\x4g\"\n", 2); /* an unknown escape and a bad \x stand for their bytes */
+    expect_arg(1, "qx4g");
+    static const char *const bad[] = { "SET \"open\r\n", "SET 'open\n", "SET \"a\"b\n", "SET 'a''b'\n" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cr_assert_eq(parse(bad[i]), -EPROTO, "case %zu", i);
+        cr_assert_str_eq(why, "ERR Protocol error: unbalanced quotes in request");
+    }
 }
 
 Test(resp, limits)
@@ -78,18 +112,18 @@ Test(resp, limits)
                  "two bulks over max_request together");
     char line[80];
     memset(line, 'a', sizeof line);
-    cr_assert_eq(resp_parse(line, sizeof line, &limits, argv, &argc, &why), -E2BIG, "inline too long");
+    cr_assert_eq(resp_parse(line, sizeof line, &limits, argv, &argc, scratch, &why), -E2BIG, "inline too long");
     cr_assert_eq(parse("A B C D E\r\n"), -E2BIG, "inline with too many words");
     const struct resp_limits tiny = { .max_request = 16, .max_args = 4 };
     const char *padded = "*000000000000000\r\n"; /* found by fuzz_resp: 18 bytes of header alone */
-    cr_assert_eq(resp_parse(padded, strlen(padded), &tiny, argv, &argc, &why), -E2BIG);
+    cr_assert_eq(resp_parse(padded, strlen(padded), &tiny, argv, &argc, scratch, &why), -E2BIG);
 }
 
 Test(resp, malformed)
 {
     static const char *const bad[] = {
         "*x\r\n",               /* count not a number */
-        "*-1\r\n",              /* negative count */
+        "*-x\r\n",              /* a negative count that is not a number */
         "*1\n",                 /* LF without CR */
         "*1\r\n:3\r\n",         /* an argument that is not a bulk string */
         "*1\r\n$3\r\nGETX\r\n", /* bulk longer than its length */
@@ -99,7 +133,7 @@ Test(resp, malformed)
         "\x00\x01\r\n",         /* binary junk */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        long r = resp_parse(bad[i], strlen(bad[i]) + (bad[i][0] == '\0'), &limits, argv, &argc, &why);
+        long r = resp_parse(bad[i], strlen(bad[i]) + (bad[i][0] == '\0'), &limits, argv, &argc, scratch, &why);
         cr_assert_eq(r, -EPROTO, "case %zu returned %ld", i, r);
         cr_assert(strncmp(why, "ERR Protocol error: ", 20) == 0, "case %zu: %s", i, why);
     }

@@ -291,7 +291,7 @@ static bool conn_parse(struct conn *c)
         size_t argc;
         const char *why;
         long n = off < c->in.len ? resp_parse(c->in.p + off, c->in.len - off, &srv->opt.limits,
-                                              c->nt->argv, &argc, &why)
+                                              c->nt->argv, &argc, c->nt->inline_args, &why)
                                  : 0;
         if (n == 0) {
             drained = true;
@@ -719,7 +719,8 @@ static int net_thread_init(struct server *srv, struct net_thread *nt, int listen
     pthread_mutex_init(&nt->drive, NULL);
     pthread_mutex_init(&nt->handoff_lock, NULL);
     nt->argv = calloc(srv->opt.limits.max_args, sizeof *nt->argv);
-    if (!nt->argv)
+    nt->inline_args = malloc(RESP_INLINE_MAX);
+    if (!nt->argv || !nt->inline_args)
         return -ENOMEM;
     nt->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     nt->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -824,6 +825,7 @@ void net_free(struct server *srv)
         pthread_mutex_destroy(&nt->handoff_lock);
         bury(nt);
         free(nt->argv);
+        free(nt->inline_args);
         if (nt->epfd >= 0)
             close(nt->epfd);
         if (nt->event_fd >= 0)

@@ -68,6 +68,7 @@ struct net_thread {
      * all at once. */
     _Atomic(struct request *) done;
     struct resp_arg *argv; /* parser output, limits.max_args entries */
+    char            *inline_args; /* an inline request's arguments, unquoted (RESP_INLINE_MAX bytes) */
     struct submit_batch batch; /* the parts of the read being parsed, submitted at its end */
     struct conn     *conns;
     /* Connections are spread evenly: the loop that accepts one hands it to the loop holding the

@@ -50,6 +50,15 @@ static long parse_multibulk(const char *buf, size_t len, const struct resp_limit
 {
     size_t pos = 0;
     uint64_t n;
+    if (len > 1 && buf[1] == '-') {
+        /* A negative count (a null array): an empty request, as Redis takes it. */
+        pos = 1;
+        int r = read_header(buf, len, &pos, '-', &n);
+        if (r < 0)
+            return fail(why, "ERR Protocol error: invalid multibulk length", r);
+        *argc = 0;
+        return r == NEED_MORE ? NEED_MORE : (long)pos;
+    }
     int r = read_header(buf, len, &pos, '*', &n);
     if (r < 0)
         return fail(why, "ERR Protocol error: invalid multibulk length", r);
@@ -85,36 +94,95 @@ static bool is_space(char c)
     return c == ' ' || c == '\t';
 }
 
-/* One line of words separated by spaces, ended by LF (CR LF tolerated). No quoting: enough for nc. */
-static long parse_inline(const char *buf, size_t len, const struct resp_limits *lim,
-                         struct resp_arg *argv, size_t *argc, const char **why)
+static int hex_value(char c)
 {
-    const char *nl = memchr(buf, '\n', len < lim->max_request ? len : lim->max_request);
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    return c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* The escape at s[0, end) inside double quotes (s[0] is its backslash), written to *out. Return: the
+ * bytes it takes: 4 for \xHH, else 2 (\n \r \t \b \a, or the character itself); 1 for a backslash
+ * that ends the line, which stands for itself. */
+static size_t unescape(const char *s, size_t end, char *out)
+{
+    if (end >= 4 && s[1] == 'x' && hex_value(s[2]) >= 0 && hex_value(s[3]) >= 0) {
+        *out = (char)(hex_value(s[2]) * 16 + hex_value(s[3]));
+        return 4;
+    }
+    if (end < 2) {
+        *out = '\\';
+        return 1;
+    }
+    static const char from[] = "nrtba", to[] = "\n\r\t\b\a";
+    const char *e = memchr(from, s[1], sizeof from - 1);
+    *out = e ? to[e - from] : s[1];
+    return 2;
+}
+
+/* One argument of an inline line, from buf[*i] (not a space) up to end, unquoted into out: plain bytes
+ * and "..." or '...' runs joined, as Redis's sdssplitargs. Return: its length (never more than the
+ * bytes it read), or -1 for a quote left open or a closing quote followed by anything but a space. */
+static long inline_arg(const char *buf, size_t end, size_t *i, char *out)
+{
+    size_t n = 0;
+    char quote = 0;
+    while (*i < end) {
+        char c = buf[*i];
+        if (!quote && is_space(c))
+            break;
+        if (!quote && (c == '"' || c == '\'')) {
+            quote = c;
+            (*i)++;
+        } else if (c == quote) {
+            (*i)++;
+            return *i < end && !is_space(buf[*i]) ? -1 : (long)n;
+        } else if (quote == '"' && c == '\\') {
+            *i += unescape(buf + *i, end - *i, &out[n++]);
+        } else if (quote == '\'' && c == '\\' && *i + 1 < end && buf[*i + 1] == '\'') {
+            out[n++] = '\'';
+            *i += 2;
+        } else {
+            out[n++] = c;
+            (*i)++;
+        }
+    }
+    return quote ? -1 : (long)n;
+}
+
+/* One line of arguments separated by spaces, ended by LF (CR LF tolerated), unquoted into scratch. */
+static long parse_inline(const char *buf, size_t len, const struct resp_limits *lim,
+                         struct resp_arg *argv, size_t *argc, char *scratch, const char **why)
+{
+    size_t max = lim->max_request < RESP_INLINE_MAX ? lim->max_request : RESP_INLINE_MAX;
+    const char *nl = memchr(buf, '\n', len < max ? len : max);
     if (!nl)
-        return len >= lim->max_request ? fail(why, "ERR Protocol error: too big inline request", -E2BIG)
-                                       : NEED_MORE;
+        return len >= max ? fail(why, "ERR Protocol error: too big inline request", -E2BIG) : NEED_MORE;
     size_t end = (size_t)(nl - buf);
     if (end > 0 && buf[end - 1] == '\r')
         end--;
-    size_t n = 0;
+    size_t n = 0, used = 0;
     for (size_t i = 0; i < end;) {
         while (i < end && is_space(buf[i]))
             i++;
         if (i == end)
             break;
-        size_t start = i;
-        while (i < end && !is_space(buf[i]))
-            i++;
         if (n == lim->max_args)
             return fail(why, "ERR Protocol error: too many arguments", -E2BIG);
-        argv[n++] = (struct resp_arg){ buf + start, i - start };
+        long alen = inline_arg(buf, end, &i, scratch + used);
+        if (alen < 0)
+            return fail(why, "ERR Protocol error: unbalanced quotes in request", -EPROTO);
+        argv[n++] = (struct resp_arg){ scratch + used, (size_t)alen };
+        used += (size_t)alen;
     }
     *argc = n;
     return (long)(nl - buf) + 1;
 }
 
 long resp_parse(const char *buf, size_t len, const struct resp_limits *lim, struct resp_arg *argv,
-                size_t *argc, const char **why)
+                size_t *argc, char *scratch, const char **why)
 {
     *argc = 0;
     if (len == 0)
@@ -124,5 +192,5 @@ long resp_parse(const char *buf, size_t len, const struct resp_limits *lim, stru
     /* Binary junk is not a command: Redis also refuses a request starting with a RESP type byte. */
     if (buf[0] == '$' || buf[0] == ':' || buf[0] == '+' || buf[0] == '-' || buf[0] == '\0')
         return fail(why, "ERR Protocol error: expected '*' or an inline command", -EPROTO);
-    return parse_inline(buf, len, lim, argv, argc, why);
+    return parse_inline(buf, len, lim, argv, argc, scratch, why);
 }

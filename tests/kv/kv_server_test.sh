@@ -229,6 +229,15 @@ garbage "bad bulk header" '*1\r\n#3\r\nGET\r\n' "ERR Protocol error: expected '\
 garbage "oversized bulk" '*2\r\n$3\r\nSET\r\n$99999999\r\n' "ERR Protocol error: request too large"
 garbage "too many arguments" '*100000\r\n' "ERR Protocol error: too many arguments"
 garbage "binary junk" '\x00\x01\x02\r\n' "ERR Protocol error: expected '*' or an inline command"
+garbage "unbalanced quotes" 'SET q "b c\r\n' "ERR Protocol error: unbalanced quotes in request"
+# Inline arguments quoted as Redis's, and an array of a negative count taken as nothing (both closed
+# the connection or split the value before).
+printf 'SET q "b c\\x21"\r\n*-5\r\nGET q\r\n' >&"$sock"
+IFS= read -r -t 10 -u "$sock" line || fail "quoted inline SET: no reply"
+expect "quoted inline SET" $'+OK\r' "$line"
+IFS= read -r -t 10 -u "$sock" line && IFS= read -r -t 10 -u "$sock" line2 || fail "quoted inline GET: no reply"
+expect "quoted inline GET, after a negative count" $'$4\r' "$line"
+expect "the quoted value" $'b c!\r' "$line2"
 printf 'PING\r\n' >&"$sock"
 IFS= read -r -t 10 -u "$sock" line || fail "the good connection stopped answering"
 expect "the good connection after the garbage" $'+PONG\r' "$line"
