@@ -8,7 +8,9 @@
  * their reads. */
 #include <errno.h>
 #include <semaphore.h>
+#include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "net_internal.h"
 #include "server.h"
@@ -24,8 +26,20 @@ static void reply_result(struct request *r, const char *what, int err)
     resp_error(&r->reply, msg);
 }
 
+/* Whether argument i, a worker's name, has no NUL byte (shard takes names as C strings: "w\0x" would
+ * name w); else the error is the reply. */
+static bool worker_name(struct request *r, uint32_t i)
+{
+    if (!memchr(r->argv[i].p, '\0', r->argv[i].len))
+        return true;
+    resp_error(&r->reply, "ERR a worker's name may not hold a NUL byte");
+    return false;
+}
+
 void admin_add(struct server *srv, struct request *r)
 {
+    if (!worker_name(r, 1))
+        return;
     int64_t weight = 1;
     if (r->argc > 3 || (r->argc == 3 && (!parse_int64(r->argv[2].p, r->argv[2].len, &weight) || weight < 1 ||
                                          weight > 1000))) {
@@ -37,6 +51,8 @@ void admin_add(struct server *srv, struct request *r)
 
 void admin_place(struct server *srv, struct request *r)
 {
+    if (!worker_name(r, 2))
+        return;
     reply_result(r, "shard_key_place", shard_key_place(srv->d, r->argv[1].p, r->argv[1].len, r->argv[2].p));
 }
 
@@ -47,6 +63,8 @@ void admin_unplace(struct server *srv, struct request *r)
 
 void admin_remove(struct server *srv, struct request *r)
 {
+    if (!worker_name(r, 1))
+        return;
     reply_result(r, "shard_worker_remove", shard_worker_remove(srv->d, r->argv[1].p));
 }
 
@@ -101,6 +119,8 @@ static int key_owned_by(struct server *srv, const char *name, char *key, size_t 
 
 void admin_crash(struct server *srv, struct request *r)
 {
+    if (!worker_name(r, 1))
+        return;
     const char *name = r->argv[1].p;
     char key[32];
     size_t len;

@@ -114,6 +114,15 @@ expect "MEMORY unknown" "ERR unknown subcommand 'FOO'. Try MEMORY HELP." "$(cli 
 # --- FLUSHDB, FLUSHALL: every worker's keys and those in transit (a crash evacuates a worker's keys
 # there until they are used).
 expect "FLUSHDB bad" "ERR syntax error" "$(cli FLUSHDB NOW)"
+# A worker's name with a NUL byte is refused (shard takes names as C strings: it named "zz").
+exec {nulfd}<>"/dev/tcp/127.0.0.1/$KV_PORT"
+printf '*2\r\n$9\r\nSHARD.ADD\r\n$3\r\nzz\0\r\n*2\r\n$12\r\nSHARD.REMOVE\r\n$3\r\nw0\0\r\n' >&"$nulfd"
+for what in ADD REMOVE; do
+    IFS= read -r -t 10 -u "$nulfd" line || fail "SHARD.$what of a name with a NUL byte: no reply"
+    expect "SHARD.$what of a name with a NUL byte" $'-ERR a worker\'s name may not hold a NUL byte\r' "$line"
+done
+exec {nulfd}>&-
+[[ $(cli INFO shard) != *zz* ]] || fail "a worker named zz was added"
 cli SHARD.ADD w3 >/dev/null
 cli SHARD.CRASH w0 >/dev/null
 (($(cli INFO shard | grep '^keys_in_transit:' | tr -dc 0-9) > 0)) || fail "a crash left nothing in transit"
