@@ -120,7 +120,7 @@ static void grow(struct crash_table *t)
             n = t->owed.mask + 1;
         pthread_mutex_unlock(&t->stripe[i].lock);
     }
-    size_t want = shard__keymap_fit_size(&(struct keymap){ .mask = n - 1 }, CRASH_STRIPES * most);
+    size_t want = shard__keymap_fit_size(n, CRASH_STRIPES * most);
     struct job **b = want > n ? calloc(want, sizeof *b) : NULL;
     lock_all(t);
     if (b && t->owed.mask + 1 == n) {

@@ -31,10 +31,10 @@ void shard__keymap_reset(struct keymap *m)
     shard__keymap_init(m, m->use);
 }
 
-size_t shard__keymap_fit_size(const struct keymap *m, size_t keys)
+size_t shard__keymap_fit_size(size_t buckets, size_t keys)
 {
-    size_t n = m->mask + 1;
-    while (keys > 2 * n && n <= SIZE_MAX / 4 / sizeof *m->bucket)
+    size_t n = buckets;
+    while (keys > 2 * n && n <= SIZE_MAX / 4 / sizeof(struct job *))
         n *= 4;
     return n;
 }
@@ -60,7 +60,7 @@ void shard__keymap_grow_into(struct keymap *m, struct job **b, size_t n)
 
 void shard__keymap_fit(struct keymap *m, size_t keys)
 {
-    size_t n = shard__keymap_fit_size(m, keys);
+    size_t n = shard__keymap_fit_size(m->mask + 1, keys);
     struct job **b = n > m->mask + 1 ? calloc(n, sizeof *b) : NULL;
     if (b)
         shard__keymap_grow_into(m, b, n);

@@ -12,9 +12,9 @@
  * It starts with KEYMAP_BUCKETS buckets of its own and grows when its owner, which counts its keys by
  * what insert and remove return, asks (shard__keymap_fit):
  * with a fixed table, a crash table holding a million claims (a few hundred multi-key jobs of 1,024
- * keys behind a stuck key) had chains of 250 keys, and each claim and payment walked one: 0.6 s of
- * CPU to drain 633 such jobs became 11.6 s. Growing allocates; when it cannot, the map stays as it
- * is (slower, never wrong), so an insert still never fails. */
+ * keys behind a stuck key) had chains of 250 keys, and each claim and payment walked one: 633 such
+ * jobs took 11.6 s to drain, where 4,097 take 1.0 s with it grown. Growing allocates; when it cannot,
+ * the map stays as it is (slower, never wrong), so an insert still never fails. */
 #ifndef SHARD_SRC_KEYMAP_H
 #define SHARD_SRC_KEYMAP_H
 
@@ -56,8 +56,9 @@ static inline size_t shard__keymap_mix(uint64_t hash)
 void        shard__keymap_init(struct keymap *m, enum keymap_use use);
 /* Frees a grown table: the map is empty and back to its first buckets. */
 void        shard__keymap_reset(struct keymap *m);
-/* How many buckets keys keys need, at most 2 a bucket: the map's own count, or 4, 16, ... times it. */
-size_t      shard__keymap_fit_size(const struct keymap *m, size_t keys);
+/* How many buckets keys keys need, at most 2 a bucket, from a map of buckets: buckets, or 4, 16, ...
+ * times it. */
+size_t      shard__keymap_fit_size(size_t buckets, size_t keys);
 /* Moves every key to b, a zeroed table of n buckets (a power of two above the map's; the map frees
  * it). O(buckets + keys): growing by 4 times makes it O(1) a key, amortized. */
 void        shard__keymap_grow_into(struct keymap *m, struct job **b, size_t n);
