@@ -117,6 +117,8 @@ Test(resp, limits)
     const struct resp_limits tiny = { .max_request = 16, .max_args = 4 };
     const char *padded = "*000000000000000\r\n"; /* found by fuzz_resp: 18 bytes of header alone */
     cr_assert_eq(resp_parse(padded, strlen(padded), &tiny, argv, &argc, scratch, &why), -E2BIG);
+    const char *negative = "*-00000000000001\r\n"; /* the same, negative (found by fuzz_resp in CI) */
+    cr_assert_eq(resp_parse(negative, strlen(negative), &tiny, argv, &argc, scratch, &why), -E2BIG);
 }
 
 Test(resp, malformed)

@@ -56,6 +56,8 @@ static long parse_multibulk(const char *buf, size_t len, const struct resp_limit
         int r = read_header(buf, len, &pos, '-', &n);
         if (r < 0)
             return fail(why, "ERR Protocol error: invalid multibulk length", r);
+        if (pos > lim->max_request) /* a count padded with zeros, as below */
+            return fail(why, "ERR Protocol error: request too large", -E2BIG);
         *argc = 0;
         return r == NEED_MORE ? NEED_MORE : (long)pos;
     }
