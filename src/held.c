@@ -165,7 +165,7 @@ struct job *shard__held_take_all(struct held *h)
     bool was_full = h->throttle && h->throttle->limit && h->njobs >= h->throttle->limit;
     if (h->throttle)
         shard__throttle_release_all(h->throttle, &h->throttled);
-    shard__keymap_reset(&h->keys);
+    shard__held_destroy(h); /* a grown keymap's table: held_init makes it anew */
     shard__held_init(h, h->throttle);
     if (was_full)
         shard__throttle_ease(h->throttle); /* as in shard__held_remove */

@@ -205,10 +205,10 @@ static bool all_ran(void *ctx)
     return atomic_load(&ran) == atomic_load(&accepted) && stress_none_open(disp);
 }
 
-/* A dispatcher whose key S (key 0, one of w0's) has a job that blocks until gate is posted; w0
- * crashed with REROUTE, so that S's later jobs wait on S's new owner, unless !crash. */
 static void dropped(shard_job_fn fn, void *arg, void *user);
 
+/* A dispatcher whose key S (key 0, one of w0's) has a job that blocks until gate is posted; w0
+ * crashed with REROUTE, so that S's later jobs wait on S's new owner, unless !crash. */
 static void stuck_start(bool crash)
 {
     struct shard_config cfg = { .workers = WORKERS, .queue_capacity = CAP, .on_dropped = dropped };
