@@ -68,8 +68,14 @@ static inline size_t kvmap_bucket_of(const struct kvmap *m, uint64_t hash)
     return m->bits ? (size_t)(hash >> (64 - m->bits)) : 0;
 }
 
+/* The prefetches below are always inlined: GCC takes a function that only reads memory and prefetches
+ * for one without side effects, and drops a call to it that was not inlined early (its cddce pass,
+ * GCC 12 at -O2): until 2026-12-06 store_prefetch and store_prefetch_entry compiled to a bare `ret`,
+ * and no lookup of kv_server was ever prefetched. */
+#define KVMAP_PREFETCH_FN static inline __attribute__((always_inline)) void
+
 /* Starts loading the bucket of hash into the cache, for a lookup soon. Context: m's thread. */
-static inline void kvmap_prefetch(const struct kvmap *m, uint64_t hash)
+KVMAP_PREFETCH_FN kvmap_prefetch(const struct kvmap *m, uint64_t hash)
 {
     if (m->buckets)
         __builtin_prefetch(&m->buckets[kvmap_bucket_of(m, hash)]);
@@ -77,13 +83,24 @@ static inline void kvmap_prefetch(const struct kvmap *m, uint64_t hash)
 
 /* Starts loading the first entry of hash's bucket, whose line kvmap_prefetch asked for earlier: the
  * second of a lookup's two dependent misses. Context: m's thread. */
-static inline void kvmap_prefetch_entry(const struct kvmap *m, uint64_t hash)
+KVMAP_PREFETCH_FN kvmap_prefetch_entry(const struct kvmap *m, uint64_t hash)
 {
     if (m->buckets) {
         const struct kv_entry *e = m->buckets[kvmap_bucket_of(m, hash)];
         if (e)
             __builtin_prefetch(e);
     }
+}
+
+/* The first entry of hash's bucket with that hash, or NULL: most likely the key's entry, found
+ * without comparing keys; for loading what a lookup will touch next, never for an answer. Context:
+ * m's thread. */
+static inline const struct kv_entry *kvmap_guess(const struct kvmap *m, uint64_t hash)
+{
+    const struct kv_entry *e = m->buckets ? m->buckets[kvmap_bucket_of(m, hash)] : NULL;
+    while (e && e->hash != hash)
+        e = e->next;
+    return e;
 }
 
 /* Seeds kv_hash with a random number, so that clients cannot craft keys that collide. Context:

@@ -203,6 +203,38 @@ void request_refuse_part(struct part *p, int err)
     part_refused(p->r, err);
 }
 
+/* What the parts of a batch about to run on this worker will read past their key's entry, loaded a
+ * stage at a time over the whole batch, so that each stage's misses overlap (their entries were asked
+ * for just before): a collection's object; for a hash or a set, the bucket of the field or member
+ * after the key (HSET, HGET, HINCRBY, SADD, SISMEMBER... name it there), then its entry. A part of
+ * another command with an argument there (HSCAN's cursor) loads a bucket for nothing. Without these, a
+ * part of HSET waited for three dependent misses after its key's entry, one after another: 42 % of
+ * kv_server's CPU for HSET went to looking up the field. Nothing on a thread that is not a worker. */
+static void prefetch_members(struct part *const *parts, uint32_t n)
+{
+    const struct kvmap *map[SUBMIT_BATCH];
+    uint64_t            field[SUBMIT_BATCH];
+    for (uint32_t k = 0; k < n; k++) {
+        const struct part     *p = parts[k];
+        const struct kv_entry *e = store_own_guess(p->hash);
+        map[k] = NULL;
+        if (!e || e->type == KV_STRING)
+            continue;
+        __builtin_prefetch(e->obj);
+        if ((e->type == KV_HASH || e->type == KV_SET) && p->arg + 1 < p->r->argc)
+            map[k] = e->obj;
+    }
+    for (uint32_t k = 0; k < n; k++)
+        if (map[k]) {
+            const struct resp_arg *f = &parts[k]->r->argv[parts[k]->arg + 1];
+            field[k] = kv_hash(f->p, f->len);
+            kvmap_prefetch(map[k], field[k]);
+        }
+    for (uint32_t k = 0; k < n; k++)
+        if (map[k])
+            kvmap_prefetch_entry(map[k], field[k]);
+}
+
 void request_flush(struct submit_batch *b, shard_dispatcher *d)
 {
     uint32_t n = b->n, i = 0;
@@ -211,6 +243,7 @@ void request_flush(struct submit_batch *b, shard_dispatcher *d)
      * its entry starts loading now, while the jobs are submitted and the earlier ones run. */
     for (uint32_t k = 0; k < n; k++)
         store_prefetch_entry(b->parts[k]->hash);
+    prefetch_members(b->parts, n);
     while (i < n) {
         int got = shard_submit_many_hash(d, b->jobs + i, n - i);
         if (got < 0) {

@@ -100,6 +100,11 @@ void store_prefetch_entry(uint64_t hash)
         kvmap_prefetch_entry(&own_store->map, hash);
 }
 
+const struct kv_entry *store_own_guess(uint64_t hash)
+{
+    return own_store ? kvmap_guess(&own_store->map, hash) : NULL;
+}
+
 void store_on_start(shard_worker *w, void *user)
 {
     (void)user;
