@@ -1,4 +1,5 @@
-/* kv_server: commands of hashes (HSET HMSET HGET HMGET HGETALL HDEL HLEN HEXISTS HINCRBY).
+/* kv_server: commands of hashes (HSET HMSET HSETNX HGET HMGET HGETALL HKEYS HVALS HDEL HLEN HEXISTS
+ * HSTRLEN HINCRBY).
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * A hash is a kvmap of fields (obj_map.c): O(1) per field named, O(n) for HGETALL. Replies and errors
@@ -105,16 +106,45 @@ static bool put_pair(const struct kv_entry *f, void *ctx)
     return true;
 }
 
-static void hgetall(struct kv_store *s, struct request *r, const struct part *p)
+static bool put_field(const struct kv_entry *f, void *ctx)
+{
+    obj_put_bulk(ctx, f->key, f->klen);
+    return true;
+}
+
+static bool put_value(const struct kv_entry *f, void *ctx)
+{
+    obj_put_bulk(ctx, f->val->data, f->val->len);
+    return true;
+}
+
+/* HGETALL, HKEYS, HVALS: each field, put by put (each elements of the reply), in the map's order. */
+static void put_all(struct kv_store *s, struct request *r, const struct part *p, int64_t each,
+                    bool (*put)(const struct kv_entry *f, void *out))
 {
     struct buf *out = part_out(r, p);
     struct kv_entry *e;
     if (obj_lookup(s, r, p, KV_HASH, &e) != 0)
         return;
     struct kvmap *m = e ? e->obj : NULL;
-    resp_array(out, m ? 2 * (int64_t)m->n : 0);
+    resp_array(out, m ? each * (int64_t)m->n : 0);
     if (m)
-        kvmap_range(m, 0, UINT64_MAX, put_pair, out);
+        kvmap_range(m, 0, UINT64_MAX, put, out);
+}
+
+static void hgetall(struct kv_store *s, struct request *r, const struct part *p)
+{
+    put_all(s, r, p, 2, put_pair);
+}
+
+static void hkeys(struct kv_store *s, struct request *r, const struct part *p)
+{
+    put_all(s, r, p, 1, put_field);
+}
+
+static void hvals(struct kv_store *s, struct request *r, const struct part *p)
+{
+    put_all(s, r, p, 1, put_value);
 }
 
 static void hdel(struct kv_store *s, struct request *r, const struct part *p)
@@ -134,6 +164,30 @@ static void hexists(struct kv_store *s, struct request *r, const struct part *p)
     struct kv_entry *e;
     if (obj_lookup(s, r, p, KV_HASH, &e) == 0)
         resp_int(part_out(r, p), e && field_of(e, &r->argv[2]));
+}
+
+static void hstrlen(struct kv_store *s, struct request *r, const struct part *p)
+{
+    struct kv_entry *e;
+    if (obj_lookup(s, r, p, KV_HASH, &e) != 0)
+        return;
+    struct kv_entry *f = e ? field_of(e, &r->argv[2]) : NULL;
+    resp_int(part_out(r, p), f ? (int64_t)f->val->len : 0);
+}
+
+/* HSETNX key field value: 1 and the field set, or 0 and nothing when it is there already. */
+static void hsetnx(struct kv_store *s, struct request *r, const struct part *p)
+{
+    struct buf *out = part_out(r, p);
+    struct kv_entry *e;
+    if (obj_lookup(s, r, p, KV_HASH, &e) != 0)
+        return;
+    if (e && field_of(e, &r->argv[2]))
+        resp_int(out, 0);
+    else if (obj_hash_set(s, r, p, e, &r->argv[2], r->argv[3].p, r->argv[3].len) != 0)
+        resp_error(out, OBJ_ERR_OOM);
+    else
+        resp_int(out, 1);
 }
 
 /* HINCRBY key field increment: the increment first, then the key's type, then the field's value. */
@@ -168,12 +222,16 @@ static void hincrby(struct kv_store *s, struct request *r, const struct part *p)
 static const struct command table[] = {
     { "HSET", -4, CMD_KEYED, 0, hset, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, WRITES },
     { "HMSET", -4, CMD_KEYED, 0, hmset, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, WRITES },
+    { "HSETNX", 4, CMD_KEYED, 0, hsetnx, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, WRITES },
     { "HGET", 3, CMD_KEYED, 0, hget, NULL, NULL, OBJ_ONE_REPLY_MAX, NULL, false, READS },
     { "HMGET", -3, CMD_KEYED, 0, hmget, NULL, NULL, OBJ_MANY_REPLY_MAX, NULL, false, READS },
     { "HGETALL", 2, CMD_KEYED, 0, hgetall, NULL, NULL, OBJ_MANY_REPLY_MAX, NULL, false, READS },
+    { "HKEYS", 2, CMD_KEYED, 0, hkeys, NULL, NULL, OBJ_MANY_REPLY_MAX, NULL, false, READS },
+    { "HVALS", 2, CMD_KEYED, 0, hvals, NULL, NULL, OBJ_MANY_REPLY_MAX, NULL, false, READS },
     { "HDEL", -3, CMD_KEYED, 0, hdel, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, WRITES },
     { "HLEN", 2, CMD_KEYED, 0, hlen, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, READS },
     { "HEXISTS", 3, CMD_KEYED, 0, hexists, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, READS },
+    { "HSTRLEN", 3, CMD_KEYED, 0, hstrlen, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, READS },
     { "HINCRBY", 4, CMD_KEYED, 0, hincrby, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, WRITES },
 };
 

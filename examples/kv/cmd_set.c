@@ -1,4 +1,4 @@
-/* kv_server: commands of sets (SADD SREM SPOP SMEMBERS SCARD SISMEMBER, and SINTER SUNION SDIFF).
+/* kv_server: commands of sets (SADD SREM SPOP SMEMBERS SCARD SISMEMBER SMISMEMBER, and SINTER SUNION SDIFF).
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * A set is a kvmap of members with no values (obj_map.c): O(1) per member named or popped, O(n) for
@@ -113,6 +113,20 @@ static void sismember(struct kv_store *s, struct request *r, const struct part *
         return;
     const struct resp_arg *a = &r->argv[2];
     resp_int(part_out(r, p), e && kvmap_find(e->obj, kv_hash(a->p, a->len), a->p, a->len));
+}
+
+/* SMISMEMBER key member...: for each member, 1 or 0. */
+static void smismember(struct kv_store *s, struct request *r, const struct part *p)
+{
+    struct buf *out = part_out(r, p);
+    struct kv_entry *e;
+    if (obj_lookup(s, r, p, KV_SET, &e) != 0)
+        return;
+    resp_array(out, (int64_t)r->argc - 2);
+    for (uint32_t i = 2; i < r->argc; i++) {
+        const struct resp_arg *a = &r->argv[i];
+        resp_int(out, e && kvmap_find(e->obj, kv_hash(a->p, a->len), a->p, a->len));
+    }
 }
 
 enum set_op { SET_INTER, SET_UNION, SET_DIFF };
@@ -232,6 +246,7 @@ static const struct command table[] = {
     { "SMEMBERS", 2, CMD_KEYED, 0, smembers, NULL, NULL, OBJ_MANY_REPLY_MAX, NULL, false, READS },
     { "SCARD", 2, CMD_KEYED, 0, scard, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, READS },
     { "SISMEMBER", 3, CMD_KEYED, 0, sismember, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, READS },
+    { "SMISMEMBER", -3, CMD_KEYED, 0, smismember, NULL, NULL, OBJ_MANY_REPLY_MAX, NULL, false, READS },
     { "SINTER", -2, CMD_KEYED, 1, sinter, NULL, NULL, OBJ_MANY_REPLY_MAX, large_reply_bound, ATOMIC_CROSS, READS },
     { "SUNION", -2, CMD_KEYED, 1, sunion, NULL, NULL, OBJ_MANY_REPLY_MAX, large_reply_bound, ATOMIC_CROSS, READS },
     { "SDIFF", -2, CMD_KEYED, 1, sdiff, NULL, NULL, OBJ_MANY_REPLY_MAX, large_reply_bound, ATOMIC_CROSS, READS },

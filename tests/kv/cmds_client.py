@@ -58,8 +58,8 @@ def fmt(reply, unordered):
     return reply
 
 
-# Set replies whose order is the set's own: compared sorted.
-UNORDERED = {"SINTER", "SUNION", "SDIFF", "SMEMBERS"}
+# Set and hash replies whose order is the collection's own: compared sorted.
+UNORDERED = {"SINTER", "SUNION", "SDIFF", "SMEMBERS", "HKEYS", "HVALS", "HGETALL"}
 
 CASES = [
     # RENAME / RENAMENX
@@ -116,6 +116,15 @@ CASES = [
     ["HINCRBYFLOAT", "hf", "s", "1"], ["HINCRBYFLOAT", "str", "f", "1"], ["HINCRBYFLOAT", "str", "f", "x"],
     ["HINCRBYFLOAT", "hf", "i", "3"], ["HINCRBYFLOAT", "hf", "i", "1e308"], ["HINCRBYFLOAT", "hf", "i", "1e4000"],
     ["HINCRBYFLOAT", "hf", "f"],
+    # HSETNX / HKEYS / HVALS / HSTRLEN / SMISMEMBER
+    ["HSETNX", "hn", "f", "1"], ["HSETNX", "hn", "f", "2"], ["HGET", "hn", "f"], ["HSETNX", "hn", "g", ""],
+    ["HSTRLEN", "hn", "f"], ["HSTRLEN", "hn", "g"], ["HSTRLEN", "hn", "nofield"], ["HSTRLEN", "nohash", "f"],
+    ["HSET", "hn", "long", "a fairly long value"], ["HSTRLEN", "hn", "long"],
+    ["HKEYS", "hn"], ["HVALS", "hn"], ["HGETALL", "hn"], ["HKEYS", "nohash"], ["HVALS", "nohash"],
+    ["HSETNX", "str", "f", "1"], ["HKEYS", "str"], ["HVALS", "str"], ["HSTRLEN", "str", "f"], ["HSETNX", "hn", "f"],
+    ["HKEYS"], ["HVALS", "hn", "x"], ["HSTRLEN", "hn"], ["EXISTS", "nohash"],
+    ["SADD", "sm", "a", "b"], ["SMISMEMBER", "sm", "a", "x", "b", "a"], ["SMISMEMBER", "sm", "x"],
+    ["SMISMEMBER", "noset", "a", "b"], ["SMISMEMBER", "str", "a"], ["SMISMEMBER", "sm"],
     # INCRBYFLOAT
     ["INCRBYFLOAT", "fl", "10.5"], ["INCRBYFLOAT", "fl", "0.1"], ["INCRBYFLOAT", "fl", "-10.6"], ["GET", "fl"],
     ["INCRBYFLOAT", "fl", "5.0e3"], ["INCRBYFLOAT", "fl", "2.0e2"], ["INCRBYFLOAT", "fl", "x"], ["INCRBYFLOAT", "fl", "inf"],
