@@ -1,11 +1,12 @@
-/* kv_server: commands of sorted sets (ZADD ZREM ZPOPMIN ZRANGE ZSCORE ZCARD ZRANK ZREVRANK
- * ZRANGEBYSCORE).
+/* kv_server: commands of sorted sets (ZADD ZINCRBY ZREM ZPOPMIN ZRANGE ZREVRANGE ZSCORE ZMSCORE ZCARD
+ * ZCOUNT ZRANK ZREVRANK ZRANGEBYSCORE).
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * A sorted set is a skip list with spans and an index by member (obj_zset.c): ZSCORE and ZCARD are
- * O(1), ZADD and ZREM O(log n) per member, ZRANK O(log n), ZRANGE and ZRANGEBYSCORE O(log n + elements
- * skipped and returned), ZPOPMIN O(log n) per member popped. Replies and errors are Redis 7.0's, scores written as it writes them ("%.17g", and
- * "inf", "-inf").
+ * O(1), ZADD, ZINCRBY and ZREM O(log n) per member, ZRANK O(log n), ZRANGE, ZREVRANGE and
+ * ZRANGEBYSCORE O(log n + elements skipped and returned), ZCOUNT O(log n + the count), ZPOPMIN
+ * O(log n) per member popped. Replies and errors are Redis 7.0's, scores written as it writes them
+ * ("%.17g", and "inf", "-inf").
  *
  * ZADD takes every option of Redis 7.0: NX, XX, GT, LT, CH and INCR. ZRANGE takes ranks only, with REV
  * and WITHSCORES; BYSCORE, BYLEX and LIMIT are answered with an error saying so. */
@@ -207,20 +208,20 @@ static void zpopmin(struct kv_store *s, struct request *r, const struct part *p)
         obj_drop(s, r, p);
 }
 
-/* ZRANGE key start stop [REV] [WITHSCORES]: options first, then the indexes, then the key, as Redis
- * checks them. */
-static void zrange(struct kv_store *s, struct request *r, const struct part *p)
+/* ZRANGE key start stop [REV] [WITHSCORES], and ZREVRANGE key start stop [WITHSCORES] (revrange):
+ * options first, then the indexes, then the key, as Redis checks them. */
+static void range_by_rank(struct kv_store *s, struct request *r, const struct part *p, bool revrange)
 {
     struct buf *out = part_out(r, p);
-    bool rev = false, scores = false;
+    bool rev = revrange, scores = false;
     for (uint32_t i = 4; i < r->argc; i++) {
         const char *o = r->argv[i].p;
         if (strcasecmp(o, "WITHSCORES") == 0) {
             scores = true;
-        } else if (strcasecmp(o, "REV") == 0) {
+        } else if (strcasecmp(o, "REV") == 0 && !revrange) {
             rev = true;
-        } else if (strcasecmp(o, "BYSCORE") == 0 || strcasecmp(o, "BYLEX") == 0 ||
-                   strcasecmp(o, "LIMIT") == 0) {
+        } else if (!revrange && (strcasecmp(o, "BYSCORE") == 0 || strcasecmp(o, "BYLEX") == 0 ||
+                                 strcasecmp(o, "LIMIT") == 0)) {
             resp_error(out, "ERR ZRANGE takes ranks only here: BYSCORE, BYLEX and LIMIT are not supported");
             return;
         } else {
@@ -240,6 +241,59 @@ static void zrange(struct kv_store *s, struct request *r, const struct part *p)
     const struct obj_znode *node = n ? obj_zset_at(e->obj, rev ? len - 1 - first : first) : NULL;
     for (size_t i = 0; i < n; i++, node = rev ? obj_znode_prev(node) : obj_znode_next(node))
         put_node(out, node, scores);
+}
+
+static void zrange(struct kv_store *s, struct request *r, const struct part *p)
+{
+    range_by_rank(s, r, p, false);
+}
+
+static void zrevrange(struct kv_store *s, struct request *r, const struct part *p)
+{
+    range_by_rank(s, r, p, true);
+}
+
+/* ZINCRBY key increment member: the member's new score (ZADD's INCR alone). */
+static void zincrby(struct kv_store *s, struct request *r, const struct part *p)
+{
+    struct buf *out = part_out(r, p);
+    double score;
+    if (!parse_score(&r->argv[2], &score)) {
+        resp_error(out, ERR_FLOAT);
+        return;
+    }
+    struct kv_entry *e;
+    if (obj_lookup(s, r, p, KV_ZSET, &e) != 0)
+        return;
+    struct obj_zset *z = e ? e->obj : obj_zset_new();
+    int got = z ? zadd_one(z, ZADD_INCR, &r->argv[3], &score) : -ENOMEM;
+    if (!e && z && (got < 0 || obj_store(s, r, p, KV_ZSET, z) != 0)) {
+        obj_zset_free(z);
+        got = got < 0 ? got : -ENOMEM;
+    }
+    if (got == -EDOM)
+        resp_error(out, "ERR resulting score is not a number (NaN)");
+    else if (got < 0)
+        resp_error(out, OBJ_ERR_OOM);
+    else
+        put_score(out, score);
+}
+
+/* ZMSCORE key member...: each member's score, nil where there is none. */
+static void zmscore(struct kv_store *s, struct request *r, const struct part *p)
+{
+    struct buf *out = part_out(r, p);
+    struct kv_entry *e;
+    if (obj_lookup(s, r, p, KV_ZSET, &e) != 0)
+        return;
+    resp_array(out, (int64_t)r->argc - 2);
+    for (uint32_t i = 2; i < r->argc; i++) {
+        const struct obj_znode *n = e ? obj_zset_find(e->obj, r->argv[i].p, r->argv[i].len) : NULL;
+        if (n)
+            put_score(out, obj_znode_score(n));
+        else
+            resp_null(out);
+    }
 }
 
 static void zscore(struct kv_store *s, struct request *r, const struct part *p)
@@ -349,11 +403,39 @@ static void zrangebyscore(struct kv_store *s, struct request *r, const struct pa
     buf_free(&found);
 }
 
+/* ZCOUNT key min max: the members with a score in the range (bounds as ZRANGEBYSCORE's), counted one
+ * by one: O(log n + the count). */
+static void zcount(struct kv_store *s, struct request *r, const struct part *p)
+{
+    struct buf *out = part_out(r, p);
+    bool minex, maxex;
+    double min, max;
+    if (!parse_bound(&r->argv[2], &min, &minex) || !parse_bound(&r->argv[3], &max, &maxex)) {
+        resp_error(out, "ERR min or max is not a float");
+        return;
+    }
+    struct kv_entry *e;
+    if (obj_lookup(s, r, p, KV_ZSET, &e) != 0)
+        return;
+    int64_t k = 0;
+    const struct obj_znode *n = e ? obj_zset_first_from(e->obj, min, minex) : NULL;
+    for (; n; n = obj_znode_next(n), k++) {
+        double v = obj_znode_score(n);
+        if (v > max || (maxex && v == max))
+            break;
+    }
+    resp_int(out, k);
+}
+
 static const struct command table[] = {
     { "ZADD", -4, CMD_KEYED, 0, zadd, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, WRITES },
     { "ZREM", -3, CMD_KEYED, 0, zrem, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, WRITES },
     { "ZPOPMIN", -2, CMD_KEYED, 0, zpopmin, NULL, NULL, OBJ_MANY_REPLY_MAX, obj_pop_reply_bound, false, WRITES },
     { "ZRANGE", -4, CMD_KEYED, 0, zrange, NULL, NULL, OBJ_MANY_REPLY_MAX, NULL, false, READS },
+    { "ZREVRANGE", -4, CMD_KEYED, 0, zrevrange, NULL, NULL, OBJ_MANY_REPLY_MAX, NULL, false, READS },
+    { "ZINCRBY", 4, CMD_KEYED, 0, zincrby, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, WRITES },
+    { "ZMSCORE", -3, CMD_KEYED, 0, zmscore, NULL, NULL, OBJ_MANY_REPLY_MAX, NULL, false, READS },
+    { "ZCOUNT", 4, CMD_KEYED, 0, zcount, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, READS },
     { "ZSCORE", 3, CMD_KEYED, 0, zscore, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, READS },
     { "ZCARD", 2, CMD_KEYED, 0, zcard, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, READS },
     { "ZRANK", 3, CMD_KEYED, 0, zrank, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, READS },

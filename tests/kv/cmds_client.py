@@ -157,6 +157,18 @@ CASES = [
     ["ZRANGEBYSCORE", "zz", "1", "2", "BOGUS"], ["ZRANGEBYSCORE", "nozset", "1", "2"], ["ZRANGEBYSCORE", "str", "1", "2"],
     ["ZRANGEBYSCORE", "str", "x", "2"], ["ZRANGEBYSCORE", "zz", "1"], ["ZRANGEBYSCORE", "zz", "(1.5", "+inf", "WITHSCORES"],
     ["ZRANGEBYSCORE", "zz", "inf", "inf"], ["ZRANGEBYSCORE", "zz", "-inf", "(-1.5"],
+    # ZINCRBY / ZCOUNT / ZMSCORE / ZREVRANGE
+    ["ZINCRBY", "zi", "2.5", "a"], ["ZINCRBY", "zi", "-1", "a"], ["ZINCRBY", "zi", "1e3", "b"], ["ZSCORE", "zi", "a"],
+    ["ZINCRBY", "zi", "x", "a"], ["ZINCRBY", "zi", "nan", "a"], ["ZINCRBY", "zi", "inf", "c"],
+    ["ZINCRBY", "zi", "-inf", "c"], ["ZINCRBY", "zi", "", "a"], ["ZINCRBY", "str", "1", "a"],
+    ["ZINCRBY", "str", "x", "a"], ["ZINCRBY", "zi", "1"], ["ZRANGE", "zi", "0", "-1", "WITHSCORES"],
+    ["ZCOUNT", "zz", "-inf", "+inf"], ["ZCOUNT", "zz", "1", "2"], ["ZCOUNT", "zz", "(1", "2"], ["ZCOUNT", "zz", "1", "(2"],
+    ["ZCOUNT", "zz", "2", "1"], ["ZCOUNT", "zz", "x", "1"], ["ZCOUNT", "nozset", "1", "2"], ["ZCOUNT", "str", "1", "2"],
+    ["ZCOUNT", "str", "x", "2"], ["ZCOUNT", "zz", "1"], ["ZCOUNT", "zz", "inf", "inf"],
+    ["ZMSCORE", "zz", "a", "nope", "f", "e"], ["ZMSCORE", "nozset", "a", "b"], ["ZMSCORE", "str", "a"], ["ZMSCORE", "zz"],
+    ["ZREVRANGE", "zz", "0", "-1"], ["ZREVRANGE", "zz", "0", "2", "WITHSCORES"], ["ZREVRANGE", "zz", "-2", "-1", "withscores"],
+    ["ZREVRANGE", "zz", "5", "1"], ["ZREVRANGE", "zz", "0", "-1", "REV"], ["ZREVRANGE", "zz", "0", "-1", "BYSCORE"],
+    ["ZREVRANGE", "zz", "x", "1"], ["ZREVRANGE", "nozset", "0", "-1"], ["ZREVRANGE", "str", "0", "-1"], ["ZREVRANGE", "zz", "0"],
     # MULTI: the commands whose keys meet, alone on their keys in a transaction
     ["SET", "ma", "1"], ["MULTI"], ["RENAME", "ma", "mb"], ["SET", "other", "1"], ["EXEC"], ["GET", "mb"],
 ]
