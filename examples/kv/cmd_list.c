@@ -1,9 +1,9 @@
-/* kv_server: commands of lists (LPUSH RPUSH LPOP RPOP LRANGE LLEN LINDEX LSET LINSERT).
+/* kv_server: commands of lists (LPUSH RPUSH LPOP RPOP LRANGE LLEN LINDEX LSET LINSERT LTRIM LREM).
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * The list is a ring of values (obj_list.c): every command here is O(1) but for the elements it
- * pushes, pops or returns, and LINSERT, O(n) as in Redis. Replies, errors and their order (arguments checked before the key's type,
- * but LINDEX's) are Redis 7.0's. */
+ * pushes, pops, trims or returns, and LINSERT and LREM, O(n) as in Redis. Replies, errors and their
+ * order (arguments checked before the key's type, but LINDEX's) are Redis 7.0's. */
 #include <string.h>
 #include <strings.h>
 
@@ -237,6 +237,60 @@ static void linsert(struct kv_store *s, struct request *r, const struct part *p)
     resp_int(out, (int64_t)obj_list_len(e->obj));
 }
 
+/* LTRIM key start stop: the indexes first, then the key; a range that keeps nothing deletes it. */
+static void ltrim(struct kv_store *s, struct request *r, const struct part *p)
+{
+    int64_t start, stop;
+    if (!obj_parse_index(r, p, &r->argv[2], &start) || !obj_parse_index(r, p, &r->argv[3], &stop))
+        return;
+    struct kv_entry *e;
+    if (obj_lookup(s, r, p, KV_LIST, &e) != 0)
+        return;
+    if (e) {
+        struct obj_list *l = e->obj;
+        size_t len = obj_list_len(l), first, n;
+        obj_range(start, stop, len, &first, &n);
+        for (size_t i = 0; i < first; i++)
+            kv_value_put(obj_list_pop(l, true));
+        for (size_t i = first + n; i < len; i++)
+            kv_value_put(obj_list_pop(l, false));
+        if (n == 0)
+            obj_drop(s, r, p);
+    }
+    resp_simple(part_out(r, p), "OK");
+}
+
+/* LREM key count element: up to count elements equal to element removed from the head (count > 0),
+ * from the tail (count < 0), or all (0); how many. Each element is taken from one end and, unless
+ * removed, put back at the other: once round the ring, the rest in their order. */
+static void lrem(struct kv_store *s, struct request *r, const struct part *p)
+{
+    int64_t count;
+    if (!obj_parse_index(r, p, &r->argv[2], &count))
+        return;
+    struct kv_entry *e;
+    if (obj_lookup(s, r, p, KV_LIST, &e) != 0)
+        return;
+    uint64_t most = count == 0 ? UINT64_MAX : count > 0 ? (uint64_t)count : 0 - (uint64_t)count, removed = 0;
+    bool head = count >= 0;
+    const struct resp_arg *a = &r->argv[3];
+    if (e) {
+        struct obj_list *l = e->obj;
+        for (size_t i = 0, len = obj_list_len(l); i < len; i++) {
+            struct kv_value *v = obj_list_pop(l, head);
+            if (removed < most && v->len == a->len && memcmp(v->data, a->p, a->len) == 0) {
+                kv_value_put(v);
+                removed++;
+            } else {
+                obj_list_push(l, !head, v); /* into the slot just freed: no room to reserve */
+            }
+        }
+        if (obj_list_len(l) == 0)
+            obj_drop(s, r, p);
+    }
+    resp_int(part_out(r, p), (int64_t)removed);
+}
+
 static const struct command table[] = {
     { "LPUSH", -3, CMD_KEYED, 0, lpush, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, WRITES },
     { "RPUSH", -3, CMD_KEYED, 0, rpush, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, WRITES },
@@ -247,6 +301,8 @@ static const struct command table[] = {
     { "LINDEX", 3, CMD_KEYED, 0, lindex, NULL, NULL, OBJ_ONE_REPLY_MAX, NULL, false, READS },
     { "LSET", 4, CMD_KEYED, 0, lset, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, WRITES },
     { "LINSERT", 5, CMD_KEYED, 0, linsert, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, WRITES },
+    { "LTRIM", 4, CMD_KEYED, 0, ltrim, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, WRITES },
+    { "LREM", 4, CMD_KEYED, 0, lrem, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, WRITES },
 };
 
 const struct command_set cmds_list = { table, sizeof table / sizeof table[0] };

@@ -141,6 +141,17 @@ CASES = [
     ["LINSERT", "ll", "BEFORE", "A", "start"], ["LRANGE", "ll", "0", "-1"], ["LINSERT", "ll", "BEFORE", "zz", "x"],
     ["LINSERT", "nolist", "BEFORE", "a", "x"], ["LINSERT", "ll", "SIDEWAYS", "a", "x"],
     ["LINSERT", "nolist", "SIDEWAYS", "a", "x"], ["LINSERT", "str", "BEFORE", "a", "x"], ["LINSERT", "ll", "BEFORE", "a"],
+    # LTRIM / LREM
+    ["RPUSH", "lt", "a", "b", "c", "d", "e"], ["LTRIM", "lt", "1", "-2"], ["LRANGE", "lt", "0", "-1"],
+    ["LTRIM", "lt", "-100", "100"], ["LRANGE", "lt", "0", "-1"], ["LTRIM", "lt", "1", "1"], ["LRANGE", "lt", "0", "-1"],
+    ["LTRIM", "lt", "5", "10"], ["EXISTS", "lt"], ["RPUSH", "lt", "a", "b"], ["LTRIM", "lt", "1", "0"], ["EXISTS", "lt"],
+    ["LTRIM", "nolist", "0", "1"], ["LTRIM", "str", "0", "1"], ["LTRIM", "str", "x", "1"], ["LTRIM", "lt", "x", "1"],
+    ["LTRIM", "lt", "0"],
+    ["RPUSH", "lr", "x", "a", "x", "b", "x", "c", "x"], ["LREM", "lr", "2", "x"], ["LRANGE", "lr", "0", "-1"],
+    ["LREM", "lr", "-1", "x"], ["LRANGE", "lr", "0", "-1"], ["LREM", "lr", "0", "nope"], ["LREM", "lr", "0", "x"],
+    ["LRANGE", "lr", "0", "-1"], ["LREM", "lr", "-5", "a"], ["LREM", "lr", "0", "b"], ["LREM", "lr", "1", "c"],
+    ["EXISTS", "lr"], ["LREM", "nolist", "1", "x"], ["LREM", "str", "1", "x"], ["LREM", "str", "x", "x"],
+    ["LREM", "lr", "x", "x"], ["LREM", "lr", "1"],
     # ZRANK / ZREVRANK / ZRANGEBYSCORE
     ["ZADD", "zz", "1", "a", "2", "b", "2", "c", "3", "d", "-1.5", "e", "inf", "f"],
     ["ZRANK", "zz", "a"], ["ZRANK", "zz", "e"], ["ZRANK", "zz", "c"], ["ZRANK", "zz", "f"], ["ZRANK", "zz", "nope"],

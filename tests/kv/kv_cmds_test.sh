@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # kv_server: the commands whose keys meet (RENAME RENAMENX MSETNX SMOVE LMOVE RPOPLPUSH SINTER SUNION
-# SDIFF) and HINCRBY HINCRBYFLOAT HSETNX HKEYS HVALS HSTRLEN SMISMEMBER INCRBYFLOAT LSET LINSERT ZRANK
+# SDIFF) and HINCRBY HINCRBYFLOAT HSETNX HKEYS HVALS HSTRLEN SMISMEMBER INCRBYFLOAT LSET LINSERT LTRIM LREM ZRANK
 # ZREVRANK ZRANGEBYSCORE ZINCRBY ZCOUNT ZMSCORE ZREVRANGE: every reply,
 # error and wrong type included, the same as redis-server 7.0's (run beside it when it is installed,
 # else as recorded from it in cmds_redis.txt); moves between keys of different workers, alone and in
