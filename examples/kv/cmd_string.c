@@ -15,6 +15,7 @@
 #include <strings.h>
 
 #include "expire.h"
+#include "obj.h"
 #include "server.h"
 
 /* A string's value as a bulk reply: copied when short, else sent from the value itself. */
@@ -279,6 +280,94 @@ static void append_part(struct kv_store *s, struct request *r, const struct part
     free(joined);
 }
 
+/* GETRANGE key start end: the bytes from start to end, both included, counted from the end when
+ * negative and clamped as Redis 7.0 clamps them (an end before the string's start still takes its
+ * first byte); empty when nothing is left. A range of COPY_MAX bytes or more goes as a value of its
+ * own, as GET sends one. */
+static void getrange_part(struct kv_store *s, struct request *r, const struct part *p)
+{
+    struct part_reply *out = &r->part_reply[p->index];
+    int64_t start, end;
+    if (!parse_int64(r->argv[2].p, r->argv[2].len, &start) || !parse_int64(r->argv[3].p, r->argv[3].len, &end)) {
+        resp_error(&out->text, "ERR value is not an integer or out of range");
+        return;
+    }
+    struct kv_entry *e = store_find(s, HASHED_KEY(r, p));
+    if (e && e->type != KV_STRING) {
+        resp_error(&out->text, WRONGTYPE);
+        return;
+    }
+    int64_t len = e ? (int64_t)e->val->len : 0; /* len >= 0: start + len cannot overflow */
+    start = start < 0 ? start + len : start;
+    end = end < 0 ? end + len : end;
+    start = start < 0 ? 0 : start;
+    end = end < 0 ? 0 : end >= len ? len - 1 : end;
+    if (len == 0 || start > end) {
+        resp_bulk(&out->text, "", 0);
+        return;
+    }
+    const char *from = e->val->data + start;
+    size_t n = (size_t)(end - start + 1);
+    if (n < COPY_MAX) {
+        resp_bulk(&out->text, from, n);
+        return;
+    }
+    struct kv_value *v = obj_value_new(from, n);
+    if (!v) {
+        resp_error(&out->text, "ERR out of memory");
+        return;
+    }
+    resp_bulk_header(&out->text, n);
+    out->value = v;
+}
+
+/* Redis's bound on a string that SETRANGE makes (proto-max-bulk-len's default). */
+#define SETRANGE_MAX (512ull * 1024 * 1024)
+
+/* SETRANGE key offset value: value written at offset, the string padded with zero bytes up to it
+ * (its expiry stays); the new length. An empty value changes nothing (a missing key stays missing),
+ * as in Redis, which checks in this order. */
+static void setrange_part(struct kv_store *s, struct request *r, const struct part *p)
+{
+    struct buf *out = part_out(r, p);
+    int64_t off;
+    if (!parse_int64(r->argv[2].p, r->argv[2].len, &off)) {
+        resp_error(out, "ERR value is not an integer or out of range");
+        return;
+    }
+    if (off < 0) {
+        resp_error(out, "ERR offset is out of range");
+        return;
+    }
+    struct kv_entry *e = store_find(s, HASHED_KEY(r, p));
+    if (e && e->type != KV_STRING) {
+        resp_error(out, WRONGTYPE);
+        return;
+    }
+    const struct resp_arg *v = &r->argv[3];
+    size_t had = e ? e->val->len : 0;
+    if (v->len == 0) {
+        resp_int(out, (int64_t)had);
+        return;
+    }
+    if ((uint64_t)off + v->len > SETRANGE_MAX) {
+        resp_error(out, "ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+        return;
+    }
+    size_t end = (size_t)off + v->len, len = end > had ? end : had;
+    char *to = calloc(1, len); /* the gap between the old end and off: zero bytes */
+    if (to) {
+        if (had)
+            memcpy(to, e->val->data, had);
+        memcpy(to + off, v->p, v->len);
+    }
+    if (!to || !store_set(s, HASHED_KEY(r, p), to, len))
+        resp_error(out, "ERR out of memory");
+    else
+        resp_int(out, (int64_t)len);
+    free(to);
+}
+
 static void strlen_part(struct kv_store *s, struct request *r, const struct part *p)
 {
     struct kv_entry *e = store_find(s, HASHED_KEY(r, p));
@@ -414,6 +503,8 @@ static const struct command table[] = {
     { "GETEX", -2, CMD_KEYED, 0, getex_part, NULL, NULL, GET_REPLY_MAX, NULL, false, WRITES },
     { "APPEND", 3, CMD_KEYED, 0, append_part, NULL, NULL, SMALL_REPLY_MAX, NULL, false, WRITES },
     { "STRLEN", 2, CMD_KEYED, 0, strlen_part, NULL, NULL, SMALL_REPLY_MAX, NULL, false, READS },
+    { "GETRANGE", 4, CMD_KEYED, 0, getrange_part, NULL, NULL, GET_REPLY_MAX, NULL, false, READS },
+    { "SETRANGE", 4, CMD_KEYED, 0, setrange_part, NULL, NULL, SMALL_REPLY_MAX, NULL, false, WRITES },
     { "TYPE", 2, CMD_KEYED, 0, type_part, NULL, NULL, SMALL_REPLY_MAX, NULL, false, READS },
     { "UNLINK", -2, CMD_KEYED, 1, del_part, sum_finish, NULL, 0, NULL, true, WRITES },
     { "DEL", -2, CMD_KEYED, 1, del_part, sum_finish, NULL, 0, NULL, true, WRITES },

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # kv_server: the commands whose keys meet (RENAME RENAMENX MSETNX SMOVE LMOVE RPOPLPUSH SINTER SUNION
-# SDIFF) and HINCRBY HINCRBYFLOAT HSETNX HKEYS HVALS HSTRLEN SMISMEMBER INCRBYFLOAT LSET LINSERT LTRIM LREM ZRANK
+# SDIFF) and HINCRBY HINCRBYFLOAT HSETNX HKEYS HVALS HSTRLEN SMISMEMBER INCRBYFLOAT GETRANGE SETRANGE LSET
+# LINSERT LTRIM LREM ZRANK
 # ZREVRANK ZRANGEBYSCORE ZINCRBY ZCOUNT ZMSCORE ZREVRANGE: every reply,
 # error and wrong type included, the same as redis-server 7.0's (run beside it when it is installed,
 # else as recorded from it in cmds_redis.txt); moves between keys of different workers, alone and in
@@ -36,6 +37,7 @@ diff -u "$want" "$tmp/kv.txt" || fail "kv_server's replies differ from redis-ser
 echo "replies: $(wc -l <"$tmp/kv.txt") the same as redis-server's"
 
 "$py" "$client" workers "$KV_PORT" || fail "moves between keys of different workers"
+"$py" "$client" ranges "$KV_PORT" || fail "GETRANGE and SETRANGE of long strings"
 "$py" "$client" concurrent "$KV_PORT" || fail "concurrent moves between the same keys"
 redis-cli -p "$KV_PORT" PING >/dev/null || fail "kv_server died"
 # SCAN and KEYS while SMOVEs run, on a server with a network thread of its own (where the moves
