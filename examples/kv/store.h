@@ -44,9 +44,9 @@ void store_prefetch(uint64_t hash);
 /* Starts loading the entry of hash's bucket (after store_prefetch), when the caller's thread is a
  * worker. */
 void store_prefetch_entry(uint64_t hash);
-/* The entry of hash in the calling worker's own store, by a guess (kvmap_guess: NULL when not a
- * worker, or not the first of its bucket): for loading what a part will touch before it runs
- * (request_flush), never for an answer. */
+/* The entry of hash in the calling worker's own store, by a guess (kvmap_guess: the first with that
+ * hash, keys not compared; NULL when none, or not a worker): for loading what a part will touch
+ * before it runs (request_flush), never for an answer. */
 const struct kv_entry *store_own_guess(uint64_t hash);
 
 /* The name of the worker that owns the store. */
