@@ -2,7 +2,7 @@
  * HSTRLEN HINCRBY).
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * A hash is a kvmap of fields (obj_map.c): O(1) per field named, O(n) for HGETALL. Replies and errors
+ * A hash is a kvmap of fields (obj_map.c): O(1) per field named, O(n) for HGETALL, HKEYS and HVALS. Replies and errors
  * are Redis 7.0's; HGETALL's order is the map's, as arbitrary as Redis's. */
 #include <errno.h>
 
@@ -118,7 +118,8 @@ static bool put_value(const struct kv_entry *f, void *ctx)
     return true;
 }
 
-/* HGETALL, HKEYS, HVALS: each field, put by put (each elements of the reply), in the map's order. */
+/* HGETALL, HKEYS, HVALS: each field as put writes it (each: the reply's elements a field), in the
+ * map's order. */
 static void put_all(struct kv_store *s, struct request *r, const struct part *p, int64_t each,
                     bool (*put)(const struct kv_entry *f, void *out))
 {

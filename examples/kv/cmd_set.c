@@ -1,4 +1,5 @@
-/* kv_server: commands of sets (SADD SREM SPOP SMEMBERS SCARD SISMEMBER SMISMEMBER, and SINTER SUNION SDIFF).
+/* kv_server: commands of sets (SADD SREM SPOP SMEMBERS SCARD SISMEMBER SMISMEMBER, and SINTER SUNION
+ * SDIFF).
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * A set is a kvmap of members with no values (obj_map.c): O(1) per member named or popped, O(n) for
