@@ -2,8 +2,8 @@
  * HSTRLEN HINCRBY).
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * A hash is a kvmap of fields (obj_map.c): O(1) per field named, O(n) for HGETALL, HKEYS and HVALS. Replies and errors
- * are Redis 7.0's; HGETALL's order is the map's, as arbitrary as Redis's. */
+ * A hash is a kvmap of fields (obj_map.c): O(1) per field named, O(n) for HGETALL, HKEYS and HVALS.
+ * Replies and errors are Redis 7.0's; HGETALL's order is the map's, as arbitrary as Redis's. */
 #include <errno.h>
 
 #include "obj_cmd.h"
