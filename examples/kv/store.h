@@ -46,7 +46,8 @@ void store_prefetch(uint64_t hash);
 void store_prefetch_entry(uint64_t hash);
 /* The entry of hash in the calling worker's own store, by a guess (kvmap_guess: the first with that
  * hash, keys not compared; NULL when none, or not a worker): for loading what a part will touch
- * before it runs (request_flush), never for an answer. */
+ * before it runs (request_flush), never for an answer. Context: any thread (a worker reads its own
+ * store). */
 const struct kv_entry *store_own_guess(uint64_t hash);
 
 /* The name of the worker that owns the store. */
