@@ -122,16 +122,13 @@ static int zadd_one(struct obj_zset *z, unsigned flags, const struct resp_arg *m
     return got < 0 ? got : got == 1 ? ZADD_ADDED : ZADD_UPDATED;
 }
 
-/* Every score is read before the key is looked up, as Redis does. A NaN from INCR, or out of memory,
- * leaves the pairs before it applied (INCR has only one). */
-static void zadd(struct kv_store *s, struct request *r, const struct part *p)
+/* ZADD's pairs from argv[first] under flags. Every score is read before the key is looked up, as
+ * Redis does. A NaN from INCR, or out of memory, leaves the pairs before it applied (INCR has only
+ * one). */
+static void zadd_pairs(struct kv_store *s, struct request *r, const struct part *p, unsigned flags, uint32_t first)
 {
     struct buf *out = part_out(r, p);
-    unsigned flags;
-    uint32_t first;
     double score = 0;
-    if (!zadd_options(r, p, &flags, &first))
-        return;
     for (uint32_t i = first; i < r->argc; i += 2)
         if (!parse_score(&r->argv[i], &score)) {
             resp_error(out, ERR_FLOAT);
@@ -168,6 +165,20 @@ static void zadd(struct kv_store *s, struct request *r, const struct part *p)
         resp_null(out);
     else
         put_score(out, score);
+}
+
+static void zadd(struct kv_store *s, struct request *r, const struct part *p)
+{
+    unsigned flags;
+    uint32_t first;
+    if (zadd_options(r, p, &flags, &first))
+        zadd_pairs(s, r, p, flags, first);
+}
+
+/* ZINCRBY key increment member: ZADD key INCR increment member. */
+static void zincrby(struct kv_store *s, struct request *r, const struct part *p)
+{
+    zadd_pairs(s, r, p, ZADD_INCR, 2);
 }
 
 static void zrem(struct kv_store *s, struct request *r, const struct part *p)
@@ -251,32 +262,6 @@ static void zrange(struct kv_store *s, struct request *r, const struct part *p)
 static void zrevrange(struct kv_store *s, struct request *r, const struct part *p)
 {
     range_by_rank(s, r, p, true);
-}
-
-/* ZINCRBY key increment member: the member's new score (ZADD's INCR alone). */
-static void zincrby(struct kv_store *s, struct request *r, const struct part *p)
-{
-    struct buf *out = part_out(r, p);
-    double score;
-    if (!parse_score(&r->argv[2], &score)) {
-        resp_error(out, ERR_FLOAT);
-        return;
-    }
-    struct kv_entry *e;
-    if (obj_lookup(s, r, p, KV_ZSET, &e) != 0)
-        return;
-    struct obj_zset *z = e ? e->obj : obj_zset_new();
-    int got = z ? zadd_one(z, ZADD_INCR, &r->argv[3], &score) : -ENOMEM;
-    if (!e && z && (got < 0 || obj_store(s, r, p, KV_ZSET, z) != 0)) {
-        obj_zset_free(z);
-        got = got < 0 ? got : -ENOMEM;
-    }
-    if (got == -EDOM)
-        resp_error(out, "ERR resulting score is not a number (NaN)");
-    else if (got < 0)
-        resp_error(out, OBJ_ERR_OOM);
-    else
-        put_score(out, score);
 }
 
 /* ZMSCORE key member...: each member's score, nil where there is none. */
