@@ -31,8 +31,8 @@
 
 /* The queues' capacity, the throttle's limit: S's holder holds the first pass's FIRST (236) parts of S
  * for good, under limit / 2, so that a throttle a change's set-aside jobs bring on S lifts once they
- * are through (throttle.h); with 473 at a limit of 512 it stayed, and the first pass's shard_submit_multi
- * waited for S's job (as it should). */
+ * are through (throttle.h). With jobs of 128 keys (473 parts of S) at a limit of 512 it stayed, and
+ * the first pass's shard_submit_multi waited for S's job, as throttle.h says it should. */
 #define CAP     1024
 #define WORKERS 3
 #define WIDE    256                      /* keys of a wide job: S and WIDE - 1 of the pool */
