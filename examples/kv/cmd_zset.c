@@ -334,6 +334,34 @@ static bool parse_bound(const struct resp_arg *a, double *v, bool *exclusive)
     return *end == '\0' && !isnan(*v);
 }
 
+/* A range of scores, ZRANGEBYSCORE's and ZCOUNT's. */
+struct score_range {
+    double min, max;
+    bool   minex, maxex;
+};
+
+/* The range of argv[2] and argv[3]. Return: false, the error replied, when a bound is not a float. */
+static bool parse_range(struct request *r, const struct part *p, struct score_range *g)
+{
+    if (parse_bound(&r->argv[2], &g->min, &g->minex) && parse_bound(&r->argv[3], &g->max, &g->maxex))
+        return true;
+    resp_error(part_out(r, p), "ERR min or max is not a float");
+    return false;
+}
+
+/* The first member of e's set (NULL: none) at or above g's minimum. */
+static const struct obj_znode *range_first(const struct kv_entry *e, const struct score_range *g)
+{
+    return e ? obj_zset_first_from(e->obj, g->min, g->minex) : NULL;
+}
+
+/* Whether n (not NULL) is past g's maximum. */
+static bool range_past(const struct obj_znode *n, const struct score_range *g)
+{
+    double v = obj_znode_score(n);
+    return v > g->max || (g->maxex && v == g->max);
+}
+
 /* ZRANGEBYSCORE's options from argv[4]: WITHSCORES, LIMIT offset count. Return: false, the error
  * replied, for anything else. */
 static bool range_options(struct request *r, const struct part *p, bool *scores, int64_t *offset,
@@ -359,29 +387,21 @@ static bool range_options(struct request *r, const struct part *p, bool *scores,
 static void zrangebyscore(struct kv_store *s, struct request *r, const struct part *p)
 {
     struct buf *out = part_out(r, p);
-    bool scores = false, minex, maxex;
+    bool scores = false;
     int64_t offset = 0, count = -1;
-    double min, max;
-    if (!range_options(r, p, &scores, &offset, &count))
+    struct score_range g;
+    if (!range_options(r, p, &scores, &offset, &count) || !parse_range(r, p, &g))
         return;
-    if (!parse_bound(&r->argv[2], &min, &minex) || !parse_bound(&r->argv[3], &max, &maxex)) {
-        resp_error(out, "ERR min or max is not a float");
-        return;
-    }
     struct kv_entry *e;
     if (obj_lookup(s, r, p, KV_ZSET, &e) != 0)
         return;
-    const struct obj_znode *n = e && offset >= 0 ? obj_zset_first_from(e->obj, min, minex) : NULL;
+    const struct obj_znode *n = offset >= 0 ? range_first(e, &g) : NULL;
     for (; n && offset > 0; offset--)
         n = obj_znode_next(n);
     struct buf found = { 0 };
     int64_t k = 0;
-    for (; n && count-- != 0; n = obj_znode_next(n), k++) {
-        double v = obj_znode_score(n);
-        if (v > max || (maxex && v == max))
-            break;
+    for (; n && count-- != 0 && !range_past(n, &g); n = obj_znode_next(n), k++)
         put_node(&found, n, scores);
-    }
     resp_array(out, scores ? 2 * k : k);
     buf_put(out, found.p, found.len);
     out->failed |= found.failed;
@@ -392,24 +412,14 @@ static void zrangebyscore(struct kv_store *s, struct request *r, const struct pa
  * by one: O(log n + the count). */
 static void zcount(struct kv_store *s, struct request *r, const struct part *p)
 {
-    struct buf *out = part_out(r, p);
-    bool minex, maxex;
-    double min, max;
-    if (!parse_bound(&r->argv[2], &min, &minex) || !parse_bound(&r->argv[3], &max, &maxex)) {
-        resp_error(out, "ERR min or max is not a float");
-        return;
-    }
+    struct score_range g;
     struct kv_entry *e;
-    if (obj_lookup(s, r, p, KV_ZSET, &e) != 0)
+    if (!parse_range(r, p, &g) || obj_lookup(s, r, p, KV_ZSET, &e) != 0)
         return;
     int64_t k = 0;
-    const struct obj_znode *n = e ? obj_zset_first_from(e->obj, min, minex) : NULL;
-    for (; n; n = obj_znode_next(n), k++) {
-        double v = obj_znode_score(n);
-        if (v > max || (maxex && v == max))
-            break;
-    }
-    resp_int(out, k);
+    for (const struct obj_znode *n = range_first(e, &g); n && !range_past(n, &g); n = obj_znode_next(n))
+        k++;
+    resp_int(part_out(r, p), k);
 }
 
 static const struct command table[] = {
