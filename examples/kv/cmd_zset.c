@@ -1,11 +1,11 @@
 /* kv_server: commands of sorted sets (ZADD ZINCRBY ZREM ZPOPMIN ZRANGE ZREVRANGE ZSCORE ZMSCORE ZCARD
- * ZCOUNT ZRANK ZREVRANK ZRANGEBYSCORE).
+ * ZCOUNT ZRANK ZREVRANK ZRANGEBYSCORE ZREVRANGEBYSCORE ZREMRANGEBYSCORE ZREMRANGEBYRANK).
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * A sorted set is a skip list with spans and an index by member (obj_zset.c): ZSCORE and ZCARD are
- * O(1), ZADD, ZINCRBY and ZREM O(log n) per member, ZRANK O(log n), ZRANGE, ZREVRANGE and
- * ZRANGEBYSCORE O(log n + elements skipped and returned), ZCOUNT O(log n + the count), ZPOPMIN
- * O(log n) per member popped. Replies and errors are Redis 7.0's, scores written as it writes them
+ * O(1), ZADD, ZINCRBY and ZREM O(log n) per member, ZRANK and ZCOUNT O(log n), ZRANGE, ZREVRANGE,
+ * ZRANGEBYSCORE and ZREVRANGEBYSCORE O(log n + elements skipped and returned), ZPOPMIN,
+ * ZREMRANGEBYSCORE and ZREMRANGEBYRANK O(log n) per member removed. Replies and errors are Redis 7.0's, scores written as it writes them
  * ("%.17g", and "inf", "-inf").
  *
  * ZADD takes every option of Redis 7.0: NX, XX, GT, LT, CH and INCR. ZRANGE takes ranks only, with REV
@@ -181,6 +181,23 @@ static void zincrby(struct kv_store *s, struct request *r, const struct part *p)
     zadd_pairs(s, r, p, ZADD_INCR, 2);
 }
 
+/* Removes node n of z, found by its member (which lives in n). Return: the node after it. */
+static const struct obj_znode *zrem_node(struct obj_zset *z, const struct obj_znode *n)
+{
+    const struct obj_znode *next = obj_znode_next(n);
+    size_t len;
+    const char *m = obj_znode_member(n, &len);
+    obj_zset_del(z, m, len);
+    return next;
+}
+
+/* After a removal from e's set: the key goes with its last member, as in Redis. */
+static void zrem_done(struct kv_store *s, struct request *r, const struct part *p, const struct kv_entry *e)
+{
+    if (e && obj_zset_len(e->obj) == 0)
+        obj_drop(s, r, p);
+}
+
 static void zrem(struct kv_store *s, struct request *r, const struct part *p)
 {
     struct kv_entry *e;
@@ -189,8 +206,7 @@ static void zrem(struct kv_store *s, struct request *r, const struct part *p)
         return;
     for (uint32_t i = 2; e && i < r->argc; i++)
         n += obj_zset_del(e->obj, r->argv[i].p, r->argv[i].len);
-    if (e && obj_zset_len(e->obj) == 0)
-        obj_drop(s, r, p);
+    zrem_done(s, r, p, e);
     resp_int(part_out(r, p), n);
 }
 
@@ -210,13 +226,10 @@ static void zpopmin(struct kv_store *s, struct request *r, const struct part *p)
     resp_array(out, 2 * (int64_t)n);
     for (size_t i = 0; i < n; i++) {
         const struct obj_znode *lowest = obj_zset_at(z, 0);
-        size_t mlen;
-        const char *m = obj_znode_member(lowest, &mlen);
         put_node(out, lowest, true);
-        obj_zset_del(z, m, mlen);
+        zrem_node(z, lowest);
     }
-    if (z && obj_zset_len(z) == 0)
-        obj_drop(s, r, p);
+    zrem_done(s, r, p, e);
 }
 
 /* ZRANGE key start stop [REV] [WITHSCORES], and ZREVRANGE key start stop [WITHSCORES] (revrange):
@@ -334,16 +347,18 @@ static bool parse_bound(const struct resp_arg *a, double *v, bool *exclusive)
     return *end == '\0' && !isnan(*v);
 }
 
-/* A range of scores, ZRANGEBYSCORE's and ZCOUNT's. */
+/* A range of scores, ZRANGEBYSCORE's, ZCOUNT's and the others'. */
 struct score_range {
     double min, max;
     bool   minex, maxex;
 };
 
-/* The range of argv[2] and argv[3]. Return: false, the error replied, when a bound is not a float. */
-static bool parse_range(struct request *r, const struct part *p, struct score_range *g)
+/* The range of argv[2] and argv[3]: min then max, or max then min (rev: ZREVRANGEBYSCORE's). Return:
+ * false, the error replied, when a bound is not a float. */
+static bool parse_range(struct request *r, const struct part *p, bool rev, struct score_range *g)
 {
-    if (parse_bound(&r->argv[2], &g->min, &g->minex) && parse_bound(&r->argv[3], &g->max, &g->maxex))
+    const struct resp_arg *min = &r->argv[rev ? 3 : 2], *max = &r->argv[rev ? 2 : 3];
+    if (parse_bound(min, &g->min, &g->minex) && parse_bound(max, &g->max, &g->maxex))
         return true;
     resp_error(part_out(r, p), "ERR min or max is not a float");
     return false;
@@ -355,11 +370,33 @@ static const struct obj_znode *range_first(const struct kv_entry *e, const struc
     return e ? obj_zset_first_from(e->obj, g->min, g->minex) : NULL;
 }
 
+/* The first member of e's set (not NULL) past g's maximum; NULL: none. */
+static const struct obj_znode *range_end(const struct kv_entry *e, const struct score_range *g)
+{
+    return obj_zset_first_from(e->obj, g->max, !g->maxex);
+}
+
+/* The last member of e's set (NULL: none) at or below g's maximum. */
+static const struct obj_znode *range_last(const struct kv_entry *e, const struct score_range *g)
+{
+    if (!e)
+        return NULL;
+    const struct obj_znode *end = range_end(e, g);
+    return end ? obj_znode_prev(end) : obj_zset_at(e->obj, obj_zset_len(e->obj) - 1);
+}
+
 /* Whether n (not NULL) is past g's maximum. */
 static bool range_past(const struct obj_znode *n, const struct score_range *g)
 {
     double v = obj_znode_score(n);
     return v > g->max || (g->maxex && v == g->max);
+}
+
+/* Whether n (not NULL) is below g's minimum. */
+static bool range_below(const struct obj_znode *n, const struct score_range *g)
+{
+    double v = obj_znode_score(n);
+    return v < g->min || (g->minex && v == g->min);
 }
 
 /* ZRANGEBYSCORE's options from argv[4]: WITHSCORES, LIMIT offset count. Return: false, the error
@@ -382,25 +419,27 @@ static bool range_options(struct request *r, const struct part *p, bool *scores,
     return true;
 }
 
-/* ZRANGEBYSCORE key min max [WITHSCORES] [LIMIT offset count]: options, then the bounds, then the
- * key. A negative offset answers nothing, a negative count everything after the offset, as Redis. */
-static void zrangebyscore(struct kv_store *s, struct request *r, const struct part *p)
+/* ZRANGEBYSCORE key min max [WITHSCORES] [LIMIT offset count], and ZREVRANGEBYSCORE key max min ...
+ * (rev: from the highest score down): options, then the bounds, then the key. A negative offset
+ * answers nothing, a negative count everything after the offset, as Redis. */
+static void range_by_score(struct kv_store *s, struct request *r, const struct part *p, bool rev)
 {
     struct buf *out = part_out(r, p);
     bool scores = false;
     int64_t offset = 0, count = -1;
     struct score_range g;
-    if (!range_options(r, p, &scores, &offset, &count) || !parse_range(r, p, &g))
+    if (!range_options(r, p, &scores, &offset, &count) || !parse_range(r, p, rev, &g))
         return;
     struct kv_entry *e;
     if (obj_lookup(s, r, p, KV_ZSET, &e) != 0)
         return;
-    const struct obj_znode *n = offset >= 0 ? range_first(e, &g) : NULL;
+    const struct obj_znode *n = offset < 0 ? NULL : rev ? range_last(e, &g) : range_first(e, &g);
     for (; n && offset > 0; offset--)
-        n = obj_znode_next(n);
+        n = rev ? obj_znode_prev(n) : obj_znode_next(n);
     struct buf found = { 0 };
     int64_t k = 0;
-    for (; n && count-- != 0 && !range_past(n, &g); n = obj_znode_next(n), k++)
+    for (; n && count-- != 0 && !(rev ? range_below(n, &g) : range_past(n, &g));
+         n = rev ? obj_znode_prev(n) : obj_znode_next(n), k++)
         put_node(&found, n, scores);
     resp_array(out, scores ? 2 * k : k);
     buf_put(out, found.p, found.len);
@@ -408,18 +447,63 @@ static void zrangebyscore(struct kv_store *s, struct request *r, const struct pa
     buf_free(&found);
 }
 
-/* ZCOUNT key min max: the members with a score in the range (bounds as ZRANGEBYSCORE's), counted one
- * by one: O(log n + the count). */
+static void zrangebyscore(struct kv_store *s, struct request *r, const struct part *p)
+{
+    range_by_score(s, r, p, false);
+}
+
+static void zrevrangebyscore(struct kv_store *s, struct request *r, const struct part *p)
+{
+    range_by_score(s, r, p, true);
+}
+
+/* ZCOUNT key min max: the members with a score in the range (bounds as ZRANGEBYSCORE's), as the
+ * difference of two ranks: O(log n). */
 static void zcount(struct kv_store *s, struct request *r, const struct part *p)
 {
     struct score_range g;
     struct kv_entry *e;
-    if (!parse_range(r, p, &g) || obj_lookup(s, r, p, KV_ZSET, &e) != 0)
+    if (!parse_range(r, p, false, &g) || obj_lookup(s, r, p, KV_ZSET, &e) != 0)
+        return;
+    const struct obj_znode *first = range_first(e, &g), *end;
+    int64_t k = 0;
+    if (first && !range_past(first, &g)) {
+        end = range_end(e, &g);
+        k = (int64_t)((end ? obj_zset_rank(e->obj, end) : obj_zset_len(e->obj)) - obj_zset_rank(e->obj, first));
+    }
+    resp_int(part_out(r, p), k);
+}
+
+/* ZREMRANGEBYSCORE key min max: removes the members with a score in the range; their count. */
+static void zremrangebyscore(struct kv_store *s, struct request *r, const struct part *p)
+{
+    struct score_range g;
+    struct kv_entry *e;
+    if (!parse_range(r, p, false, &g) || obj_lookup(s, r, p, KV_ZSET, &e) != 0)
         return;
     int64_t k = 0;
-    for (const struct obj_znode *n = range_first(e, &g); n && !range_past(n, &g); n = obj_znode_next(n))
-        k++;
+    for (const struct obj_znode *n = range_first(e, &g); n && !range_past(n, &g); k++)
+        n = zrem_node(e->obj, n);
+    zrem_done(s, r, p, e);
     resp_int(part_out(r, p), k);
+}
+
+/* ZREMRANGEBYRANK key start stop: removes the members of those ranks (as ZRANGE's); their count. */
+static void zremrangebyrank(struct kv_store *s, struct request *r, const struct part *p)
+{
+    int64_t start, stop;
+    if (!obj_parse_index(r, p, &r->argv[2], &start) || !obj_parse_index(r, p, &r->argv[3], &stop))
+        return;
+    struct kv_entry *e;
+    if (obj_lookup(s, r, p, KV_ZSET, &e) != 0)
+        return;
+    size_t len = e ? obj_zset_len(e->obj) : 0, first, n;
+    obj_range(start, stop, len, &first, &n);
+    const struct obj_znode *node = n ? obj_zset_at(e->obj, first) : NULL;
+    for (size_t i = 0; i < n; i++)
+        node = zrem_node(e->obj, node);
+    zrem_done(s, r, p, e);
+    resp_int(part_out(r, p), (int64_t)n);
 }
 
 static const struct command table[] = {
@@ -436,6 +520,9 @@ static const struct command table[] = {
     { "ZRANK", 3, CMD_KEYED, 0, zrank, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, READS },
     { "ZREVRANK", 3, CMD_KEYED, 0, zrevrank, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, READS },
     { "ZRANGEBYSCORE", -4, CMD_KEYED, 0, zrangebyscore, NULL, NULL, OBJ_MANY_REPLY_MAX, NULL, false, READS },
+    { "ZREVRANGEBYSCORE", -4, CMD_KEYED, 0, zrevrangebyscore, NULL, NULL, OBJ_MANY_REPLY_MAX, NULL, false, READS },
+    { "ZREMRANGEBYSCORE", 4, CMD_KEYED, 0, zremrangebyscore, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, WRITES },
+    { "ZREMRANGEBYRANK", 4, CMD_KEYED, 0, zremrangebyrank, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, WRITES },
 };
 
 const struct command_set cmds_zset = { table, sizeof table / sizeof table[0] };

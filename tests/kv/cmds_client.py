@@ -11,6 +11,7 @@
   cmds_client.py scan_during_moves PORT   SCAN and KEYS while SMOVEs run: no key comes twice
 """
 import collections
+import random
 import socket
 import sys
 import threading
@@ -60,6 +61,33 @@ def fmt(reply, unordered):
 
 # Set and hash replies whose order is the collection's own: compared sorted.
 UNORDERED = {"SINTER", "SUNION", "SDIFF", "SMEMBERS", "HKEYS", "HVALS", "HGETALL"}
+
+
+def big_zset_cases():
+    """A sorted set of 400 members (a skip list of several levels), scores with repeats, and ZCOUNT,
+    ZRANGEBYSCORE and ZREVRANGEBYSCORE over ranges drawn from a fixed seed; then ZREMRANGEBYSCORE and
+    ZREMRANGEBYRANK cutting it down, each followed by ZCARD and ZCOUNT of everything."""
+    rnd = random.Random(27)
+    zadd = ["ZADD", "zbig"]
+    for i in range(400):
+        zadd += [str(rnd.randrange(-60, 60) / 4), "m%03d" % i]
+    cases = [zadd]
+
+    def bound():
+        v = rnd.choice(["-inf", "+inf", str(rnd.randrange(-64, 64) / 4)])
+        return ("(" + v) if rnd.random() < 0.3 else v
+
+    for _ in range(60):
+        lo, hi = bound(), bound()
+        cases += [["ZCOUNT", "zbig", lo, hi], ["ZRANGEBYSCORE", "zbig", lo, hi, "LIMIT", "3", "5"],
+                  ["ZREVRANGEBYSCORE", "zbig", hi, lo, "WITHSCORES", "LIMIT", "2", "4"]]
+    for _ in range(8):
+        lo, hi = bound(), bound()
+        cases += [["ZREMRANGEBYSCORE", "zbig", lo, hi], ["ZCARD", "zbig"], ["ZCOUNT", "zbig", "-inf", "+inf"]]
+        start, stop = rnd.randrange(-50, 50), rnd.randrange(-50, 50)
+        cases += [["ZREMRANGEBYRANK", "zbig", str(start), str(stop)], ["ZCARD", "zbig"],
+                  ["ZRANGE", "zbig", "0", "4", "WITHSCORES"]]
+    return cases
 
 CASES = [
     # RENAME / RENAMENX
@@ -190,6 +218,29 @@ CASES = [
     ["ZREVRANGE", "zz", "0", "-1"], ["ZREVRANGE", "zz", "0", "2", "WITHSCORES"], ["ZREVRANGE", "zz", "-2", "-1", "withscores"],
     ["ZREVRANGE", "zz", "5", "1"], ["ZREVRANGE", "zz", "0", "-1", "REV"], ["ZREVRANGE", "zz", "0", "-1", "BYSCORE"],
     ["ZREVRANGE", "zz", "x", "1"], ["ZREVRANGE", "nozset", "0", "-1"], ["ZREVRANGE", "str", "0", "-1"], ["ZREVRANGE", "zz", "0"],
+    # ZREVRANGEBYSCORE / ZREMRANGEBYSCORE / ZREMRANGEBYRANK, and ZCOUNT at the ends
+    ["ZREVRANGEBYSCORE", "zz", "+inf", "-inf"], ["ZREVRANGEBYSCORE", "zz", "2", "1"], ["ZREVRANGEBYSCORE", "zz", "(2", "1"],
+    ["ZREVRANGEBYSCORE", "zz", "2", "(1"], ["ZREVRANGEBYSCORE", "zz", "1", "2"], ["ZREVRANGEBYSCORE", "zz", "2", "2"],
+    ["ZREVRANGEBYSCORE", "zz", "+inf", "-inf", "WITHSCORES"], ["ZREVRANGEBYSCORE", "zz", "+inf", "-inf", "LIMIT", "1", "2"],
+    ["ZREVRANGEBYSCORE", "zz", "+inf", "-inf", "LIMIT", "1", "-1"], ["ZREVRANGEBYSCORE", "zz", "+inf", "-inf", "LIMIT", "-1", "2"],
+    ["ZREVRANGEBYSCORE", "zz", "+inf", "-inf", "LIMIT", "10", "2"], ["ZREVRANGEBYSCORE", "zz", "10", "0", "withscores", "limit", "1", "3"],
+    ["ZREVRANGEBYSCORE", "zz", "x", "1"], ["ZREVRANGEBYSCORE", "zz", "1", "y"], ["ZREVRANGEBYSCORE", "zz", "2", "1", "BOGUS"],
+    ["ZREVRANGEBYSCORE", "nozset", "2", "1"], ["ZREVRANGEBYSCORE", "str", "2", "1"], ["ZREVRANGEBYSCORE", "zz", "1"],
+    ["ZREVRANGEBYSCORE", "zz", "(inf", "-inf"], ["ZREVRANGEBYSCORE", "zz", "(-1.5", "-inf"], ["ZREVRANGEBYSCORE", "zz", "-2", "-3"],
+    ["ZCOUNT", "zz", "(-1.5", "(inf"], ["ZCOUNT", "zz", "-1.5", "inf"], ["ZCOUNT", "zz", "4", "5"], ["ZCOUNT", "zz", "(3", "inf"],
+    ["ZADD", "zr", "1", "a", "2", "b", "3", "c", "4", "d", "5", "e", "6", "f"],
+    ["ZREMRANGEBYSCORE", "zr", "(1", "2"], ["ZRANGE", "zr", "0", "-1"], ["ZREMRANGEBYSCORE", "zr", "5", "(6"],
+    ["ZREMRANGEBYSCORE", "zr", "9", "10"], ["ZREMRANGEBYSCORE", "zr", "3", "1"], ["ZRANGE", "zr", "0", "-1", "WITHSCORES"],
+    ["ZREMRANGEBYSCORE", "zr", "x", "1"], ["ZREMRANGEBYSCORE", "nozset", "1", "2"], ["ZREMRANGEBYSCORE", "str", "1", "2"],
+    ["ZREMRANGEBYSCORE", "str", "x", "2"], ["ZREMRANGEBYSCORE", "zr", "1"], ["ZREMRANGEBYSCORE", "zr", "-inf", "+inf"],
+    ["EXISTS", "zr"],
+    ["ZADD", "zq", "1", "a", "2", "b", "3", "c", "4", "d", "5", "e", "6", "f"],
+    ["ZREMRANGEBYRANK", "zq", "0", "0"], ["ZREMRANGEBYRANK", "zq", "-2", "-1"], ["ZRANGE", "zq", "0", "-1"],
+    ["ZREMRANGEBYRANK", "zq", "5", "10"], ["ZREMRANGEBYRANK", "zq", "2", "1"], ["ZREMRANGEBYRANK", "zq", "1", "100"],
+    ["ZRANGE", "zq", "0", "-1"], ["ZREMRANGEBYRANK", "zq", "x", "1"], ["ZREMRANGEBYRANK", "nozset", "0", "1"],
+    ["ZREMRANGEBYRANK", "str", "0", "1"], ["ZREMRANGEBYRANK", "str", "x", "1"], ["ZREMRANGEBYRANK", "zq", "0"],
+    ["ZREMRANGEBYRANK", "zq", "-100", "100"], ["EXISTS", "zq"],
+] + big_zset_cases() + [
     # MULTI: the commands whose keys meet, alone on their keys in a transaction
     ["SET", "ma", "1"], ["MULTI"], ["RENAME", "ma", "mb"], ["SET", "other", "1"], ["EXEC"], ["GET", "mb"],
 ]

@@ -2,7 +2,8 @@
 # kv_server: the commands whose keys meet (RENAME RENAMENX MSETNX SMOVE LMOVE RPOPLPUSH SINTER SUNION
 # SDIFF) and HINCRBY HINCRBYFLOAT HSETNX HKEYS HVALS HSTRLEN SMISMEMBER INCRBYFLOAT GETRANGE SETRANGE LSET
 # LINSERT LTRIM LREM ZRANK
-# ZREVRANK ZRANGEBYSCORE ZINCRBY ZCOUNT ZMSCORE ZREVRANGE: every reply,
+# ZREVRANK ZRANGEBYSCORE ZREVRANGEBYSCORE ZREMRANGEBYSCORE ZREMRANGEBYRANK ZINCRBY ZCOUNT ZMSCORE
+# ZREVRANGE: every reply,
 # error and wrong type included, the same as redis-server 7.0's (run beside it when it is installed,
 # else as recorded from it in cmds_redis.txt); moves between keys of different workers, alone and in
 # MULTI; many clients moving elements between the same two keys at once, none lost or doubled; and
