@@ -1,8 +1,8 @@
-/* kv_server: commands of lists (LPUSH RPUSH LPOP RPOP LRANGE LLEN LINDEX LSET LINSERT LTRIM LREM).
+/* kv_server: commands of lists (LPUSH RPUSH LPOP RPOP LRANGE LLEN LINDEX LSET LINSERT LTRIM LREM LPOS).
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * The list is a ring of values (obj_list.c): every command here is O(1) but for the elements it
- * pushes, pops, trims or returns, and LINSERT and LREM, O(n) as in Redis. Replies, errors and their
+ * pushes, pops, trims or returns, and LINSERT, LREM and LPOS, O(n) as in Redis. Replies, errors and their
  * order (arguments checked before the key's type, but LINDEX's) are Redis 7.0's. */
 #include <string.h>
 #include <strings.h>
@@ -291,6 +291,81 @@ static void lrem(struct kv_store *s, struct request *r, const struct part *p)
     resp_int(part_out(r, p), (int64_t)removed);
 }
 
+/* LPOS's options from argv[3], as Redis 7.0 reads them: RANK r (not 0: the r-th match, from the end
+ * when negative), COUNT n (that many matches, 0 for all; *count stays -1 without it: the first
+ * alone, not in an array), MAXLEN m (compare at most m elements, 0 for all); a name without its
+ * value, or any other word, is a syntax error. Return: false, the error replied. */
+static bool lpos_options(struct request *r, const struct part *p, int64_t *rank, int64_t *count, int64_t *maxlen)
+{
+    struct buf *out = part_out(r, p);
+    for (uint32_t i = 3; i < r->argc; i += 2) {
+        const char *o = r->argv[i].p;
+        bool is_rank = strcasecmp(o, "RANK") == 0, is_count = strcasecmp(o, "COUNT") == 0;
+        if (i + 1 == r->argc || (!is_rank && !is_count && strcasecmp(o, "MAXLEN") != 0)) {
+            resp_error(out, OBJ_ERR_SYNTAX);
+            return false;
+        }
+        int64_t v;
+        bool integer = parse_int64(r->argv[i + 1].p, r->argv[i + 1].len, &v);
+        if (is_rank && !integer) {
+            resp_error(out, OBJ_ERR_INTEGER);
+        } else if (is_rank && v == INT64_MIN) {
+            /* later Redis versions' answer: 7.0 negates it, overflowing, and answers as for -1 */
+            resp_error(out, "ERR value is out of range, value must between -9223372036854775807 and "
+                            "9223372036854775807");
+        } else if (is_rank && v == 0) {
+            resp_error(out, "ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... "
+                            "or use negative to start from the end of the list");
+        } else if (!is_rank && (!integer || v < 0)) {
+            /* Redis gives a count or a length that is not an integer this error too */
+            resp_error(out, is_count ? "ERR COUNT can't be negative" : "ERR MAXLEN can't be negative");
+        } else {
+            *(is_rank ? rank : is_count ? count : maxlen) = v;
+            continue;
+        }
+        return false;
+    }
+    return true;
+}
+
+/* LPOS key element [RANK r] [COUNT n] [MAXLEN m]: the index of the element's matches, from the head
+ * (or, with a negative rank, from the tail): the first as an integer or nil, or with COUNT an array. */
+static void lpos(struct kv_store *s, struct request *r, const struct part *p)
+{
+    int64_t rank = 1, count = -1, maxlen = 0;
+    if (!lpos_options(r, p, &rank, &count, &maxlen))
+        return;
+    struct kv_entry *e;
+    if (obj_lookup(s, r, p, KV_LIST, &e) != 0)
+        return;
+    struct buf *out = part_out(r, p), found = { 0 };
+    const struct resp_arg *a = &r->argv[2];
+    const struct obj_list *l = e ? e->obj : NULL;
+    size_t len = l ? obj_list_len(l) : 0, look = maxlen == 0 || (uint64_t)maxlen > len ? len : (size_t)maxlen;
+    uint64_t skip = (rank < 0 ? 0 - (uint64_t)rank : (uint64_t)rank) - 1;
+    int64_t k = 0;
+    for (size_t seen = 0; seen < look; seen++) {
+        size_t i = rank < 0 ? len - 1 - seen : seen;
+        const struct kv_value *v = obj_list_at(l, i);
+        if (v->len != a->len || memcmp(v->data, a->p, a->len) != 0)
+            continue;
+        if (skip > 0) {
+            skip--; /* a match before the rank's */
+            continue;
+        }
+        resp_int(&found, (int64_t)i);
+        if (++k == count || count < 0)
+            break;
+    }
+    if (count >= 0)
+        resp_array(out, k);
+    else if (k == 0)
+        resp_null(out);
+    buf_put(out, found.p, found.len);
+    out->failed |= found.failed;
+    buf_free(&found);
+}
+
 static const struct command table[] = {
     { "LPUSH", -3, CMD_KEYED, 0, lpush, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, WRITES },
     { "RPUSH", -3, CMD_KEYED, 0, rpush, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, WRITES },
@@ -303,6 +378,7 @@ static const struct command table[] = {
     { "LINSERT", 5, CMD_KEYED, 0, linsert, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, WRITES },
     { "LTRIM", 4, CMD_KEYED, 0, ltrim, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, WRITES },
     { "LREM", 4, CMD_KEYED, 0, lrem, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, WRITES },
+    { "LPOS", -3, CMD_KEYED, 0, lpos, NULL, NULL, OBJ_MANY_REPLY_MAX, NULL, false, READS },
 };
 
 const struct command_set cmds_list = { table, sizeof table / sizeof table[0] };

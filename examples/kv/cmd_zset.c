@@ -1,12 +1,12 @@
-/* kv_server: commands of sorted sets (ZADD ZINCRBY ZREM ZPOPMIN ZRANGE ZREVRANGE ZSCORE ZMSCORE ZCARD
- * ZCOUNT ZRANK ZREVRANK ZRANGEBYSCORE ZREVRANGEBYSCORE ZREMRANGEBYSCORE ZREMRANGEBYRANK).
+/* kv_server: commands of sorted sets (ZADD ZINCRBY ZREM ZPOPMIN ZPOPMAX ZRANGE ZREVRANGE ZSCORE ZMSCORE
+ * ZCARD ZCOUNT ZRANK ZREVRANK ZRANGEBYSCORE ZREVRANGEBYSCORE ZREMRANGEBYSCORE ZREMRANGEBYRANK).
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * A sorted set is a skip list with spans and an index by member (obj_zset.c): ZSCORE and ZCARD are
  * O(1), ZADD, ZINCRBY and ZREM O(log n) per member, ZRANK and ZCOUNT O(log n), ZRANGE, ZREVRANGE,
- * ZRANGEBYSCORE and ZREVRANGEBYSCORE O(log n + elements skipped and returned), ZPOPMIN,
- * ZREMRANGEBYSCORE and ZREMRANGEBYRANK O(log n) per member removed. Replies and errors are Redis 7.0's, scores written as it writes them
- * ("%.17g", and "inf", "-inf").
+ * ZRANGEBYSCORE and ZREVRANGEBYSCORE O(log n + elements skipped and returned), ZPOPMIN, ZPOPMAX,
+ * ZREMRANGEBYSCORE and ZREMRANGEBYRANK O(log n) per member removed. Replies and errors are Redis
+ * 7.0's, scores written as it writes them ("%.17g", and "inf", "-inf").
  *
  * ZADD takes every option of Redis 7.0: NX, XX, GT, LT, CH and INCR. ZRANGE takes ranks only, with REV
  * and WITHSCORES; BYSCORE, BYLEX and LIMIT are answered with an error saying so. */
@@ -210,8 +210,9 @@ static void zrem(struct kv_store *s, struct request *r, const struct part *p)
     resp_int(part_out(r, p), n);
 }
 
-/* An array of member, score for each popped, with or without a count (then one). */
-static void zpopmin(struct kv_store *s, struct request *r, const struct part *p)
+/* ZPOPMIN and ZPOPMAX (max): an array of member, score for each popped, lowest (highest) first, with
+ * or without a count (then one). */
+static void pop_end(struct kv_store *s, struct request *r, const struct part *p, bool max)
 {
     struct buf *out = part_out(r, p);
     int64_t count;
@@ -225,11 +226,21 @@ static void zpopmin(struct kv_store *s, struct request *r, const struct part *p)
     size_t n = (uint64_t)count < len ? (size_t)count : len;
     resp_array(out, 2 * (int64_t)n);
     for (size_t i = 0; i < n; i++) {
-        const struct obj_znode *lowest = obj_zset_at(z, 0);
-        put_node(out, lowest, true);
-        zrem_node(z, lowest);
+        const struct obj_znode *end = obj_zset_at(z, max ? obj_zset_len(z) - 1 : 0);
+        put_node(out, end, true);
+        zrem_node(z, end);
     }
     zrem_done(s, r, p, e);
+}
+
+static void zpopmin(struct kv_store *s, struct request *r, const struct part *p)
+{
+    pop_end(s, r, p, false);
+}
+
+static void zpopmax(struct kv_store *s, struct request *r, const struct part *p)
+{
+    pop_end(s, r, p, true);
 }
 
 /* ZRANGE key start stop [REV] [WITHSCORES], and ZREVRANGE key start stop [WITHSCORES] (revrange):
@@ -510,6 +521,7 @@ static const struct command table[] = {
     { "ZADD", -4, CMD_KEYED, 0, zadd, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, WRITES },
     { "ZREM", -3, CMD_KEYED, 0, zrem, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, WRITES },
     { "ZPOPMIN", -2, CMD_KEYED, 0, zpopmin, NULL, NULL, OBJ_MANY_REPLY_MAX, obj_pop_reply_bound, false, WRITES },
+    { "ZPOPMAX", -2, CMD_KEYED, 0, zpopmax, NULL, NULL, OBJ_MANY_REPLY_MAX, obj_pop_reply_bound, false, WRITES },
     { "ZRANGE", -4, CMD_KEYED, 0, zrange, NULL, NULL, OBJ_MANY_REPLY_MAX, NULL, false, READS },
     { "ZREVRANGE", -4, CMD_KEYED, 0, zrevrange, NULL, NULL, OBJ_MANY_REPLY_MAX, NULL, false, READS },
     { "ZINCRBY", 4, CMD_KEYED, 0, zincrby, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, WRITES },

@@ -106,6 +106,10 @@ expect "DECRBY min" "ERR decrement would overflow" "$(cli DECRBY counter -922337
 expect "DECR underflow" "ERR increment or decrement would overflow" \
     "$(cli SET small -9223372036854775808 >/dev/null && cli DECR small)"
 expect DECRBY 5 "$(cli DECRBY counter 5)"
+# The one LPOS reply not compared with redis-server's (kv_cmds_test): 7.0 overflows on this rank.
+expect "LPOS RANK of the lowest 64-bit integer" \
+    "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807" \
+    "$(cli RPUSH lpos_min c >/dev/null && cli LPOS lpos_min c RANK -9223372036854775808)"
 expect "PING message" hello "$(cli PING hello)"
 expect ECHO "two words" "$(cli ECHO "two words")"
 expect "SELECT 0" OK "$(cli SELECT 0)"
