@@ -100,6 +100,7 @@ void shard__crash_table_init(struct crash_table *t)
     atomic_init(&t->stripes_used, 0);
     t->visit = 0;
     atomic_init(&t->grow, false);
+    atomic_init(&t->shrink, false);
     t->made = NULL;
     t->made_ctx = NULL;
 }
@@ -131,6 +132,18 @@ static void grow(struct crash_table *t)
     atomic_store_explicit(&t->grow, false, memory_order_relaxed);
     unlock_all(t);
     free(b);
+}
+
+/* The keymap back to its first buckets, as a payment that emptied the table asked (t->shrink), if it
+ * is still empty: the buckets of a burst of claims (65,536 for 60,000 keys, 512 KiB) are not kept
+ * for good. O(1): an empty map holds nothing to move. Context: no stripe's lock held. */
+static void shrink(struct crash_table *t)
+{
+    lock_all(t);
+    if (!atomic_load_explicit(&t->stripes_used, memory_order_relaxed))
+        shard__keymap_reset(&t->owed);
+    atomic_store_explicit(&t->shrink, false, memory_order_relaxed);
+    unlock_all(t);
 }
 
 /* An entry was made (its locks let go): the keymap grown if it must be, and the hook. */
@@ -187,6 +200,11 @@ static bool remove_entry(struct crash_table *t, struct job *j)
     j->in_table = false;
     atomic_fetch_sub_explicit(&j->owed_to->owed, 1, memory_order_relaxed);
     entry_counted(t, j->hash, false);
+    /* The table's last entry, with the keymap grown (the mask changes only under every lock, so this
+     * one is enough to read it): shard__crash_paid shrinks it once the lock is let go. */
+    if (!s->entries && t->owed.mask + 1 > KEYMAP_BUCKETS &&
+        !atomic_load_explicit(&t->stripes_used, memory_order_relaxed))
+        atomic_store_explicit(&t->shrink, true, memory_order_relaxed);
     return first;
 }
 
@@ -432,6 +450,8 @@ bool shard__crash_paid(struct crash_table *t, struct job *j)
     bool first = remove_entry(t, j);
     pthread_mutex_unlock(&s->lock);
     j->owed_to = NULL;
+    if (atomic_load_explicit(&t->shrink, memory_order_relaxed))
+        shrink(t);
     return first;
 }
 

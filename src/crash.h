@@ -78,6 +78,10 @@ struct crash_table {
     _Atomic bool     grow;                           /* a stripe's keys outgrew its buckets: the
                                                      * keymap grows under every lock after the insert
                                                      * (crash.c's entry_made); relaxed, a hint */
+    _Atomic bool     shrink;                         /* the table emptied with its keymap grown: the
+                                                     * keymap goes back to its first buckets under
+                                                     * every lock after the payment (crash.c's
+                                                     * shrink), if still empty; relaxed, a hint */
     /* I: called after an entry was made and its locks let go (NULL: nothing), with made_ctx: a key
      * that was not stuck may be now, through a chain of multi-key jobs (a drain mark waits on that:
      * handoff.c's shard__entries_made). Set by the dispatcher after init. */

@@ -331,6 +331,10 @@ int main(void)
               atomic_load(&ran[i]), atomic_load(&accepted[i]));
     for (uint32_t i = 0; i < atomic_load(&accepted[T_WIDE]); i++)
         CHECK(atomic_load(&wide[i].runs) == 1, "wide job %u ran %d times", i, atomic_load(&wide[i].runs));
+    /* Every claim paid (each before its worker took the drain's mark): the table is empty, and its
+     * keymap back to its first buckets. */
+    CHECK(!shard__crash_any(&disp->crash), "the crash table holds entries after the drain");
+    CHECK(buckets() == KEYMAP_BUCKETS, "the emptied crash table kept %zu buckets", buckets());
     shard_dispatcher_destroy(disp);
     printf("crash keymap grown to %zu buckets; wide jobs %ld, plain %ld, pairs %ld; %d changes, %ld refused\n", grown,
            atomic_load(&accepted[T_WIDE]), atomic_load(&accepted[T_PLAIN]), atomic_load(&accepted[T_PAIR]),

@@ -280,10 +280,14 @@ Test(crash_table, many_claims_grow_the_keymap_and_each_still_holds_its_key)
         later.hash = claims[i].hash + 1; /* no claim of its own */
         cr_assert_not(shard__crash_blocks(&t, &later), "a key next to claim %zu is held", i);
     }
-    for (size_t i = 0; i < N; i++)
+    for (size_t i = 0; i < N; i++) {
         shard__crash_paid(&t, &claims[i]);
+        if (i + 1 < N)
+            cr_assert_geq(t.owed.mask + 1, N / 2, "the keymap shrank with %zu claims left", N - 1 - i);
+    }
     cr_assert(shard__crash_settled(&t, &owner));
     cr_assert_not(shard__crash_any(&t));
+    cr_assert_eq(t.owed.mask + 1, KEYMAP_BUCKETS, "the emptied table kept its %zu buckets", t.owed.mask + 1);
     shard__crash_table_destroy(&t);
 }
 
@@ -322,5 +326,14 @@ Test(crash_table, growth_counts_keys_not_entries)
         shard__crash_paid(&t, &many[i]);
     }
     cr_assert(shard__crash_settled(&t, &x) && shard__crash_settled(&t, &y));
+    cr_assert_eq(t.owed.mask + 1, KEYMAP_BUCKETS, "the emptied table kept its %zu buckets", t.owed.mask + 1);
+    /* Grown again after the shrink: the next burst finds the buckets it needs. */
+    shard__crash_owe_list(&t, &y, &many[0]);
+    cr_assert_geq(t.owed.mask + 1, N / 2, "%zu buckets for %d keys after a shrink", t.owed.mask + 1, N);
+    for (size_t i = 0; i < N; i++)
+        cr_assert_not(shard__crash_blocks(&t, &many[i]), "owed job %zu is its key's first", i);
+    for (size_t i = 0; i < N; i++)
+        shard__crash_paid(&t, &many[i]);
+    cr_assert_eq(t.owed.mask + 1, KEYMAP_BUCKETS, "emptied twice, %zu buckets", t.owed.mask + 1);
     shard__crash_table_destroy(&t);
 }
