@@ -449,7 +449,8 @@ static void range_by_score(struct kv_store *s, struct request *r, const struct p
         n = rev ? obj_znode_prev(n) : obj_znode_next(n);
     struct buf found = { 0 };
     int64_t k = 0;
-    for (; n && count-- != 0 && !(rev ? range_below(n, &g) : range_past(n, &g));
+    uint64_t left = count < 0 ? UINT64_MAX : (uint64_t)count; /* counted down: no overflow at INT64_MIN */
+    for (; n && left-- != 0 && !(rev ? range_below(n, &g) : range_past(n, &g));
          n = rev ? obj_znode_prev(n) : obj_znode_next(n), k++)
         put_node(&found, n, scores);
     resp_array(out, scores ? 2 * k : k);
