@@ -124,7 +124,9 @@ static void grow(struct crash_table *t)
     size_t want = shard__keymap_fit_size(n, CRASH_STRIPES * most);
     struct job **b = want > n ? calloc(want, sizeof *b) : NULL;
     lock_all(t);
-    if (b && t->owed.mask + 1 == n) {
+    /* Not if every entry was paid meanwhile: those payments saw the first buckets and asked for no
+     * shrink, so a table grown now would stay grown, and empty (found by review). */
+    if (b && t->owed.mask + 1 == n && atomic_load_explicit(&t->stripes_used, memory_order_relaxed)) {
         shard__keymap_grow_into(&t->owed, b, want);
         b = NULL;
     }

@@ -30,8 +30,9 @@
  * that workers claiming and paying different keys (multi-key jobs do, a key at a time, from every worker)
  * do not all wait on one lock. What spans keys (a crash's rerouted list, a fence's deferral, the
  * walk of shard__crash_stuck_key through multi-key jobs' claims, a record's settling, the keymap's
- * growth) takes every stripe's lock, in stripe order. A stripe's lock is a leaf: nothing else is
- * taken while it is held (but for malloc's own, by the growth). */
+ * growth and its shrinking back once the table is empty) takes every stripe's lock, in stripe order.
+ * A stripe's lock is a leaf: nothing else is taken while it is held (but for malloc's own, by the
+ * growth and the shrinking's free). */
 #ifndef SHARD_SRC_CRASH_H
 #define SHARD_SRC_CRASH_H
 
