@@ -14,7 +14,8 @@
  *             process here), and no program gets 2x from a second worker then
  * No shard code is measured: this is the floor under the others. Anything else busy on these CPUs
  * raises both figures: run it, as every benchmark, on an otherwise idle machine.
- *   bench=host cpus=A,B line_ns=X shared=R */
+ * The ping-pong stops after 0.1 s (--quick) or 1 s whatever it made, trips (round trips) says how many.
+ *   bench=host cpus=A,B trips=N line_ns=X shared=R */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -26,6 +27,11 @@
 static _Alignas(64) _Atomic uint64_t ball;
 static int cpu[2];
 static long rounds, chain;
+static uint64_t limit_ns; /* the ping-pong stops after this long, however few rounds it made */
+
+/* Values of ball past any round's: the ping-pong is over, or the second CPU could not be pinned. */
+#define BALL_STOP     (UINT64_MAX - 1)
+#define BALL_UNPINNED UINT64_MAX
 
 /* Pins the calling thread to CPU c. Return: false when it cannot (the ping-pong would then share one
  * CPU, a scheduler's time slice a transfer). */
@@ -43,16 +49,18 @@ static _Atomic bool pinned_other;
 static void *pong(void *arg)
 {
     if (!pin(cpu[1])) {
-        atomic_store(&ball, UINT64_MAX); /* tells the ping it cannot be measured */
+        atomic_store(&ball, BALL_UNPINNED); /* tells the ping it cannot be measured */
         return arg;
     }
     atomic_store(&pinned_other, true);
-    for (uint64_t i = 1; i < 2 * (uint64_t)rounds; i += 2) {
-        while (atomic_load_explicit(&ball, memory_order_acquire) != i)
+    for (uint64_t want = 1;; want += 2) {
+        uint64_t b;
+        while ((b = atomic_load_explicit(&ball, memory_order_acquire)) != want && b != BALL_STOP)
             continue;
-        atomic_store_explicit(&ball, i + 1, memory_order_release);
+        if (b == BALL_STOP)
+            return arg;
+        atomic_store_explicit(&ball, want + 1, memory_order_release);
     }
-    return arg;
 }
 
 static _Atomic uint64_t sink; /* the chains' result, so that they are computed (both threads write it) */
@@ -80,6 +88,7 @@ int main(int argc, char **argv)
 {
     bool quick = bench_quick(argc, argv);
     rounds = quick ? 100000 : 2000000;
+    limit_ns = quick ? 100000000u : 1000000000u; /* a busy neighbour makes a transfer a time slice */
     chain = quick ? 5000000 : 50000000;
     cpu_set_t mine;
     if (sched_getaffinity(0, sizeof mine, &mine) != 0 || CPU_COUNT(&mine) < 2) {
@@ -99,20 +108,24 @@ int main(int argc, char **argv)
         return 1;
     }
     /* Starts once the other thread is pinned (or has said it cannot be). */
-    while (!atomic_load(&pinned_other) && atomic_load(&ball) != UINT64_MAX)
+    while (!atomic_load(&pinned_other) && atomic_load(&ball) != BALL_UNPINNED)
         continue;
-    if (atomic_load(&ball) == UINT64_MAX) {
+    if (atomic_load(&ball) == BALL_UNPINNED) {
         pthread_join(t, NULL);
         printf("bench=host note=not_pinned reason=setaffinity_failed\n");
         return 0;
     }
-    uint64_t t0 = bench_now_ns();
-    for (uint64_t i = 0; i < 2 * (uint64_t)rounds; i += 2) {
-        atomic_store_explicit(&ball, i + 1, memory_order_release);
-        while (atomic_load_explicit(&ball, memory_order_acquire) != i + 2)
+    uint64_t t0 = bench_now_ns(), trips = 0;
+    while (trips < (uint64_t)rounds) {
+        atomic_store_explicit(&ball, 2 * trips + 1, memory_order_release);
+        while (atomic_load_explicit(&ball, memory_order_acquire) != 2 * trips + 2)
             continue;
+        trips++;
+        if (trips % 256 == 0 && bench_now_ns() - t0 > limit_ns)
+            break;
     }
     uint64_t trip = bench_now_ns() - t0;
+    atomic_store_explicit(&ball, BALL_STOP, memory_order_release);
     pthread_join(t, NULL);
     run_chain(); /* warms the core up, as the ping-pong may not have */
     uint64_t alone = run_chain(), other = 0;
@@ -122,7 +135,7 @@ int main(int argc, char **argv)
     }
     uint64_t beside = run_chain();
     pthread_join(t, NULL);
-    printf("bench=host cpus=%d,%d line_ns=%.0f shared=%.2f\n", cpu[0], cpu[1], (double)trip / (2.0 * (double)rounds),
-           (double)(beside + other) / (2.0 * (double)alone));
+    printf("bench=host cpus=%d,%d trips=%llu line_ns=%.0f shared=%.2f\n", cpu[0], cpu[1], (unsigned long long)trips,
+           (double)trip / (2.0 * (double)trips), (double)(beside + other) / (2.0 * (double)alone));
     return 0;
 }
