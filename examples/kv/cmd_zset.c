@@ -243,6 +243,20 @@ static void zpopmax(struct kv_store *s, struct request *r, const struct part *p)
     pop_end(s, r, p, true);
 }
 
+/* The ranks argv[2] to argv[3] (negative: from the end, as ZRANGE's) of the part's key's set: its
+ * entry (*e NULL: none), the first rank and how many. Return: false, the error replied, for an index
+ * that is not an integer or a key of another type. */
+static bool rank_range(struct kv_store *s, struct request *r, const struct part *p, struct kv_entry **e,
+                       size_t *first, size_t *n)
+{
+    int64_t start, stop;
+    if (!obj_parse_index(r, p, &r->argv[2], &start) || !obj_parse_index(r, p, &r->argv[3], &stop) ||
+        obj_lookup(s, r, p, KV_ZSET, e) != 0)
+        return false;
+    obj_range(start, stop, *e ? obj_zset_len((*e)->obj) : 0, first, n);
+    return true;
+}
+
 /* ZRANGE key start stop [REV] [WITHSCORES], and ZREVRANGE key start stop [WITHSCORES] (revrange):
  * options first, then the indexes, then the key, as Redis checks them. */
 static void range_by_rank(struct kv_store *s, struct request *r, const struct part *p, bool revrange)
@@ -264,16 +278,12 @@ static void range_by_rank(struct kv_store *s, struct request *r, const struct pa
             return;
         }
     }
-    int64_t start, stop;
-    if (!obj_parse_index(r, p, &r->argv[2], &start) || !obj_parse_index(r, p, &r->argv[3], &stop))
-        return;
     struct kv_entry *e;
-    if (obj_lookup(s, r, p, KV_ZSET, &e) != 0)
+    size_t first, n;
+    if (!rank_range(s, r, p, &e, &first, &n))
         return;
-    size_t len = e ? obj_zset_len(e->obj) : 0, first, n;
-    obj_range(start, stop, len, &first, &n);
     resp_array(out, (int64_t)(scores ? 2 * n : n));
-    const struct obj_znode *node = n ? obj_zset_at(e->obj, rev ? len - 1 - first : first) : NULL;
+    const struct obj_znode *node = n ? obj_zset_at(e->obj, rev ? obj_zset_len(e->obj) - 1 - first : first) : NULL;
     for (size_t i = 0; i < n; i++, node = rev ? obj_znode_prev(node) : obj_znode_next(node))
         put_node(out, node, scores);
 }
@@ -503,14 +513,10 @@ static void zremrangebyscore(struct kv_store *s, struct request *r, const struct
 /* ZREMRANGEBYRANK key start stop: removes the members of those ranks (as ZRANGE's); their count. */
 static void zremrangebyrank(struct kv_store *s, struct request *r, const struct part *p)
 {
-    int64_t start, stop;
-    if (!obj_parse_index(r, p, &r->argv[2], &start) || !obj_parse_index(r, p, &r->argv[3], &stop))
-        return;
     struct kv_entry *e;
-    if (obj_lookup(s, r, p, KV_ZSET, &e) != 0)
+    size_t first, n;
+    if (!rank_range(s, r, p, &e, &first, &n))
         return;
-    size_t len = e ? obj_zset_len(e->obj) : 0, first, n;
-    obj_range(start, stop, len, &first, &n);
     const struct obj_znode *node = n ? obj_zset_at(e->obj, first) : NULL;
     for (size_t i = 0; i < n; i++)
         node = zrem_node(e->obj, node);
