@@ -128,6 +128,16 @@ static inline void resp_array(struct buf *b, int64_t n)
     buf_line(b, '*', n);
 }
 
+/* An array of the n items written into items, a buffer of their own (a walk that knows its count
+ * only at its end), which is freed; its failure (no memory) is b's. */
+static inline void resp_array_of(struct buf *b, int64_t n, struct buf *items)
+{
+    resp_array(b, n);
+    buf_put(b, items->p, items->len);
+    b->failed |= items->failed;
+    buf_free(items);
+}
+
 /* A bulk string's first line; its n bytes and "\r\n" follow. */
 static inline void resp_bulk_header(struct buf *b, size_t n)
 {

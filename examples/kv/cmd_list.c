@@ -344,6 +344,7 @@ static void lpos(struct kv_store *s, struct request *r, const struct part *p)
     size_t len = l ? obj_list_len(l) : 0, look = maxlen == 0 || (uint64_t)maxlen > len ? len : (size_t)maxlen;
     uint64_t skip = (rank < 0 ? 0 - (uint64_t)rank : (uint64_t)rank) - 1;
     int64_t k = 0;
+    size_t at = 0; /* without COUNT: the one match */
     for (size_t seen = 0; seen < look; seen++) {
         size_t i = rank < 0 ? len - 1 - seen : seen;
         const struct kv_value *v = obj_list_at(l, i);
@@ -353,17 +354,21 @@ static void lpos(struct kv_store *s, struct request *r, const struct part *p)
             skip--; /* a match before the rank's */
             continue;
         }
+        k++;
+        if (count < 0) {
+            at = i;
+            break;
+        }
         resp_int(&found, (int64_t)i);
-        if (++k == count || count < 0)
+        if (k == count)
             break;
     }
     if (count >= 0)
-        resp_array(out, k);
-    else if (k == 0)
+        resp_array_of(out, k, &found);
+    else if (k)
+        resp_int(out, (int64_t)at);
+    else
         resp_null(out);
-    buf_put(out, found.p, found.len);
-    out->failed |= found.failed;
-    buf_free(&found);
 }
 
 static const struct command table[] = {

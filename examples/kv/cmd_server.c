@@ -219,10 +219,7 @@ static void config_get(struct server *srv, struct request *r)
             shown[k] = true;
             n += 2;
         }
-    resp_array(&r->reply, n);
-    buf_put(&r->reply, pairs.p, pairs.len);
-    r->reply.failed |= pairs.failed;
-    buf_free(&pairs);
+    resp_array_of(&r->reply, n, &pairs);
 }
 
 /* CONFIG SET name value [name value ...]: all or nothing, as in Redis 7. */

@@ -463,10 +463,7 @@ static void range_by_score(struct kv_store *s, struct request *r, const struct p
     for (; n && left-- != 0 && !(rev ? range_below(n, &g) : range_past(n, &g));
          n = rev ? obj_znode_prev(n) : obj_znode_next(n), k++)
         put_node(&found, n, scores);
-    resp_array(out, scores ? 2 * k : k);
-    buf_put(out, found.p, found.len);
-    out->failed |= found.failed;
-    buf_free(&found);
+    resp_array_of(out, scores ? 2 * k : k, &found);
 }
 
 static void zrangebyscore(struct kv_store *s, struct request *r, const struct part *p)
@@ -479,21 +476,23 @@ static void zrevrangebyscore(struct kv_store *s, struct request *r, const struct
     range_by_score(s, r, p, true);
 }
 
+/* The rank of n in e's set; its length for NULL (past the last). */
+static size_t rank_or_len(const struct kv_entry *e, const struct obj_znode *n)
+{
+    return n ? obj_zset_rank(e->obj, n) : obj_zset_len(e->obj);
+}
+
 /* ZCOUNT key min max: the members with a score in the range (bounds as ZRANGEBYSCORE's), as the
- * difference of two ranks: O(log n). */
+ * difference of two ranks, the range's first and the first past it (none when min is above max):
+ * O(log n). */
 static void zcount(struct kv_store *s, struct request *r, const struct part *p)
 {
     struct score_range g;
     struct kv_entry *e;
     if (!parse_range(r, p, false, &g) || obj_lookup(s, r, p, KV_ZSET, &e) != 0)
         return;
-    const struct obj_znode *first = range_first(e, &g), *end;
-    int64_t k = 0;
-    if (first && !range_past(first, &g)) {
-        end = range_end(e, &g);
-        k = (int64_t)((end ? obj_zset_rank(e->obj, end) : obj_zset_len(e->obj)) - obj_zset_rank(e->obj, first));
-    }
-    resp_int(part_out(r, p), k);
+    size_t from = e ? rank_or_len(e, range_first(e, &g)) : 0, to = e ? rank_or_len(e, range_end(e, &g)) : 0;
+    resp_int(part_out(r, p), to > from ? (int64_t)(to - from) : 0);
 }
 
 /* ZREMRANGEBYSCORE key min max: removes the members with a score in the range; their count. */
