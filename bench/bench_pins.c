@@ -15,11 +15,13 @@
  *           of 8 workers, with 8,000 keys placed (shard_key_place_hash, spread over the workers) and
  *           without them (unplaced again), from the main thread over the same 4,096 (warm) and 262,144
  *           (cold) 8-byte keys; queues large enough that no submit waits; only the submit loop is timed
- *           (a drain follows it); the two take turns, the best of 9 each (--quick: 5).
+ *           (a drain follows it); the two take turns, the best of 9 each (--quick: 5), and a third
+ *           state, without pins again after the unplacing (op=submit_noise): the noise floor.
  * One line per measurement:
  *   bench=pins op=place|ring|pin pins=N us_per_op=MEAN median_us=X ratio_vs_first=R (of the means)
  *   bench=pins op=lookup impl=public|inline members=M pins=P keys=K ns_per_lookup=X ratio_vs_nopins=R
- *   bench=pins op=submit workers=8 pins=P keys=K ns_per_submit=X ratio_vs_nopins=R */
+ *   bench=pins op=submit workers=8 pins=P keys=K ns_per_submit=X ratio_vs_nopins=R
+ *   bench=pins op=submit_noise workers=8 pins=0 keys=K ns_per_submit=X ratio_vs_nopins=R */
 #include <errno.h>
 #include <pthread.h>
 #include <shard.h>
@@ -319,28 +321,32 @@ static int run_submit(bool quick)
         err = gate_keys(d, 8, gate, k, COLD_KEYS, cfg.queue_capacity);
     /* One dispatcher, timed without its pins and with them by turns (placed before, unplaced after):
      * two twin dispatchers differ by up to 15 % with no pins on either (the second one made is the
-     * slower here, whichever holds the pins), which is the size of what is measured. */
+     * slower here, whichever holds the pins), which is the size of what is measured. A third state,
+     * timed after the unplacing with no pins, as the first is after the turn before's: its ratio to
+     * the first is the noise floor, what a ratio of the pinned state means beside. */
     static const size_t sizes[] = { WARM_KEYS, COLD_KEYS };
     int turns = quick ? 5 : TURNS;
     for (int s = 0; s < 2 && !err; s++) {
         int reps = s == 0 ? (quick ? 4 : 32) : 1;
-        double t[2][TURNS];
+        double t[3][TURNS];
         for (int turn = 0; turn < turns && !err; turn++)
-            for (int p = 0; p < 2 && !err; p++) {
-                if (p && (err = pins_set(d, pins, true)) != 0)
+            for (int p = 0; p < 3 && !err; p++) {
+                if (p == 1 && (err = pins_set(d, pins, true)) != 0)
                     break;
                 if ((t[p][turn] = time_submits(d, gate, 8, k, sizes[s], reps)) < 0)
                     err = -EIO;
-                if (p && !err)
+                if (p == 1 && !err)
                     err = pins_set(d, pins, false);
             }
         if (err)
             break;
-        qsort(t[0], (size_t)turns, sizeof t[0][0], cmp_double);
-        qsort(t[1], (size_t)turns, sizeof t[1][0], cmp_double);
+        for (int p = 0; p < 3; p++)
+            qsort(t[p], (size_t)turns, sizeof t[p][0], cmp_double);
         for (int p = 0; p < 2; p++)
             printf("bench=pins op=submit workers=8 pins=%u keys=%zu ns_per_submit=%.1f ratio_vs_nopins=%.2f\n",
                    p ? LOOKUP_PINS : 0, sizes[s], t[p][0], t[p][0] / t[0][0]);
+        printf("bench=pins op=submit_noise workers=8 pins=0 keys=%zu ns_per_submit=%.1f ratio_vs_nopins=%.2f\n",
+               sizes[s], t[2][0], t[2][0] / t[0][0]);
         fflush(stdout);
     }
     if (err)
