@@ -13,10 +13,11 @@
  *           the best of 9 turns each (the machine's other load only ever adds time).
  *   submit  shard_submit of an empty job, the call a user makes (hash, route, queue), on a dispatcher
  *           of 8 workers, with 8,000 keys placed (shard_key_place_hash, spread over the workers) and
- *           without them (unplaced again), from the main thread over the same 4,096 (warm) and 262,144
- *           (cold) 8-byte keys; queues large enough that no submit waits; only the submit loop is timed
- *           (a drain follows it); the two take turns, the best of 9 each (--quick: 5), and a third
- *           state, without pins again after the unplacing (op=submit_noise): the noise floor.
+ *           without them (unplaced again), each timed just after those changes, from the main thread
+ *           over the same 4,096 (warm) and 262,144 (cold) 8-byte keys; queues large enough that no
+ *           submit waits; only the submit loop is timed (a drain follows it); the states take turns,
+ *           the best of 9 each (--quick: 2), and a third, without pins again after no change
+ *           (op=submit_noise): the noise beside the ratio with pins.
  * One line per measurement:
  *   bench=pins op=place|ring|pin pins=N us_per_op=MEAN median_us=X ratio_vs_first=R (of the means)
  *   bench=pins op=lookup impl=public|inline members=M pins=P keys=K ns_per_lookup=X ratio_vs_nopins=R
@@ -209,7 +210,7 @@ static void empty_job(shard_worker *w, void *arg)
 
 /* The gate: a job on each worker that holds it, asleep, until the timed submits are in, so that a
  * submit finds its worker busy (no wake-up to make) and the workers take no core from the submitter:
- * without it the two dispatchers' figures differ by 0.6-2.0x with no pins on either. */
+ * without it two twin dispatchers' figures differed by 0.6-2.0x with no pins on either. */
 static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t gate_cond = PTHREAD_COND_INITIALIZER;
 static bool gate_open;
@@ -295,9 +296,9 @@ static int gate_keys(shard_dispatcher *d, int nworkers, uint64_t *gate, const ui
     return err;
 }
 
-/* Places (place) or unplaces the LOOKUP_PINS keys of pins, spread over d's 8 workers. The gate keys
- * and the timed keys are drawn apart from them, so the owners they have are the ring's either way.
- * Return: 0 or an error. */
+/* Places (place) or unplaces the LOOKUP_PINS keys of pins, spread over d's 8 workers. A pin is one
+ * hash: the gate keys and the timed keys, other hashes (but for a 64-bit collision), keep the owners
+ * the ring gives them either way. Return: 0 or an error. */
 static int pins_set(shard_dispatcher *d, const uint64_t *pins, bool place)
 {
     static const char *const names[] = { "w0", "w1", "w2", "w3", "w4", "w5", "w6", "w7" };
@@ -319,38 +320,35 @@ static int run_submit(bool quick)
         k[i] = bench_mix(&seed);
     if (!err)
         err = gate_keys(d, 8, gate, k, COLD_KEYS, cfg.queue_capacity);
-    /* One dispatcher, timed without its pins and with them by turns (placed before, unplaced after):
-     * two twin dispatchers differ by up to 15 % with no pins on either (the second one made is the
-     * slower here, whichever holds the pins), which is the size of what is measured. A third state,
-     * timed after the unplacing with no pins, as the first is after the turn before's: its ratio to
-     * the first is the noise floor, what a ratio of the pinned state means beside. */
+    /* One dispatcher, timed with its pins and without them by turns, each state right after the 8,000
+     * changes that made it (placed, or unplaced again): two twin dispatchers, one with the pins,
+     * compared 1.10-1.16x with the pins on the second made and 0.85-0.99x on the first. Then the
+     * state without pins again, after no change (op=submit_noise): its ratio to the one timed after
+     * the unplacing is the noise, and what the changes just before a timing do to it. */
     static const size_t sizes[] = { WARM_KEYS, COLD_KEYS };
-    int turns = quick ? 5 : TURNS;
-    for (int s = 0; s < 2 && !err; s++) {
-        int reps = s == 0 ? (quick ? 4 : 32) : 1;
-        double t[3][TURNS];
-        for (int turn = 0; turn < turns && !err; turn++)
-            for (int p = 0; p < 3 && !err; p++) {
-                if (p == 1 && (err = pins_set(d, pins, true)) != 0)
-                    break;
-                if ((t[p][turn] = time_submits(d, gate, 8, k, sizes[s], reps)) < 0)
+    int turns = quick ? 2 : TURNS;
+    double t[2][3][TURNS]; /* by size, by state: without pins, with them, without again */
+    for (int turn = 0; turn < turns && !err; turn++)
+        for (int p = 1; p < 4 && !err; p++) {
+            int state = p == 1 ? 1 : p == 2 ? 0 : 2; /* with pins; without; without, no change before */
+            if (p < 3 && (err = pins_set(d, pins, p == 1)) != 0)
+                break;
+            for (int s = 0; s < 2 && !err; s++)
+                if ((t[s][state][turn] = time_submits(d, gate, 8, k, sizes[s], s == 0 ? (quick ? 4 : 32) : 1)) < 0)
                     err = -EIO;
-                if (p == 1 && !err)
-                    err = pins_set(d, pins, false);
-            }
-        if (err)
-            break;
+        }
+    for (int s = 0; s < 2 && !err; s++) {
         for (int p = 0; p < 3; p++)
-            qsort(t[p], (size_t)turns, sizeof t[p][0], cmp_double);
+            qsort(t[s][p], (size_t)turns, sizeof t[s][p][0], cmp_double);
         for (int p = 0; p < 2; p++)
             printf("bench=pins op=submit workers=8 pins=%u keys=%zu ns_per_submit=%.1f ratio_vs_nopins=%.2f\n",
-                   p ? LOOKUP_PINS : 0, sizes[s], t[p][0], t[p][0] / t[0][0]);
+                   p ? LOOKUP_PINS : 0, sizes[s], t[s][p][0], t[s][p][0] / t[s][0][0]);
         printf("bench=pins op=submit_noise workers=8 pins=0 keys=%zu ns_per_submit=%.1f ratio_vs_nopins=%.2f\n",
-               sizes[s], t[2][0], t[2][0] / t[0][0]);
-        fflush(stdout);
+               sizes[s], t[s][2][0], t[s][2][0] / t[s][0][0]);
     }
+    fflush(stdout);
     if (err)
-        fprintf(stderr, "bench_pins: submit: %s\n",
+        fprintf(stderr, "bench_pins: submit (placing, unplacing or timing 8,000 pins' states): %s\n",
                 err == -ENOSPC ? "a worker's share of the keys does not fit its queue" : shard_strerror(err));
     shard_dispatcher_destroy(d);
     free(k);
