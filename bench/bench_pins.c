@@ -326,25 +326,29 @@ static int run_submit(bool quick)
      * state without pins again, after no change (op=submit_noise): its ratio to the one timed after
      * the unplacing is the noise, and what the changes just before a timing do to it. */
     static const size_t sizes[] = { WARM_KEYS, COLD_KEYS };
+    enum { WITHOUT, WITH, AGAIN, STATES };
+    static const struct {
+        int  state;
+        bool place, unplace; /* the changes before its timing */
+    } step[] = { { WITH, true, false }, { WITHOUT, false, true }, { AGAIN, false, false } };
     int turns = quick ? 2 : TURNS;
-    double t[2][3][TURNS]; /* by size, by state: without pins, with them, without again */
+    double t[2][STATES][TURNS]; /* by size, by state */
     for (int turn = 0; turn < turns && !err; turn++)
-        for (int p = 1; p < 4 && !err; p++) {
-            int state = p == 1 ? 1 : p == 2 ? 0 : 2; /* with pins; without; without, no change before */
-            if (p < 3 && (err = pins_set(d, pins, p == 1)) != 0)
+        for (size_t i = 0; i < sizeof step / sizeof step[0] && !err; i++) {
+            if ((step[i].place || step[i].unplace) && (err = pins_set(d, pins, step[i].place)) != 0)
                 break;
             for (int s = 0; s < 2 && !err; s++)
-                if ((t[s][state][turn] = time_submits(d, gate, 8, k, sizes[s], s == 0 ? (quick ? 4 : 32) : 1)) < 0)
+                if ((t[s][step[i].state][turn] = time_submits(d, gate, 8, k, sizes[s], s == 0 ? (quick ? 4 : 32) : 1)) < 0)
                     err = -EIO;
         }
     for (int s = 0; s < 2 && !err; s++) {
-        for (int p = 0; p < 3; p++)
+        for (int p = 0; p < STATES; p++)
             qsort(t[s][p], (size_t)turns, sizeof t[s][p][0], cmp_double);
-        for (int p = 0; p < 2; p++)
+        for (int p = WITHOUT; p <= WITH; p++)
             printf("bench=pins op=submit workers=8 pins=%u keys=%zu ns_per_submit=%.1f ratio_vs_nopins=%.2f\n",
-                   p ? LOOKUP_PINS : 0, sizes[s], t[s][p][0], t[s][p][0] / t[s][0][0]);
+                   p == WITH ? LOOKUP_PINS : 0, sizes[s], t[s][p][0], t[s][p][0] / t[s][WITHOUT][0]);
         printf("bench=pins op=submit_noise workers=8 pins=0 keys=%zu ns_per_submit=%.1f ratio_vs_nopins=%.2f\n",
-               sizes[s], t[s][2][0], t[s][2][0] / t[s][0][0]);
+               sizes[s], t[s][AGAIN][0], t[s][AGAIN][0] / t[s][WITHOUT][0]);
     }
     fflush(stdout);
     if (err)
