@@ -1,8 +1,10 @@
-/* Shared helpers of the benchmark programs: a monotonic clock, their arguments (--quick) and a
- * stream of inputs. */
+/* Shared helpers of the benchmark programs: a monotonic clock, pinning a thread to a CPU, their
+ * arguments (--quick) and a stream of inputs. */
 #ifndef SHARD_BENCH_COMMON_H
 #define SHARD_BENCH_COMMON_H
 
+#include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -15,6 +17,16 @@ static inline uint64_t bench_now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Pins the calling thread to CPU cpu (a bench's threads are built with _GNU_SOURCE). Return: false
+ * when it cannot (the thread then runs where the scheduler puts it). */
+static inline bool bench_pin_cpu(int cpu)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
 }
 
 /* Whether --quick was given (short runs: CI's smoke test). --help prints the usage line, with

@@ -33,22 +33,12 @@ static uint64_t limit_ns; /* the ping-pong stops after this long, however few ro
 #define BALL_STOP     (UINT64_MAX - 1)
 #define BALL_UNPINNED UINT64_MAX
 
-/* Pins the calling thread to CPU c. Return: false when it cannot (the ping-pong would then share one
- * CPU, a scheduler's time slice a transfer). */
-static bool pin(int c)
-{
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(c, &set);
-    return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
-}
-
 static _Atomic bool pinned_other;
 
 /* The second CPU's half of the ping-pong: waits for each odd value, answers with the next. */
 static void *pong(void *arg)
 {
-    if (!pin(cpu[1])) {
+    if (!bench_pin_cpu(cpu[1])) {
         atomic_store(&ball, BALL_UNPINNED); /* tells the ping it cannot be measured */
         return arg;
     }
@@ -79,7 +69,7 @@ static uint64_t run_chain(void)
 
 static void *busy(void *arg)
 {
-    (void)pin(cpu[1]); /* unpinned, it runs where the scheduler puts it */
+    (void)bench_pin_cpu(cpu[1]); /* unpinned, it runs where the scheduler puts it */
     *(uint64_t *)arg = run_chain();
     return arg;
 }
@@ -98,7 +88,7 @@ int main(int argc, char **argv)
     for (int c = 0, k = 0; k < 2; c++)
         if (CPU_ISSET(c, &mine))
             cpu[k++] = c;
-    if (!pin(cpu[0])) {
+    if (!bench_pin_cpu(cpu[0])) {
         printf("bench=host note=not_pinned reason=setaffinity_failed\n");
         return 0;
     }

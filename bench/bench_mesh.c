@@ -59,10 +59,7 @@ void mesh_pin_self(int i)
 {
     if (!pin || ncpus == 0)
         return;
-    cpu_set_t s;
-    CPU_ZERO(&s);
-    CPU_SET(cpus[i % ncpus], &s);
-    pthread_setaffinity_np(pthread_self(), sizeof s, &s);
+    (void)bench_pin_cpu(cpus[i % ncpus]); /* unpinned, it runs where the scheduler puts it */
 }
 
 pthread_t mesh_spawn(void *(*fn)(void *), void *arg)

@@ -68,10 +68,7 @@ void peers_pin_self(int slot)
 {
     if (!run.pin || ncpus == 0)
         return;
-    cpu_set_t s;
-    CPU_ZERO(&s);
-    CPU_SET(cpus[slot % ncpus], &s);
-    pthread_setaffinity_np(pthread_self(), sizeof s, &s);
+    (void)bench_pin_cpu(cpus[slot % ncpus]); /* unpinned, it runs where the scheduler puts it */
 }
 
 struct thread_arg {
