@@ -445,6 +445,15 @@ uint64_t shard__crash_made(struct crash_table *t)
     return made;
 }
 
+void shard__crash_prefetch(struct crash_table *t, const struct job *j)
+{
+    uint32_t f = filter_index(j->hash);
+    __builtin_prefetch(&stripe_of(t, j->hash)->lock, 1);
+    __builtin_prefetch(&t->filter[f], 1);
+    __builtin_prefetch(&t->filter_bits[f / 64], 1);
+    __builtin_prefetch(&j->links[KEYMAP_CRASH], 1);
+}
+
 bool shard__crash_paid(struct crash_table *t, struct job *j)
 {
     struct crash_stripe *s = stripe_of(t, j->hash);

@@ -152,6 +152,11 @@ uint64_t shard__crash_made(struct crash_table *t);
 size_t shard__crash_defer_held(struct crash_table *t, struct crash_record *holder, struct job *held,
                                uint64_t epoch, uint64_t *made);
 
+/* Starts loading, for writing, the lines a payment of entry j writes outside the keymap's bucket
+ * chain (its stripe's lock and counts, its filter count and bit, its own link), so that payments of
+ * several entries wait for them together, not one after another behind each lock. Context: any
+ * thread; reads nothing of the table. */
+void shard__crash_prefetch(struct crash_table *t, const struct job *j);
 /* Remove an entry: j has run or was dropped; or x's stuck job returned. Return: whether the key's
  * first entry changed (some held job may run now). */
 bool shard__crash_paid(struct crash_table *t, struct job *j);

@@ -321,6 +321,8 @@ void shard__owed_done_all(shard_dispatcher *d, struct job *const *js, size_t n)
     uint64_t first[SHARD_OWED_DONE_MAX];
     size_t k = 0;
     SHARD_CHECK(n <= SHARD_OWED_DONE_MAX);
+    for (size_t i = 0; n > 1 && i < n; i++)
+        shard__crash_prefetch(&d->crash, js[i]);
     for (size_t i = 0; i < n; i++)
         if (shard__crash_paid(&d->crash, js[i]))
             first[k++] = js[i]->hash;
