@@ -51,6 +51,7 @@
 #include <string.h>
 
 #include "cacheline.h"
+#include "check.h"
 #include "dispatcher_internal.h"
 #include "follow.h"
 #include "handoff.h"
@@ -222,30 +223,49 @@ static bool dropped(const struct multi *m)
     return atomic_load_explicit(&m->state, memory_order_acquire) & MULTI_DROPPED;
 }
 
-/* Lets go of every key m holds: pays each part's claim unless another thread did or does (see
- * claimed), all of them with one kick a holder. alone: no other thread can pay one now (the job's
- * end: every part has arrived, and a drop pays what it pays before its part arrives), so each flag
- * is read, not exchanged: an exchange is a full barrier, and each flag is on its part's line, last
- * written by the worker that claimed (a 10-key MSET over two workers waited for ten such lines one
- * after another, at about 200 ns a line on the machine measured; read, they load at once). */
-static void release_claims(struct multi *m, bool alone)
+/* Pays each claim of m whose part's flag says it is in the table, all of them with one kick a holder:
+ * the flag exchanged to false (exchange), or read (see the two callers below). */
+static void pay_claims(struct multi *m, bool exchange)
 {
     struct job *paid[SHARD_OWED_DONE_MAX];
     size_t k = 0;
     for (uint32_t i = 0; m->parts_ready && i < m->n; i++) {
         struct multi_part *p = &m->parts[i];
-        /* alone, relaxed: the claims were made before their parts arrived, or by this thread, and
-         * the last arrival acquired every one (arrive). Else acq_rel: acquires the set, after which
-         * the claim was made. What the job did goes to the keys' next jobs through the payment (its
-         * stripe's lock, the bucket's count). */
-        if (alone ? atomic_load_explicit(&p->claimed, memory_order_relaxed)
-                  : atomic_exchange_explicit(&p->claimed, false, memory_order_acq_rel))
+        if (exchange ? atomic_exchange_explicit(&p->claimed, false, memory_order_acq_rel)
+                     : atomic_load_explicit(&p->claimed, memory_order_relaxed))
             paid[k++] = &p->claim;
         if (k == sizeof paid / sizeof paid[0] || (k && i + 1 == m->n)) {
             shard__owed_done_all(m->d, paid, k);
             k = 0;
         }
     }
+}
+
+/* A drop lets go of the keys m's parts have claimed so far, while others may still come up and
+ * claim (hold): the exchange lets exactly one of the drop and the end pay each claim. acq_rel:
+ * acquires the set, after which the claim was made; what the job did goes to the keys' next jobs
+ * through the payment (its stripe's lock, the bucket's count). */
+static void release_claims_racing(struct multi *m)
+{
+    pay_claims(m, true);
+}
+
+/* The job's end lets go of every key m still holds. No other thread writes a flag any more, and each
+ * write to one happens before this (so relaxed reads; the flags stay set, nothing reads them again but
+ * shard__multi_parts_ready, which makes them anew): a part's claim (hold, release) before its arrival,
+ * which the last arrival acquired (arrive: the adds and the drop's or are one release sequence); a
+ * drop's exchange before its dropped part arrives; a step's claim and its swap (step_body, make_step)
+ * before the step's delivery, or on this thread; a crash's claims of a whole job (under the crashed
+ * worker's lock, which its end takes after them: multi.h's shard__multi_whole_end). An exchange would
+ * be a full barrier on each part's line, last written by the worker that claimed: a 10-key MSET over
+ * two workers waited for ten such lines one after another (about 200 ns a line on the machine
+ * measured); read, they load at once. */
+static void release_claims_at_end(struct multi *m)
+{
+    /* Every part arrived (a drop's too), or none: a whole job, whose claims a crash made. */
+    SHARD_CHECK(!m->parts_ready || (atomic_load_explicit(&m->state, memory_order_relaxed) & ~MULTI_DROPPED) == m->n ||
+                (atomic_load_explicit(&m->state, memory_order_relaxed) & ~MULTI_DROPPED) == 0);
+    pay_claims(m, false);
 }
 
 /* The counts' stripe of the calling thread (dispatcher_internal.h). */
@@ -308,7 +328,7 @@ static bool arrive(struct multi *m)
 static void end(struct multi *m)
 {
     shard_dispatcher *d = m->d;
-    release_claims(m, true);
+    release_claims_at_end(m);
     if (!dropped(m))
         shard__multi_count_open(d, -1);
     multi_put(m);
@@ -322,7 +342,9 @@ static void step_body(struct multi *m, struct shard_worker *w, struct multi_part
 {
     m->step(w, m->arg, p->key);
     shard__crash_claim(&m->d->crash, &m->owner, &p->claim);
-    atomic_store_explicit(&p->claimed, true, memory_order_relaxed); /* the one step running: no race */
+    /* relaxed: the one step running, no race; the end reads it after the next step's delivery, or on
+     * this thread (release_claims_at_end). */
+    atomic_store_explicit(&p->claimed, true, memory_order_relaxed);
 }
 
 /* Part p's claim becomes a step: an entry of epoch 0 too (the key stays held) that is also a job, to
@@ -337,7 +359,7 @@ static struct job *make_step(struct multi *m, struct multi_part *p)
                        .origin = ORIGIN_MULTI_STEP, .block = b, .sibling = &p->claim };
     atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
     shard__crash_swap(&m->d->crash, &m->owner, &p->claim, j);
-    atomic_store_explicit(&p->claimed, false, memory_order_relaxed);
+    atomic_store_explicit(&p->claimed, false, memory_order_relaxed); /* as step_body's */
     return j;
 }
 
@@ -417,7 +439,8 @@ void shard__multi_step(shard_worker *w, void *arg)
  * claim until it is paid by the drop (shard__multi_dropped_end, after on_dropped has returned), if that
  * sees it, or else at the job's end, when the last part has arrived, which is after the dropped part
  * arrived, so after on_dropped too: either way the key is held until on_dropped has returned, as for
- * a part that claimed before the drop; the exchange in release_claims lets exactly one of them pay. The
+ * a part that claimed before the drop; the drop's exchange, and the end's read after it, let exactly one
+ * of them pay (release_claims_racing, release_claims_at_end). The
  * part that will be last (all others arrived: the count is final but for its own add) runs the job in
  * its own job, which holds its key as any running job does (a crash meanwhile makes its stuck entry),
  * and claims only with steps, whose run goes on past this job (elsewhere) and whose done runs with
@@ -512,7 +535,8 @@ void shard__multi_whole_crashed(void *arg)
     shard__multi_parts_ready(m);
     for (uint32_t i = 0; i < m->n; i++) {
         shard__crash_claim(&m->d->crash, &m->owner, &m->parts[i].claim);
-        atomic_store_explicit(&m->parts[i].claimed, true, memory_order_relaxed); /* the crash's lock */
+        /* relaxed: under the crashed worker's lock, which the job's end takes after it (multi.h) */
+        atomic_store_explicit(&m->parts[i].claimed, true, memory_order_relaxed);
     }
 }
 
@@ -544,7 +568,7 @@ void shard__multi_dropped_end(void *arg, bool first)
 {
     struct multi *m = ((struct multi_part *)arg)->m;
     if (first)
-        release_claims(m, false); /* a claim made meanwhile (hold) is paid at the end; none is last before this arrives */
+        release_claims_racing(m); /* a claim made meanwhile (hold) is paid at the end; none is last before this arrives */
     if (arrive(m))
         finish(m, NULL);
 }

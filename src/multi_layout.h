@@ -23,8 +23,10 @@ struct key_ref {
 /* A line apart from every other part's (parts run on different workers), and what a claim writes
  * on its first two lines: it is made on one worker and paid on another (job.h). */
 struct multi_part {
-    /* claim is in the table: set by the part (or step) that made it; whoever exchanges it to false
-     * pays the claim (the job's end, or a drop racing a part: multi.c's hold) */
+    /* claim is in the table: set by the part (or step, or a crash of a whole job) that made it. A drop
+     * racing the parts exchanges it to false and pays; the job's end reads it and pays what is still
+     * set, and leaves it so (multi.c's release_claims_racing, release_claims_at_end); made anew by
+     * shard__multi_parts_ready */
     _Alignas(64) _Atomic bool claimed;
     uint32_t      key;     /* I: the index in the caller's keys of its key's first occurrence */
     struct multi *m;
