@@ -251,8 +251,8 @@ static void release_claims_racing(struct multi *m)
 }
 
 /* The job's end lets go of every key m still holds. No other thread writes a flag any more, and each
- * write to one happens before this (so relaxed reads; the flags stay set, nothing reads them again but
- * shard__multi_parts_ready, which makes them anew): a part's claim (hold, release) before its arrival,
+ * write to one happens before this (so relaxed reads; the flags stay set: nothing reads them again,
+ * and shard__multi_parts_ready makes them anew): a part's claim (hold, release) before its arrival,
  * which the last arrival acquired (arrive: the adds and the drop's or are one release sequence); a
  * drop's exchange before its dropped part arrives; a step's claim and its swap (step_body, make_step)
  * before the step's delivery, or on this thread; a crash's claims of a whole job (under the crashed
@@ -263,8 +263,9 @@ static void release_claims_racing(struct multi *m)
 static void release_claims_at_end(struct multi *m)
 {
     /* Every part arrived (a drop's too), or none: a whole job, whose claims a crash made. */
-    SHARD_CHECK(!m->parts_ready || (atomic_load_explicit(&m->state, memory_order_relaxed) & ~MULTI_DROPPED) == m->n ||
-                (atomic_load_explicit(&m->state, memory_order_relaxed) & ~MULTI_DROPPED) == 0);
+    uint32_t arrived = atomic_load_explicit(&m->state, memory_order_relaxed) & ~MULTI_DROPPED;
+    SHARD_CHECK(!m->parts_ready || arrived == m->n || arrived == 0);
+    (void)arrived;
     pay_claims(m, false);
 }
 
@@ -568,7 +569,7 @@ void shard__multi_dropped_end(void *arg, bool first)
 {
     struct multi *m = ((struct multi_part *)arg)->m;
     if (first)
-        release_claims_racing(m); /* a claim made meanwhile (hold) is paid at the end; none is last before this arrives */
+        release_claims_racing(m); /* one made meanwhile (hold) is paid at the end; none is last before this arrives */
     if (arrive(m))
         finish(m, NULL);
 }
