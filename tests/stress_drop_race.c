@@ -13,91 +13,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "stress_common.h"
+#include "race_jobs.h"
 
 #define NKEYS 12 /* per side */
 #define MAXJOBS 3000
 
-struct key {
-    char       name[32];
-    size_t     len;
-    atomic_int running;
-    int        last_seq; /* the key's jobs' order (plain: TSan checks the hand-over) */
-};
-
-struct job {
-    int        nk;
-    int        k[3];
-    int        seq[3];
-    bool       multi, steps;
-    atomic_int runs, drops, steps_run;
-};
-
-static struct key keys[2 * NKEYS];
-static struct job jobs[MAXJOBS];
+static struct race_key keys[2 * NKEYS];
+static struct race_job jobs[MAXJOBS];
 static atomic_int njobs;
 static shard_dispatcher *disp;
-
-static void key_enter(int k, int seq)
-{
-    struct key *K = &keys[k];
-    CHECK(atomic_fetch_add(&K->running, 1) == 0, "key %s: two jobs at once", K->name);
-    CHECK(seq > K->last_seq, "key %s: seq %d after %d", K->name, seq, K->last_seq);
-    K->last_seq = seq;
-}
-static void key_leave(int k)
-{
-    atomic_fetch_sub(&keys[k].running, 1);
-}
-
-static void single_fn(shard_worker *w, void *arg)
-{
-    (void)w;
-    struct job *j = arg;
-    key_enter(j->k[0], j->seq[0]);
-    CHECK(atomic_fetch_add(&j->runs, 1) == 0, "single ran twice");
-    key_leave(j->k[0]);
-}
-
-static void multi_fn(shard_worker *w, void *arg)
-{
-    (void)w;
-    struct job *j = arg;
-    for (int i = 0; i < j->nk; i++)
-        key_enter(j->k[i], j->seq[i]);
-    CHECK(atomic_fetch_add(&j->runs, 1) == 0, "multi ran twice");
-    CHECK(atomic_load(&j->drops) == 0, "multi ran after it was dropped");
-    for (int i = 0; i < j->nk; i++)
-        key_leave(j->k[i]);
-}
-
-static void step_fn(shard_worker *w, void *arg, size_t index)
-{
-    (void)w;
-    struct job *j = arg;
-    key_enter(j->k[index], j->seq[index]);
-    atomic_fetch_add(&j->steps_run, 1);
-    key_leave(j->k[index]);
-}
-
-static void done_fn(shard_worker *w, void *arg)
-{
-    (void)w;
-    struct job *j = arg;
-    CHECK(atomic_load(&j->steps_run) == j->nk, "done after %d of %d steps", atomic_load(&j->steps_run), j->nk);
-    CHECK(atomic_fetch_add(&j->runs, 1) == 0, "steps job done twice");
-    CHECK(atomic_load(&j->drops) == 0, "steps job ran after it was dropped");
-}
-
-static void on_dropped(shard_job_fn fn, void *arg, void *user)
-{
-    (void)user;
-    if (fn != single_fn && fn != multi_fn && fn != done_fn)
-        return;
-    struct job *j = arg;
-    CHECK(atomic_fetch_add(&j->drops, 1) == 0, "dropped twice (multi %d)", j->multi);
-    CHECK(atomic_load(&j->runs) == 0, "dropped after it ran");
-}
 
 static unsigned rnd(unsigned *s)
 {
@@ -112,19 +36,19 @@ static void *producer(void *arg)
 {
     unsigned seed = (unsigned)(uintptr_t)arg;
     for (int n = 0; n < MAXJOBS && !atomic_load(&stop); n++) {
-        struct job *j = &jobs[n];
+        struct race_job *j = &jobs[n];
         memset(j, 0, sizeof *j);
         unsigned r = rnd(&seed);
-        j->multi = r % 4 != 0;
-        j->steps = j->multi && (r / 4) % 2;
-        j->nk = j->multi ? 2 + (int)((r / 8) % 2) : 1;
+        bool multi = r % 4 != 0;
+        j->kind = !multi ? RACE_SINGLE : (r / 4) % 2 ? RACE_STEPS : RACE_MULTI;
+        j->nk = multi ? 2 + (int)((r / 8) % 2) : 1;
         /* a multi: one key of w1 and the rest of w0/w2 */
         for (int i = 0; i < j->nk; i++) {
             int k;
             bool dup;
             do {
-                k = i == 0 && j->multi ? (int)(rnd(&seed) % NKEYS) : (int)(rnd(&seed) % (2 * NKEYS));
-                if (j->multi && i > 0)
+                k = i == 0 && multi ? (int)(rnd(&seed) % NKEYS) : (int)(rnd(&seed) % (2 * NKEYS));
+                if (multi && i > 0)
                     k = NKEYS + (int)(rnd(&seed) % NKEYS);
                 dup = false;
                 for (int q = 0; q < i; q++)
@@ -134,19 +58,7 @@ static void *producer(void *arg)
             j->seq[i] = ++next_seq[k];
         }
         atomic_store(&njobs, n + 1);
-        int rc;
-        if (!j->multi) {
-            rc = shard_submit(disp, keys[j->k[0]].name, keys[j->k[0]].len, single_fn, j);
-        } else {
-            struct shard_key sk[3];
-            for (int i = 0; i < j->nk; i++)
-                sk[i] = (struct shard_key){ keys[j->k[i]].name, keys[j->k[i]].len };
-            rc = j->steps ? shard_submit_multi_each(disp, sk, (size_t)j->nk, step_fn, done_fn, j)
-                          : shard_submit_multi(disp, sk, (size_t)j->nk, multi_fn, j);
-        }
-        CHECK(rc == 0, "submit: %d", rc);
-        if (rc)
-            atomic_fetch_add(&j->drops, 1); /* never queued */
+        race_job_submit(disp, j);
     }
     return NULL;
 }
@@ -160,7 +72,7 @@ static void find_keys(void)
         char buf[32];
         size_t n = (size_t)snprintf(buf, sizeof buf, "dr-%u", i);
         const char *o = shard_ring_owner(r, buf, n);
-        struct key *K = NULL;
+        struct race_key *K = NULL;
         if (strcmp(o, "w1") == 0 && b < NKEYS)
             K = &keys[b++];
         else if (strcmp(o, "w1") != 0 && a < NKEYS)
@@ -169,7 +81,7 @@ static void find_keys(void)
             memcpy(K->name, buf, n + 1);
             K->len = n;
             atomic_store(&K->running, 0);
-            K->last_seq = 0;
+            memset(K->last_seq, 0, sizeof K->last_seq);
         }
     }
     shard_ring_destroy(r);
@@ -178,7 +90,7 @@ static void find_keys(void)
 /* Whether every key's later job (ctx: the 2 * NKEYS of them) has run. */
 static bool tails_ran(void *ctx)
 {
-    struct job *tail = ctx;
+    struct race_job *tail = ctx;
     for (int k = 0; k < 2 * NKEYS; k++)
         if (atomic_load(&tail[k].runs) == 0)
             return false;
@@ -189,8 +101,9 @@ int main(int argc, char **argv)
 {
     int rounds = argc > 1 ? atoi(argv[1]) : STRESS_SANITIZED ? 300 : 2000;
     unsigned seed = 12345;
+    race_keys = keys;
     for (int round = 0; round < rounds && atomic_load(&stress_failures) == 0; round++) {
-        struct shard_config cfg = { .workers = 3, .queue_capacity = 128, .on_dropped = on_dropped };
+        struct shard_config cfg = { .workers = 3, .queue_capacity = 128, .on_dropped = race_on_dropped };
         CHECK(shard_dispatcher_create(&disp, &cfg) == 0, "create");
         find_keys();
         memset(next_seq, 0, sizeof next_seq);
@@ -211,14 +124,9 @@ int main(int argc, char **argv)
         CHECK(shard_drain(disp) == 0, "drain");
         /* every key free again: one more job each */
         int n = atomic_load(&njobs);
-        static struct job tail[2 * NKEYS];
-        for (int k = 0; k < 2 * NKEYS; k++) {
-            memset(&tail[k], 0, sizeof tail[k]);
-            tail[k].nk = 1;
-            tail[k].k[0] = k;
-            tail[k].seq[0] = ++next_seq[k];
-            CHECK(shard_submit(disp, keys[k].name, keys[k].len, single_fn, &tail[k]) == 0, "tail");
-        }
+        static struct race_job tail[2 * NKEYS];
+        for (int k = 0; k < 2 * NKEYS; k++)
+            race_tail_submit(disp, &tail[k], k, ++next_seq[k]);
         /* A job w1 was running when it crashed is stuck until it returns, and drain waits neither for it
          * nor for the jobs behind its keys (dispatcher.h): here it is only slow (its thread preempted,
          * 1 round in about 10,000 under ASan with a second run beside it), and its keys' later jobs
@@ -228,20 +136,14 @@ int main(int argc, char **argv)
         alarm(0);
         for (int k = 0; k < 2 * NKEYS; k++)
             CHECK(atomic_load(&tail[k].runs) == 1, "round %d: key %s's later job did not run", round, keys[k].name);
-        int ran = 0, dropped = 0;
-        for (int i = 0; i < n; i++) {
-            int r = atomic_load(&jobs[i].runs), dr = atomic_load(&jobs[i].drops);
-            CHECK(r + dr == 1, "round %d job %d (multi %d steps %d): runs %d drops %d", round, i, jobs[i].multi,
-                  jobs[i].steps, r, dr);
-            ran += r;
-            dropped += dr;
-        }
+        long ran = 0, dropped = 0;
+        race_jobs_check(jobs, n, round, &ran, &dropped);
         struct shard_stats st;
         shard_dispatcher_stats(disp, &st);
         CHECK(st.multi_open == 0 && st.multi_waiting == 0, "round %d: open %llu waiting %llu", round,
               (unsigned long long)st.multi_open, (unsigned long long)st.multi_waiting);
         if (round % 500 == 0)
-            printf("round %d: %d jobs, %d ran, %d dropped\n", round, n, ran, dropped);
+            printf("round %d: %d jobs, %ld ran, %ld dropped\n", round, n, ran, dropped);
         shard_dispatcher_destroy(disp);
     }
     return stress_result("stress_drop_race");
