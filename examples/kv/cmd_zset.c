@@ -38,21 +38,13 @@ static bool parse_score(const struct resp_arg *a, double *score)
     return true;
 }
 
-static void put_score(struct buf *out, double score)
-{
-    char text[32];
-    int n = isinf(score) ? snprintf(text, sizeof text, "%s", score > 0 ? "inf" : "-inf")
-                         : snprintf(text, sizeof text, "%.17g", score);
-    obj_put_bulk(out, text, (size_t)n);
-}
-
 static void put_node(struct buf *out, const struct obj_znode *n, bool scores)
 {
     size_t len;
     const char *m = obj_znode_member(n, &len);
     obj_put_bulk(out, m, len);
     if (scores)
-        put_score(out, obj_znode_score(n));
+        obj_put_score(out, obj_znode_score(n));
 }
 
 enum { ZADD_NX = 1, ZADD_XX = 2, ZADD_GT = 4, ZADD_LT = 8, ZADD_CH = 16, ZADD_INCR = 32 };
@@ -164,7 +156,7 @@ static void zadd_pairs(struct kv_store *s, struct request *r, const struct part 
     else if (got == ZADD_SKIPPED)
         resp_null(out);
     else
-        put_score(out, score);
+        obj_put_score(out, score);
 }
 
 static void zadd(struct kv_store *s, struct request *r, const struct part *p)
@@ -309,7 +301,7 @@ static void zmscore(struct kv_store *s, struct request *r, const struct part *p)
     for (uint32_t i = 2; i < r->argc; i++) {
         const struct obj_znode *n = e ? obj_zset_find(e->obj, r->argv[i].p, r->argv[i].len) : NULL;
         if (n)
-            put_score(out, obj_znode_score(n));
+            obj_put_score(out, obj_znode_score(n));
         else
             resp_null(out);
     }
@@ -322,7 +314,7 @@ static void zscore(struct kv_store *s, struct request *r, const struct part *p)
         return;
     const struct obj_znode *n = e ? obj_zset_find(e->obj, r->argv[2].p, r->argv[2].len) : NULL;
     if (n)
-        put_score(part_out(r, p), obj_znode_score(n));
+        obj_put_score(part_out(r, p), obj_znode_score(n));
     else
         resp_null(part_out(r, p));
 }

@@ -59,8 +59,11 @@ void              obj_map_free(struct kvmap *m);
 struct kv_entry  *obj_member_new(const void *key, size_t klen, const void *val, size_t vlen);
 /* Removes and frees member key; true when it was there. The map shrinks when it has become sparse. */
 bool              obj_map_del(struct kvmap *m, const void *key, size_t klen);
-/* Unlinks a member picked at random (not quite uniformly: the one after a random hash), which the
- * caller then frees with kv_entry_free; NULL when the map is empty. */
+/* A member picked at random, not quite uniformly (obj_map.c says how), but any member may come up;
+ * NULL when the map is empty. */
+const struct kv_entry *obj_map_random(const struct kvmap *m);
+/* Unlinks a member picked as obj_map_random picks, which the caller then frees with kv_entry_free;
+ * NULL when the map is empty. */
 struct kv_entry  *obj_map_take_random(struct kvmap *m);
 
 /* Sorted sets (obj_zset.c). Members are ordered by score, then by their bytes (memcmp, the shorter

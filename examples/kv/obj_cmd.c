@@ -3,6 +3,8 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
+#include <stdio.h>
 
 int obj_lookup(struct kv_store *s, struct request *r, const struct part *p, enum kv_type type,
                struct kv_entry **e)
@@ -49,6 +51,14 @@ bool obj_parse_count(struct request *r, const struct part *p, const struct resp_
         return false;
     }
     return true;
+}
+
+void obj_put_score(struct buf *out, double score)
+{
+    char text[32];
+    int n = isinf(score) ? snprintf(text, sizeof text, "%s", score > 0 ? "inf" : "-inf")
+                         : snprintf(text, sizeof text, "%.17g", score);
+    obj_put_bulk(out, text, (size_t)n);
 }
 
 bool obj_parse_index(struct request *r, const struct part *p, const struct resp_arg *a, int64_t *index)

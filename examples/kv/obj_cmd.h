@@ -69,6 +69,9 @@ static inline void obj_put_bulk(struct buf *b, const void *data, size_t n)
     b->len += hlen + n + 2;
 }
 
+/* A sorted set's score as Redis writes it: %.17g, and inf or -inf. */
+void obj_put_score(struct buf *b, double score);
+
 /* The part's key's entry if the key holds type: *e is NULL when the key does not exist. Return: 0;
  * -EINVAL when it holds another type (WRONGTYPE is then the part's reply). */
 int  obj_lookup(struct kv_store *s, struct request *r, const struct part *p, enum kv_type type,

@@ -3,9 +3,12 @@
  * The store's own map serves for a collection's members (a member is an entry: its key the member,
  * its value a hash field's value, or none for a set). Two things it lacks are added here: a map that
  * has become sparse is rebuilt smaller (kvmap only grows), which gives memory back and keeps a random
- * pick cheap; and a random pick, which looks for the first member at or after a random hash. That
- * favours members that follow a run of empty buckets, as Redis's own pick is not uniform either; with
- * the load kept between 1/8 and 1 it costs O(1) expected. */
+ * pick cheap; and a random pick: a member of the first bucket with members at or after a random
+ * one, each of its members alike. That favours members that follow a run of empty buckets and those
+ * with fewer in their bucket, as Redis's own pick (a random bucket, then one of its chain) is not
+ * uniform either, but every member can come up; with the load kept between 1/8 and 1 it costs O(1)
+ * expected. (Until SRANDMEMBER, the pick was the entry after a random hash: one that shared a bucket
+ * with an entry of a larger hash ahead of it in the chain never came up.) */
 #include <stdlib.h>
 
 #include "obj.h"
@@ -76,23 +79,27 @@ bool obj_map_del(struct kvmap *m, const void *key, size_t klen)
     return true;
 }
 
-static bool first(const struct kv_entry *e, void *ctx)
+const struct kv_entry *obj_map_random(const struct kvmap *m)
 {
-    const struct kv_entry **found = ctx;
-    if (!*found)
-        *found = e;
-    return false;
+    if (m->n == 0)
+        return NULL;
+    size_t mask = ((size_t)1 << m->bits) - 1, b = kvmap_bucket_of(m, obj_random()), len = 0;
+    while (!m->buckets[b])
+        b = (b + 1) & mask;
+    const struct kv_entry *e = m->buckets[b];
+    for (; e; e = e->next)
+        len++;
+    size_t k = (size_t)(obj_random() % len);
+    for (e = m->buckets[b]; k > 0; k--)
+        e = e->next;
+    return e;
 }
 
 struct kv_entry *obj_map_take_random(struct kvmap *m)
 {
-    if (m->n == 0)
+    const struct kv_entry *found = obj_map_random(m);
+    if (!found)
         return NULL;
-    uint64_t from = obj_random();
-    const struct kv_entry *found = NULL;
-    kvmap_range(m, from, UINT64_MAX, first, &found);
-    if (!found && from > 0)
-        kvmap_range(m, 0, from - 1, first, &found);
     struct kv_entry *e = kvmap_take(m, found->hash, found->key, found->klen);
     shrink(m);
     return e;

@@ -143,7 +143,7 @@ struct command_set {
 };
 
 extern const struct command_set cmds_string, cmds_server, cmds_list, cmds_hash, cmds_set, cmds_zset,
-    cmds_keyspace, cmds_expire, cmds_move, cmds_float;
+    cmds_keyspace, cmds_expire, cmds_move, cmds_float, cmds_random;
 
 /* A part's reply: its text, then, if value is set, the value's bytes and "\r\n" (a bulk string whose
  * header is the text), sent from the value itself. */

@@ -9,6 +9,7 @@
   cmds_client.py concurrent PORT    many clients moving elements between the same keys at once:
                                     none lost, none doubled
   cmds_client.py scan_during_moves PORT   SCAN and KEYS while SMOVEs run: no key comes twice
+  cmds_client.py random_picks PORT  SRANDMEMBER, HRANDFIELD and ZRANDMEMBER's draws, by their properties
 """
 import collections
 import random
@@ -60,7 +61,8 @@ def fmt(reply, unordered):
 
 
 # Set and hash replies whose order is the collection's own: compared sorted.
-UNORDERED = {"SINTER", "SUNION", "SDIFF", "SMEMBERS", "HKEYS", "HVALS", "HGETALL"}
+UNORDERED = {"SINTER", "SUNION", "SDIFF", "SMEMBERS", "HKEYS", "HVALS", "HGETALL",
+             "SRANDMEMBER", "HRANDFIELD", "ZRANDMEMBER"}
 
 
 def big_zset_cases():
@@ -262,6 +264,29 @@ CASES = [
     ["LPOS", "lp", "c", "MAXLEN", "x"], ["LPOS", "lp", "c", "RANK"], ["LPOS", "lp", "c", "BOGUS", "1"],
     ["LPOS", "lp", "c", "COUNT", "1", "BOGUS"], ["LPOS", "nolist", "c"], ["LPOS", "nolist", "c", "COUNT", "0"],
     ["LPOS", "nolist", "c", "RANK", "0"], ["LPOS", "str", "c"], ["LPOS", "str", "c", "COUNT", "x"], ["LPOS", "lp"],
+    # SRANDMEMBER HRANDFIELD ZRANDMEMBER where the draw does not show: errors in Redis's order of
+    # checks, missing keys, wrong types, a count of 0, counts of every member, collections of one
+    # (a negative count of them repeats it); the draws themselves: random_picks() below.
+    ["SADD", "rs", "a", "b", "c"], ["SADD", "rs1", "only"], ["HSET", "rh", "f1", "v1", "f2", "v2"],
+    ["HSET", "rh1", "f", "v"], ["ZADD", "rz", "1", "a", "2.5", "b", "inf", "c"], ["ZADD", "rz1", "-1", "m"],
+    ["SRANDMEMBER", "rs", "x"], ["SRANDMEMBER", "rs", "-9223372036854775808"], ["SRANDMEMBER", "rs", "1", "2"],
+    ["SRANDMEMBER", "rs", "9223372036854775808"], ["SRANDMEMBER", "rs", "-0"], ["SRANDMEMBER", "nosr", "1"],
+    ["SRANDMEMBER", "nosr"], ["SRANDMEMBER", "nosr", "x"], ["SRANDMEMBER", "nosr", "0"], ["SRANDMEMBER", "nosr", "-3"],
+    ["SRANDMEMBER", "str", "1"], ["SRANDMEMBER", "str"], ["SRANDMEMBER", "str", "x"], ["SRANDMEMBER", "str", "0"],
+    ["SRANDMEMBER", "rs", "0"], ["SRANDMEMBER"], ["SRANDMEMBER", "rs1"], ["SRANDMEMBER", "rs1", "-3"],
+    ["SRANDMEMBER", "rs1", "1"], ["SRANDMEMBER", "rs1", "5"], ["SRANDMEMBER", "rs", "3"], ["SRANDMEMBER", "rs", "9"],
+    ["HRANDFIELD", "rh", "x"], ["HRANDFIELD", "rh", "1", "x"], ["HRANDFIELD", "rh", "x", "x"],
+    ["HRANDFIELD", "rh", "1", "WITHVALUES", "x"], ["HRANDFIELD", "rh", "-4611686018427387904", "WITHVALUES"],
+    ["HRANDFIELD", "rh", "4611686018427387904", "withvalues"], ["HRANDFIELD", "rh", "-9223372036854775808"],
+    ["HRANDFIELD", "norh"], ["HRANDFIELD", "norh", "1"], ["HRANDFIELD", "norh", "2", "WITHVALUES"],
+    ["HRANDFIELD", "str"], ["HRANDFIELD", "str", "1", "WITHVALUES"], ["HRANDFIELD", "str", "1", "x"],
+    ["HRANDFIELD", "str", "0"], ["HRANDFIELD", "rh", "0", "WITHVALUES"], ["HRANDFIELD"], ["HRANDFIELD", "rh1"],
+    ["HRANDFIELD", "rh1", "-2", "withvalues"], ["HRANDFIELD", "rh", "2"], ["HRANDFIELD", "rh", "5", "WithValues"],
+    ["ZRANDMEMBER", "rz", "x"], ["ZRANDMEMBER", "rz", "1", "WITHVALUES"], ["ZRANDMEMBER", "rz", "1", "WITHSCORES", "x"],
+    ["ZRANDMEMBER", "rz", "-4611686018427387904", "WITHSCORES"], ["ZRANDMEMBER", "norz"],
+    ["ZRANDMEMBER", "norz", "2", "WITHSCORES"], ["ZRANDMEMBER", "str"], ["ZRANDMEMBER", "str", "0"],
+    ["ZRANDMEMBER", "str", "1", "x"], ["ZRANDMEMBER", "rz", "0"], ["ZRANDMEMBER"], ["ZRANDMEMBER", "rz1"],
+    ["ZRANDMEMBER", "rz1", "-2", "WITHSCORES"], ["ZRANDMEMBER", "rz", "3"], ["ZRANDMEMBER", "rz", "7", "withscores"],
 ] + big_zset_cases() + [
     # MULTI: the commands whose keys meet, alone on their keys in a transaction
     ["SET", "ma", "1"], ["MULTI"], ["RENAME", "ma", "mb"], ["SET", "other", "1"], ["EXEC"], ["GET", "mb"],
@@ -452,6 +477,59 @@ def ranges(port):
     print("ranges ok: GETRANGE and SETRANGE past %d bytes" % 1024)
 
 
+def random_picks(port):
+    """SRANDMEMBER, HRANDFIELD and ZRANDMEMBER's draws, by what a draw must be: a positive count gives
+    that many distinct members (all of them from count n up), each picked through the table of those
+    chosen (up to a quarter of the collection) or by one pass (beyond); a negative count that many
+    members, repeats allowed; WITHVALUES and WITHSCORES each member's own; every member comes up in
+    single picks; and a reply of repeated picks past 64 MiB is refused, the server alive after it."""
+    r = redis.Redis(port=port)
+    r.flushall()
+    n = 1000
+    members = {b"m%04d" % i for i in range(n)}
+    scores = {m: i / 4 for i, m in enumerate(sorted(members))}
+    for chunk in [sorted(members)[i:i + 200] for i in range(0, n, 200)]:  # within --max-args
+        r.sadd("ps", *chunk)
+        r.hset("ph", mapping={m: b"v" + m for m in chunk})
+        r.zadd("pz", {m: scores[m] for m in chunk})
+    for count in [1, 2, 10, 249, 250, 251, 499, 500, 999, 1000, 1001, 5000]:
+        want = min(count, n)
+        got = r.srandmember("ps", count)
+        assert len(got) == want and len(set(got)) == want and set(got) <= members, ("SRANDMEMBER", count)
+        got = r.hrandfield("ph", count, withvalues=True)
+        pairs = list(zip(got[0::2], got[1::2]))
+        assert len(pairs) == want and len({f for f, _ in pairs}) == want, ("HRANDFIELD", count, len(pairs))
+        assert all(f in members and v == b"v" + f for f, v in pairs), ("HRANDFIELD values", count)
+        got = r.zrandmember("pz", count, withscores=True)
+        pairs = list(zip(got[0::2], got[1::2]))
+        assert len(pairs) == want and len({m for m, _ in pairs}) == want, ("ZRANDMEMBER", count, len(pairs))
+        assert all(m in members and float(sc) == scores[m] for m, sc in pairs), ("ZRANDMEMBER scores", count)
+    for count in [1, 7, 3000]:
+        got = r.srandmember("ps", -count)
+        assert len(got) == count and set(got) <= members, ("SRANDMEMBER", -count)
+        got = r.hrandfield("ph", -count, withvalues=True)
+        assert len(got) == 2 * count and all(v == b"v" + f for f, v in zip(got[0::2], got[1::2])), -count
+        got = r.zrandmember("pz", -count, withscores=True)
+        assert len(got) == 2 * count and all(float(sc) == scores[m] for m, sc in zip(got[0::2], got[1::2]))
+    assert len(set(r.srandmember("ps", -3000))) < 1000, "3,000 picks of 1,000 members and no repeat"
+    small = [b"a", b"b", b"c", b"d", b"e", b"f", b"g", b"h", b"i", b"j"]
+    r.sadd("ps10", *small)
+    r.hset("ph10", mapping={m: b"1" for m in small})
+    r.zadd("pz10", {m: 1 for m in small})
+    for key, pick in [("ps10", r.srandmember), ("ph10", r.hrandfield), ("pz10", r.zrandmember)]:
+        seen = {pick(key) for _ in range(2000)}
+        assert seen == set(small), (key, sorted(seen))
+    for cmd in [("SRANDMEMBER", "ps", "-20000000"), ("HRANDFIELD", "ph", "-9000000", "WITHVALUES"),
+                ("ZRANDMEMBER", "pz", "-9223372036854775807")]:
+        try:
+            r.execute_command(*cmd)
+            raise AssertionError("%s: a reply of over 64 MiB of repeated picks" % (cmd,))
+        except redis.ResponseError as e:
+            assert "64 MiB" in str(e), e
+    assert r.ping() and r.scard("ps") == n
+    print("random picks ok: counts, repeats, values and scores, every member drawn, 64 MiB bound")
+
+
 if __name__ == "__main__":
     {"replies": replies, "workers": workers, "concurrent": concurrent, "ranges": ranges,
-     "scan_during_moves": scan_during_moves}[sys.argv[1]](int(sys.argv[2]))
+     "scan_during_moves": scan_during_moves, "random_picks": random_picks}[sys.argv[1]](int(sys.argv[2]))

@@ -3,11 +3,11 @@
 # SDIFF) and HINCRBY HINCRBYFLOAT HSETNX HKEYS HVALS HSTRLEN SMISMEMBER INCRBYFLOAT GETRANGE SETRANGE LSET
 # LINSERT LTRIM LREM LPOS ZRANK ZPOPMAX
 # ZREVRANK ZRANGEBYSCORE ZREVRANGEBYSCORE ZREMRANGEBYSCORE ZREMRANGEBYRANK ZINCRBY ZCOUNT ZMSCORE
-# ZREVRANGE: every reply,
+# ZREVRANGE SRANDMEMBER HRANDFIELD ZRANDMEMBER: every reply that does not depend on a draw,
 # error and wrong type included, the same as redis-server 7.0's (run beside it when it is installed,
 # else as recorded from it in cmds_redis.txt); moves between keys of different workers, alone and in
-# MULTI; many clients moving elements between the same two keys at once, none lost or doubled; and
-# SCAN and KEYS while such moves run, no key twice.
+# MULTI; the draws of the random picks, by their properties; many clients moving elements between the
+# same two keys at once, none lost or doubled; and SCAN and KEYS while such moves run, no key twice.
 #
 #   kv_cmds_test.sh PATH/TO/kv_server
 set -euo pipefail
@@ -39,6 +39,7 @@ echo "replies: $(wc -l <"$tmp/kv.txt") the same as redis-server's"
 
 "$py" "$client" workers "$KV_PORT" || fail "moves between keys of different workers"
 "$py" "$client" ranges "$KV_PORT" || fail "GETRANGE and SETRANGE of long strings"
+"$py" "$client" random_picks "$KV_PORT" || fail "SRANDMEMBER, HRANDFIELD and ZRANDMEMBER's draws"
 "$py" "$client" concurrent "$KV_PORT" || fail "concurrent moves between the same keys"
 redis-cli -p "$KV_PORT" PING >/dev/null || fail "kv_server died"
 # SCAN and KEYS while SMOVEs run, on a server with a network thread of its own (where the moves

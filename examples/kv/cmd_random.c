@@ -1,0 +1,301 @@
+/* kv_server: random members of collections (SRANDMEMBER HRANDFIELD ZRANDMEMBER).
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Replies and errors are Redis 7.0's (tests/kv/cmds_client.py compares them with redis-server's where
+ * the reply does not depend on the draw, and checks the rest by its properties). A pick is one member:
+ * a set's or hash's is the member after a random hash (obj_map_random: not quite uniform, as SPOP's
+ * and Redis's own), a sorted set's that of a random rank (uniform, O(log n)).
+ *   - Without a count: one member, nil when the key does not exist.
+ *   - A count of n or more: every member, once each, in the collection's order.
+ *   - A smaller positive count: that many distinct members. Up to a quarter of the collection, picks
+ *     with the members already chosen kept in a table (O(count) expected); beyond, or when the picks
+ *     keep finding chosen members, one pass over the collection keeping each member with the odds
+ *     that leave exactly count (Knuth's selection sampling: O(n), and n is then at most 4 count).
+ *   - A negative count: that many picks, repeats allowed. Its reply is made of picks, not of what the
+ *     collection holds, so nothing else bounds it: past RANDOM_REPLY_MAX bytes it is refused with an
+ *     error (Redis 7.0.15 builds it, and ZRANDMEMBER key -9223372036854775807 ends redis-server).
+ * WITHVALUES and WITHSCORES add each member's value or score after it, and then a count must lie
+ * within +-(2^63 - 1) / 2, as in Redis. */
+#include <errno.h>
+#include <stdlib.h>
+#include <strings.h>
+
+#include "obj_cmd.h"
+
+/* The most bytes a reply of repeated picks may take (see above). */
+#define RANDOM_REPLY_MAX (64u << 20)
+#define ERR_TOO_LARGE "ERR the reply would exceed 64 MiB: kv_server bounds a reply of repeated picks"
+#define ERR_RANGE "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807"
+#define ERR_RANGE_WITH "ERR value is out of range"
+
+/* One kind of collection: how to pick a member, walk them all, and put one into a reply. */
+struct kind {
+    enum kv_type type;
+    size_t (*len)(const void *obj);
+    const void *(*pick)(const void *obj);
+    /* Calls fn for every member in the collection's order while it returns true. */
+    void (*walk)(const void *obj, bool (*fn)(const void *m, void *ctx), void *ctx);
+    /* The member, and its value or score when with. */
+    void (*put)(struct buf *out, const void *m, bool with);
+};
+
+/* What a command was asked: counted (a count was given), the count's size and sign, with. */
+struct ask {
+    bool     counted, repeats, with;
+    uint64_t count;
+};
+
+/* Sets and hashes: a kvmap of members (obj_map.c). */
+static size_t map_len(const void *obj)
+{
+    return ((const struct kvmap *)obj)->n;
+}
+
+static const void *map_pick(const void *obj)
+{
+    return obj_map_random(obj);
+}
+
+struct map_walk {
+    bool (*fn)(const void *m, void *ctx);
+    void *ctx;
+};
+
+static bool map_step(const struct kv_entry *e, void *ctx)
+{
+    struct map_walk *w = ctx;
+    return w->fn(e, w->ctx);
+}
+
+static void map_walk(const void *obj, bool (*fn)(const void *m, void *ctx), void *ctx)
+{
+    struct map_walk w = { fn, ctx };
+    kvmap_range(obj, 0, UINT64_MAX, map_step, &w);
+}
+
+static void set_put(struct buf *out, const void *m, bool with)
+{
+    (void)with;
+    const struct kv_entry *e = m;
+    obj_put_bulk(out, e->key, e->klen);
+}
+
+static void hash_put(struct buf *out, const void *m, bool with)
+{
+    const struct kv_entry *e = m;
+    obj_put_bulk(out, e->key, e->klen);
+    if (with)
+        obj_put_bulk(out, e->val->data, e->val->len);
+}
+
+/* Sorted sets: a skip list with ranks (obj_zset.c). */
+static size_t zset_len(const void *obj)
+{
+    return obj_zset_len(obj);
+}
+
+static const void *zset_pick(const void *obj)
+{
+    return obj_zset_at(obj, (size_t)(obj_random() % obj_zset_len(obj)));
+}
+
+static void zset_walk(const void *obj, bool (*fn)(const void *m, void *ctx), void *ctx)
+{
+    for (const struct obj_znode *n = obj_zset_len(obj) ? obj_zset_at(obj, 0) : NULL; n && fn(n, ctx);
+         n = obj_znode_next(n))
+        ;
+}
+
+static void zset_put(struct buf *out, const void *m, bool with)
+{
+    size_t len;
+    const char *member = obj_znode_member(m, &len);
+    obj_put_bulk(out, member, len);
+    if (with)
+        obj_put_score(out, obj_znode_score(m));
+}
+
+static const struct kind set_kind = { KV_SET, map_len, map_pick, map_walk, set_put };
+static const struct kind hash_kind = { KV_HASH, map_len, map_pick, map_walk, hash_put };
+static const struct kind zset_kind = { KV_ZSET, zset_len, zset_pick, zset_walk, zset_put };
+
+/* The arguments after the key, in Redis's order of checks: SRANDMEMBER refuses more than a count
+ * before it reads it; HRANDFIELD and ZRANDMEMBER read the count, then the option (with: its name).
+ * Return: true; false with the error reply written. */
+static bool parse_ask(struct request *r, const struct part *p, const char *with, struct ask *a)
+{
+    *a = (struct ask){ .counted = r->argc >= 3 };
+    if (!with && r->argc > 3) {
+        resp_error(part_out(r, p), OBJ_ERR_SYNTAX);
+        return false;
+    }
+    if (!a->counted)
+        return true;
+    int64_t count;
+    if (!obj_parse_index(r, p, &r->argv[2], &count))
+        return false;
+    if (count == INT64_MIN) {
+        resp_error(part_out(r, p), ERR_RANGE);
+        return false;
+    }
+    if (with && (r->argc > 4 || (r->argc == 4 && strcasecmp(r->argv[3].p, with) != 0))) {
+        resp_error(part_out(r, p), OBJ_ERR_SYNTAX);
+        return false;
+    }
+    a->with = r->argc == 4;
+    if (a->with && (count < -(INT64_MAX / 2) || count > INT64_MAX / 2)) {
+        resp_error(part_out(r, p), ERR_RANGE_WITH);
+        return false;
+    }
+    a->repeats = count < 0;
+    a->count = a->repeats ? (uint64_t)-count : (uint64_t)count;
+    return true;
+}
+
+/* A table of the members chosen so far (pointers), open addressing: at most half full. */
+struct chosen {
+    const void **slot;
+    size_t       mask, n;
+};
+
+/* Adds m. Return: true when it was not there yet. */
+static bool chosen_add(struct chosen *c, const void *m)
+{
+    size_t i = ((uintptr_t)m * UINT64_C(0x9e3779b97f4a7c15)) >> 17 & c->mask;
+    for (; c->slot[i]; i = (i + 1) & c->mask)
+        if (c->slot[i] == m)
+            return false;
+    c->slot[i] = m;
+    c->n++;
+    return true;
+}
+
+/* Selection sampling: keeps each member with probability (wanted left) / (members left). */
+struct sample {
+    const struct kind *k;
+    struct buf        *out;
+    bool               with;
+    uint64_t           left, wanted;
+};
+
+static bool sample_step(const void *m, void *ctx)
+{
+    struct sample *s = ctx;
+    if (obj_random() % s->left < s->wanted) {
+        s->k->put(s->out, m, s->with);
+        s->wanted--;
+    }
+    s->left--;
+    return s->wanted > 0;
+}
+
+struct put_all {
+    const struct kind *k;
+    struct buf        *out;
+    bool               with;
+};
+
+static bool put_all_step(const void *m, void *ctx)
+{
+    struct put_all *a = ctx;
+    a->k->put(a->out, m, a->with);
+    return true;
+}
+
+/* count distinct members of obj, which has n > count: picks while they find new members, else a
+ * pass. Return: 0; -ENOMEM (nothing written). */
+static int put_distinct(const struct kind *k, const void *obj, size_t n, const struct ask *a, struct buf *out)
+{
+    if (a->count <= n / 4) {
+        size_t size = 4;
+        while (size < 2 * a->count)
+            size *= 2;
+        struct chosen c = { calloc(size, sizeof *c.slot), size - 1, 0 };
+        if (!c.slot)
+            return -ENOMEM;
+        /* Each pick finds a new member with odds of at least 3/4 if picks were uniform; a set's are not
+         * quite, so the picks stop after 4 times the count, and the pass below decides. */
+        for (uint64_t tries = 0; c.n < a->count && tries < 4 * a->count + 64; tries++)
+            chosen_add(&c, k->pick(obj));
+        if (c.n == a->count) {
+            resp_array(out, (int64_t)(a->count * (a->with ? 2 : 1)));
+            for (size_t i = 0; i <= c.mask; i++)
+                if (c.slot[i])
+                    k->put(out, c.slot[i], a->with);
+        }
+        free(c.slot);
+        if (c.n == a->count)
+            return 0;
+    }
+    resp_array(out, (int64_t)(a->count * (a->with ? 2 : 1)));
+    struct sample s = { k, out, a->with, n, a->count };
+    k->walk(obj, sample_step, &s);
+    return 0;
+}
+
+/* count picks of obj, repeats allowed, within RANDOM_REPLY_MAX. */
+static void put_repeated(const struct kind *k, const void *obj, const struct ask *a, struct buf *out)
+{
+    size_t start = out->len;
+    resp_array(out, (int64_t)(a->count * (a->with ? 2 : 1)));
+    for (uint64_t i = 0; i < a->count; i++) {
+        k->put(out, k->pick(obj), a->with);
+        if (out->len - start > RANDOM_REPLY_MAX) {
+            out->len = start;
+            resp_error(out, ERR_TOO_LARGE);
+            return;
+        }
+    }
+}
+
+static void random_members(struct kv_store *s, struct request *r, const struct part *p, const struct kind *k,
+                           const char *with)
+{
+    struct buf *out = part_out(r, p);
+    struct ask a;
+    struct kv_entry *e;
+    if (!parse_ask(r, p, with, &a) || obj_lookup(s, r, p, k->type, &e) != 0)
+        return;
+    if (!a.counted) {
+        if (e)
+            k->put(out, k->pick(e->obj), false);
+        else
+            resp_null(out);
+        return;
+    }
+    size_t n = e ? k->len(e->obj) : 0;
+    if (n == 0 || a.count == 0) {
+        resp_array(out, 0);
+    } else if (a.repeats || a.count == 1) {
+        put_repeated(k, e->obj, &a, out);
+    } else if (a.count >= n) {
+        resp_array(out, (int64_t)(n * (a.with ? 2 : 1)));
+        struct put_all all = { k, out, a.with };
+        k->walk(e->obj, put_all_step, &all);
+    } else if (put_distinct(k, e->obj, n, &a, out) != 0) {
+        resp_error(out, OBJ_ERR_OOM);
+    }
+}
+
+static void srandmember(struct kv_store *s, struct request *r, const struct part *p)
+{
+    random_members(s, r, p, &set_kind, NULL);
+}
+
+static void hrandfield(struct kv_store *s, struct request *r, const struct part *p)
+{
+    random_members(s, r, p, &hash_kind, "WITHVALUES");
+}
+
+static void zrandmember(struct kv_store *s, struct request *r, const struct part *p)
+{
+    random_members(s, r, p, &zset_kind, "WITHSCORES");
+}
+
+static const struct command table[] = {
+    { "SRANDMEMBER", -2, CMD_KEYED, 0, srandmember, NULL, NULL, OBJ_MANY_REPLY_MAX, NULL, false, READS },
+    { "HRANDFIELD", -2, CMD_KEYED, 0, hrandfield, NULL, NULL, OBJ_MANY_REPLY_MAX, NULL, false, READS },
+    { "ZRANDMEMBER", -2, CMD_KEYED, 0, zrandmember, NULL, NULL, OBJ_MANY_REPLY_MAX, NULL, false, READS },
+};
+
+const struct command_set cmds_random = { table, sizeof table / sizeof table[0] };
