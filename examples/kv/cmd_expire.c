@@ -122,7 +122,8 @@ static void pexpireat_part(struct kv_store *s, struct request *r, const struct p
 }
 
 /* TTL and its kin: -2 for no key, -1 for a key without expiry, else the time left (relative) or the
- * time of expiry, in units of unit_ms (a TTL in seconds is rounded, as Redis does). */
+ * time of expiry, in units of unit_ms (in seconds rounded to the nearest, as Redis does, also the
+ * time of expiry). */
 static void ttl_with(struct kv_store *s, struct request *r, const struct part *p, int64_t unit_ms,
                      bool relative)
 {
@@ -132,11 +133,9 @@ static void ttl_with(struct kv_store *s, struct request *r, const struct part *p
         v = -2;
     } else if (!e->exp) {
         v = -1;
-    } else if (relative) {
-        int64_t left = e->exp->at_ms - kv_now_ms();
-        v = ((left > 0 ? left : 0) + unit_ms / 2) / unit_ms;
     } else {
-        v = e->exp->at_ms / unit_ms;
+        int64_t t = relative ? e->exp->at_ms - kv_now_ms() : e->exp->at_ms;
+        v = ((t > 0 ? t : 0) + unit_ms / 2) / unit_ms;
     }
     resp_int(part_out(r, p), v);
 }

@@ -250,12 +250,16 @@ static void ltrim(struct kv_store *s, struct request *r, const struct part *p)
         struct obj_list *l = e->obj;
         size_t len = obj_list_len(l), first, n;
         obj_range(start, stop, len, &first, &n);
-        for (size_t i = 0; i < first; i++)
-            kv_value_put(obj_list_pop(l, true));
-        for (size_t i = first + n; i < len; i++)
-            kv_value_put(obj_list_pop(l, false));
-        if (n == 0)
+        /* Nothing left: the key goes whole (first may lie far past the end, which a pop a step
+         * would walk to: LTRIM key 9223372036854775807 0 held its worker for good). */
+        if (n == 0) {
             obj_drop(s, r, p);
+        } else {
+            for (size_t i = 0; i < first; i++)
+                kv_value_put(obj_list_pop(l, true));
+            for (size_t i = first + n; i < len; i++)
+                kv_value_put(obj_list_pop(l, false));
+        }
     }
     resp_simple(part_out(r, p), "OK");
 }

@@ -15,7 +15,6 @@
 #include <strings.h>
 
 #include "expire.h"
-#include "obj.h"
 #include "server.h"
 
 /* A string's value as a bulk reply: copied when short, else sent from the value itself. */
@@ -91,38 +90,49 @@ static bool expire_arg(const struct resp_arg *a, int64_t unit_ms, bool relative,
     return true;
 }
 
-/* EX s, PX ms, EXAT unix-s, PXAT unix-ms at argv[*i] (the number after it); true when it is one of
- * those (*i then at the number), with *ok false if the number was refused (reply written). */
-static bool parse_expire_opt(struct request *r, uint32_t *i, const char *cmd, int64_t *at_ms, bool *ok,
-                             struct buf *out)
+static const struct expire_form {
+    const char *word;
+    int64_t     unit_ms;
+    bool        relative;
+} expire_forms[] = { { "EX", 1000, true }, { "PX", 1, true }, { "EXAT", 1000, false }, { "PXAT", 1, false } };
+
+/* An expiry option of SET or GETEX: its form (NULL: none given) and its number, which is read once
+ * every option is known, as Redis reads it (SET k v EX abc NX XX is a syntax error, not a number's). */
+struct expire_opt {
+    const struct expire_form *form;
+    const struct resp_arg    *arg;
+};
+
+/* Whether argv[*i] is EX, PX, EXAT or PXAT; then *i is at its number, and *ok is false when there is
+ * none or another form came before (the same form again replaces the first, as in Redis). */
+static bool parse_expire_opt(const struct request *r, uint32_t *i, struct expire_opt *x, bool *ok)
 {
-    static const struct {
-        const char *word;
-        int64_t     unit_ms;
-        bool        relative;
-    } forms[] = { { "EX", 1000, true }, { "PX", 1, true }, { "EXAT", 1000, false }, { "PXAT", 1, false } };
-    for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++)
-        if (arg_is(&r->argv[*i], forms[f].word)) {
-            if (*i + 1 >= r->argc || *at_ms) {
-                resp_error(out, "ERR syntax error");
+    for (size_t f = 0; f < sizeof expire_forms / sizeof expire_forms[0]; f++)
+        if (arg_is(&r->argv[*i], expire_forms[f].word)) {
+            if (*i + 1 >= r->argc || (x->form && x->form != &expire_forms[f]))
                 *ok = false;
-            } else {
-                *ok = expire_arg(&r->argv[++*i], forms[f].unit_ms, forms[f].relative, cmd, at_ms, out);
-            }
+            else
+                *x = (struct expire_opt){ &expire_forms[f], &r->argv[++*i] };
             return true;
         }
     return false;
 }
 
+/* The time x names into *at_ms (left 0 without one), for command cmd. Return: true; false with the
+ * error reply written. */
+static bool expire_of(const struct expire_opt *x, const char *cmd, int64_t *at_ms, struct buf *out)
+{
+    return !x->form || expire_arg(x->arg, x->form->unit_ms, x->form->relative, cmd, at_ms, out);
+}
+
 /* SET's options from argv[3]. Return: true; false with the error reply written. */
 static bool parse_set_opts(struct request *r, struct set_opts *o, struct buf *out)
 {
+    struct expire_opt x = { 0 };
     for (uint32_t i = 3; i < r->argc; i++) {
         bool ok = true;
-        if (parse_expire_opt(r, &i, "set", &o->at_ms, &ok, out)) {
-            if (!ok)
-                return false;
-            if (o->keepttl)
+        if (parse_expire_opt(r, &i, &x, &ok)) {
+            if (!ok || o->keepttl)
                 goto syntax;
         } else if (arg_is(&r->argv[i], "NX") && !o->xx) {
             o->nx = true;
@@ -130,13 +140,13 @@ static bool parse_set_opts(struct request *r, struct set_opts *o, struct buf *ou
             o->xx = true;
         } else if (arg_is(&r->argv[i], "GET")) {
             o->get = true;
-        } else if (arg_is(&r->argv[i], "KEEPTTL") && !o->at_ms) {
+        } else if (arg_is(&r->argv[i], "KEEPTTL") && !x.form) {
             o->keepttl = true;
         } else {
             goto syntax;
         }
     }
-    return true;
+    return expire_of(&x, "set", &o->at_ms, out);
 syntax:
     resp_error(out, "ERR syntax error");
     return false;
@@ -230,21 +240,24 @@ static void getdel_part(struct kv_store *s, struct request *r, const struct part
 static void getex_part(struct kv_store *s, struct request *r, const struct part *p)
 {
     struct part_reply *out = &r->part_reply[p->index];
+    struct expire_opt x = { 0 };
     int64_t at_ms = 0;
     bool persist = false;
     for (uint32_t i = 2; i < r->argc; i++) {
         bool ok = true;
-        if (parse_expire_opt(r, &i, "getex", &at_ms, &ok, &out->text)) {
-            if (!ok)
-                return;
-            if (persist)
+        if (parse_expire_opt(r, &i, &x, &ok)) {
+            if (!ok || persist)
                 goto syntax;
-        } else if (arg_is(&r->argv[i], "PERSIST") && !at_ms && !persist) {
-            persist = true;
+        } else if (arg_is(&r->argv[i], "PERSIST") && !x.form) {
+            persist = true; /* again is fine, as in Redis */
         } else {
             goto syntax;
         }
     }
+    /* As Redis: the number is read only for a key that holds a string (else nil or WRONGTYPE). */
+    struct kv_entry *found = store_find(s, HASHED_KEY(r, p));
+    if (found && found->type == KV_STRING && !expire_of(&x, "getex", &at_ms, &out->text))
+        return;
     struct kv_entry *e = get_reply(s, r, p);
     if (e && persist)
         expire_clear(e);
@@ -257,6 +270,10 @@ syntax:
     resp_error(&out->text, "ERR syntax error");
 }
 
+/* Redis's bound on a string that SETRANGE or APPEND makes (proto-max-bulk-len's default). */
+#define STRING_MAX (512ull * 1024 * 1024)
+#define ERR_STRING_MAX "ERR string exceeds maximum allowed size (proto-max-bulk-len)"
+
 static void append_part(struct kv_store *s, struct request *r, const struct part *p)
 {
     struct buf *out = part_out(r, p);
@@ -267,23 +284,20 @@ static void append_part(struct kv_store *s, struct request *r, const struct part
     }
     const struct resp_arg *add = &r->argv[2];
     size_t had = e ? e->val->len : 0;
-    char *joined = malloc(had + add->len + 1);
-    if (joined) {
-        if (had)
-            memcpy(joined, e->val->data, had);
-        memcpy(joined + had, add->p, add->len);
+    if ((uint64_t)had + add->len > STRING_MAX) {
+        resp_error(out, ERR_STRING_MAX);
+        return;
     }
-    if (!joined || !store_set(s, HASHED_KEY(r, p), joined, had + add->len))
+    if (e ? kv_entry_write(e, had, add->p, add->len) != 0 : !store_set(s, HASHED_KEY(r, p), add->p, add->len))
         resp_error(out, "ERR out of memory");
     else
         resp_int(out, (int64_t)(had + add->len));
-    free(joined);
 }
 
 /* GETRANGE key start end: the bytes from start to end, both included, counted from the end when
  * negative and clamped as Redis 7.0 clamps them (an end before the string's start still takes its
- * first byte); empty when nothing is left. A range of COPY_MAX bytes or more goes as a value of its
- * own, as GET sends one. */
+ * first byte); empty when nothing is left. A range of COPY_MAX bytes or more is sent from the stored
+ * value, as GET sends one. */
 static void getrange_part(struct kv_store *s, struct request *r, const struct part *p)
 {
     struct part_reply *out = &r->part_reply[p->index];
@@ -298,6 +312,10 @@ static void getrange_part(struct kv_store *s, struct request *r, const struct pa
         return;
     }
     int64_t len = e ? (int64_t)e->val->len : 0; /* len >= 0: start + len cannot overflow */
+    if (start < 0 && end < 0 && start > end) { /* as Redis: before either is counted from the end */
+        resp_bulk(&out->text, "", 0);
+        return;
+    }
     start = start < 0 ? start + len : start;
     end = end < 0 ? end + len : end;
     start = start < 0 ? 0 : start;
@@ -306,23 +324,19 @@ static void getrange_part(struct kv_store *s, struct request *r, const struct pa
         resp_bulk(&out->text, "", 0);
         return;
     }
-    const char *from = e->val->data + start;
     size_t n = (size_t)(end - start + 1);
     if (n < COPY_MAX) {
-        resp_bulk(&out->text, from, n);
+        resp_bulk(&out->text, e->val->data + start, n);
         return;
     }
-    struct kv_value *v = obj_value_new(from, n);
-    if (!v) {
-        resp_error(&out->text, "ERR out of memory");
-        return;
-    }
+    /* Sent from the stored value, as GET sends it: a copy made here, charged as a GET's reply (about
+     * 1 KiB) while it ran, let a client that pipelines GETRANGEs without reading hold a copy each. */
     resp_bulk_header(&out->text, n);
-    out->value = v;
+    out->value = kv_value_get(e->val);
+    out->slice_off = (size_t)start;
+    out->slice_len = n;
 }
 
-/* Redis's bound on a string that SETRANGE makes (proto-max-bulk-len's default). */
-#define SETRANGE_MAX (512ull * 1024 * 1024)
 
 /* SETRANGE key offset value: value written at offset, the string padded with zero bytes up to it
  * (its expiry stays); the new length. An empty value changes nothing (a missing key stays missing),
@@ -350,22 +364,23 @@ static void setrange_part(struct kv_store *s, struct request *r, const struct pa
         resp_int(out, (int64_t)had);
         return;
     }
-    if ((uint64_t)off + v->len > SETRANGE_MAX) {
-        resp_error(out, "ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+    if ((uint64_t)off + v->len > STRING_MAX) {
+        resp_error(out, ERR_STRING_MAX);
         return;
     }
     size_t end = (size_t)off + v->len, len = end > had ? end : had;
-    char *to = calloc(1, len); /* the gap between the old end and off: zero bytes */
-    if (to) {
-        if (had)
-            memcpy(to, e->val->data, had);
-        memcpy(to + off, v->p, v->len);
+    bool made = !e;
+    if (made)
+        e = store_set(s, HASHED_KEY(r, p), "", 0);
+    if (e && kv_entry_write(e, (size_t)off, v->p, v->len) != 0) {
+        if (made)
+            store_del(s, HASHED_KEY(r, p)); /* no key that was not there, as if it never ran */
+        e = NULL;
     }
-    if (!to || !store_set(s, HASHED_KEY(r, p), to, len))
+    if (!e)
         resp_error(out, "ERR out of memory");
     else
         resp_int(out, (int64_t)len);
-    free(to);
 }
 
 static void strlen_part(struct kv_store *s, struct request *r, const struct part *p)

@@ -4,6 +4,7 @@
 #include "obj.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdalign.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -115,6 +116,36 @@ int kv_entry_set(struct kv_entry *e, const void *val, size_t vlen)
         drop_held(e);
     e->type = KV_STRING;
     e->val = v;
+    return 0;
+}
+
+/* Below it a value grows to twice its length, above it by this much (Redis's SDS_MAX_PREALLOC). */
+#define GROW_DOUBLE_MAX ((size_t)1 << 20)
+
+int kv_entry_write(struct kv_entry *e, size_t off, const void *data, size_t n)
+{
+    struct kv_value *v = e->val, *inl = kv_entry_inline(e);
+    size_t end = off + n, len = end > v->len ? end : v->len;
+    /* acquire: a reply that sent v dropped its reference with a release (kv_value_put), so its reads
+     * of the bytes are over before these writes. */
+    bool alone = atomic_load_explicit(&v->refs, memory_order_acquire) == 1;
+    size_t room = v == inl ? e->vcap : malloc_usable_size(v) - sizeof *v;
+    if (!alone || len > room) {
+        size_t cap = len < GROW_DOUBLE_MAX ? 2 * len : len + GROW_DOUBLE_MAX;
+        struct kv_value *grown = malloc(sizeof *grown + cap);
+        if (!grown)
+            return -ENOMEM;
+        atomic_init(&grown->refs, 1);
+        grown->len = v->len;
+        memcpy(grown->data, v->data, v->len);
+        if (v != inl)
+            kv_value_put(v);
+        e->val = v = grown;
+    }
+    if (off > v->len)
+        memset(v->data + v->len, 0, off - v->len);
+    memcpy(v->data + off, data, n);
+    v->len = len;
     return 0;
 }
 

@@ -31,6 +31,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/eventfd.h>
@@ -235,15 +236,33 @@ static void reply_now(struct conn *c, const struct command *cmd, struct resp_arg
     c->out = r.reply;
 }
 
+/* Redis 7.0's error for an unknown command: its name and its first arguments, each cut to what is
+ * left of 128 bytes, quoted, CR and LF as spaces (an error is one line), into why (UNKNOWN_MAX). */
+#define UNKNOWN_MAX 384
+static void unknown_command(const struct resp_arg *argv, uint32_t argc, char *why)
+{
+    int n = snprintf(why, UNKNOWN_MAX, "ERR unknown command '%.*s', with args beginning with: ",
+                     (int)(argv[0].len > 128 ? 128 : argv[0].len), argv[0].p);
+    for (uint32_t i = 1, args = 0; i < argc && args < 128; i++) {
+        size_t room = 128 - args;
+        int w = snprintf(why + n, UNKNOWN_MAX - (size_t)n, "'%.*s' ", (int)(argv[i].len > room ? room : argv[i].len),
+                         argv[i].p);
+        n += w;
+        args += (uint32_t)w;
+    }
+    for (char *ch = why; *ch; ch++)
+        if (*ch == '\r' || *ch == '\n')
+            *ch = ' ';
+}
+
 static bool dispatch(struct conn *c, struct resp_arg *argv, uint32_t argc)
 {
     struct server *srv = c->nt->srv;
     count_add(&c->nt->commands, 1); /* one writer, as the byte counts */
     const struct command *cmd = command_lookup(&argv[0]);
-    char why[160];
+    char why[UNKNOWN_MAX];
     if (!cmd) {
-        snprintf(why, sizeof why, "ERR unknown command '%.*s'", (int)(argv[0].len > 64 ? 64 : argv[0].len),
-                 argv[0].p);
+        unknown_command(argv, argc, why);
         txn_refused(c);
         return conn_reply_error(c, why);
     }
@@ -256,6 +275,9 @@ static bool dispatch(struct conn *c, struct resp_arg *argv, uint32_t argc)
     /* As Redis: an unknown command or a wrong count is answered first, then the password. */
     if (!c->authenticated && auth_required() && !auth_exempt(cmd)) /* the password may be gone since */
         return conn_reply_error(c, "NOAUTH Authentication required.");
+    /* QUIT inside MULTI is not queued: it answers and closes, and the transaction goes, as in Redis. */
+    if (c->txn && strcmp(cmd->name, "QUIT") == 0)
+        txn_end(c);
     if (cmd->kind == CMD_TXN || c->txn)
         return txn_dispatch(c, cmd, argv, argc);
     if (cmd->kind == CMD_PURE && !c->head) {

@@ -420,7 +420,10 @@ size_t request_put_piece(struct request *r, struct buf *out)
     struct part_reply *p = &r->part_reply[i - 1];
     buf_put(out, p->text.p, p->text.len);
     if (p->value) {
-        buf_put(out, p->value->data, p->value->len);
+        if (p->slice_len)
+            buf_put(out, p->value->data + p->slice_off, p->slice_len);
+        else
+            buf_put(out, p->value->data, p->value->len);
         buf_put(out, "\r\n", 2);
     }
     /* Freed now rather than with the request: a large MGET gives its memory back part by part, and a

@@ -146,10 +146,13 @@ extern const struct command_set cmds_string, cmds_server, cmds_list, cmds_hash, 
     cmds_keyspace, cmds_expire, cmds_move, cmds_float, cmds_random;
 
 /* A part's reply: its text, then, if value is set, the value's bytes and "\r\n" (a bulk string whose
- * header is the text), sent from the value itself. */
+ * header is the text), sent from the value itself: all of them, or, when slice_len is set, slice_len
+ * of them from slice_off (GETRANGE: a range of a stored value, not copied). A reply holding a value
+ * holds all of it, so the connection's count of what it holds counts all of it (request_reply_left). */
 struct part_reply {
     struct buf         text;
     struct kv_value   *value; /* a reference, or NULL */
+    size_t             slice_off, slice_len;
     struct part_reply *more;  /* the reply goes on with this segment (allocated apart), or NULL: a
                                * range sends each large element by reference (part_reply_add_value) */
 };

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A client that pipelines GETs of a large value without reading, then reads them all.
 
-    unread_client.py PORT SERVER_PID N MAX_GROWTH_MB [get|keys|lrange]
+    unread_client.py PORT SERVER_PID N MAX_GROWTH_MB [get|getrange|keys|lrange]
 
 SETs a 512 KB value, then sends N GETs of it without reading a reply, until all are sent or the
 server has stopped taking them (nothing could be sent for 2 s), and waits until the server has done
@@ -13,7 +13,9 @@ byte of reply is a failure). Exits 1 on a failure.
 
 With "keys", the request is KEYS * over 20,000 keys (a reply of about 500 KB that no argument of the
 command bounds) instead of the GET; with "lrange", LRANGE 0 19 of a list of ten small elements and ten
-of 512 KB (5 MB a reply: its indexes bound the copied text, the large elements go by reference).
+of 512 KB (5 MB a reply: its indexes bound the copied text, the large elements go by reference);
+with "getrange", GETRANGE 1 -1 of the 512 KB value (all of it but its first byte: a range sent from
+the stored value; a copy a request grew the server by 891 MB over 1,000 of 2 MB each).
 Every reply must then be the same as one read before.
 """
 import select
@@ -81,10 +83,12 @@ def array_reply(s, request):
 
 def set_up(s, mode):
     """The data, and the request and reply the test repeats."""
-    if mode == "get":
+    if mode in ("get", "getrange"):
         s.sendall(command(b"SET", KEY, VALUE))
         if s.recv(16) != b"+OK\r\n":
             fail("SET of the 512 KB value was not answered +OK")
+        if mode == "getrange":
+            return command(b"GETRANGE", KEY, b"1", b"-1"), b"$%d\r\n%s\r\n" % (len(VALUE) - 1, VALUE[1:])
         return command(b"GET", KEY), b"$%d\r\n%s\r\n" % (len(VALUE), VALUE)
     if mode == "lrange":
         for i in range(10):
@@ -120,7 +124,7 @@ def main():
     wait_idle(pid, min(deadline, time.monotonic() + 30))
     stalled_rss = vm_kb(pid, "VmRSS")
     stalled_hwm = vm_kb(pid, "VmHWM")
-    what = {"get": "GETs", "keys": "KEYS", "lrange": "LRANGEs"}[mode]
+    what = {"get": "GETs", "getrange": "GETRANGEs", "keys": "KEYS", "lrange": "LRANGEs"}[mode]
     print("unread: %d of %d %s sent, no reply read, server idle: RSS +%.1f MB, peak +%.1f MB"
           % (sent // len(request), n, what, (stalled_rss - base) / 1024,
              (stalled_hwm - base) / 1024))
