@@ -321,10 +321,17 @@ static void time_cmd(struct server *srv, struct request *r)
     resp_bulk(&r->reply, usec, (size_t)b);
 }
 
+/* SELECT index: 0, the one database; another number is out of range here, and a word or a number
+ * beyond an int is refused as Redis refuses it. */
 static void select_db(struct server *srv, struct request *r)
 {
     (void)srv;
-    if (r->argv[1].len == 1 && r->argv[1].p[0] == '0')
+    int64_t db;
+    if (!parse_int64(r->argv[1].p, r->argv[1].len, &db))
+        resp_error(&r->reply, "ERR value is not an integer or out of range");
+    else if (db < INT32_MIN || db > INT32_MAX)
+        resp_error(&r->reply, "ERR value is out of range, value must between -2147483648 and 2147483647");
+    else if (db == 0)
         resp_simple(&r->reply, "OK");
     else
         resp_error(&r->reply, "ERR DB index is out of range (one database here)");
