@@ -100,15 +100,13 @@ static void hmget(struct kv_store *s, struct request *r, const struct part *p)
 
 static bool put_pair(const struct kv_entry *f, void *ctx)
 {
-    struct buf *out = ctx;
-    obj_put_bulk(out, f->key, f->klen);
-    obj_put_bulk(out, f->val->data, f->val->len);
+    obj_put_member(ctx, f, true);
     return true;
 }
 
 static bool put_field(const struct kv_entry *f, void *ctx)
 {
-    obj_put_bulk(ctx, f->key, f->klen);
+    obj_put_member(ctx, f, false);
     return true;
 }
 

@@ -157,7 +157,7 @@ static void smove_decide(struct kv_store *s, struct request *r, const struct par
         resp_error(out, OBJ_ERR_OOM);
         return;
     }
-    struct kv_entry *member = kvmap_take(from, hash, m->p, m->len);
+    struct kv_entry *member = obj_map_take(from, hash, m->p, m->len);
     if (kvmap_find(to, hash, m->p, m->len))
         kv_entry_free(member);
     else

@@ -3,19 +3,23 @@
  *
  * Replies and errors are Redis 7.0's (tests/kv/cmds_client.py compares them with redis-server's where
  * the reply does not depend on the draw, and checks the rest by its properties). A pick is one member:
- * a set's or hash's is the member after a random hash (obj_map_random: not quite uniform, as SPOP's
- * and Redis's own), a sorted set's that of a random rank (uniform, O(log n)).
- *   - Without a count: one member, nil when the key does not exist.
- *   - A count of n or more: every member, once each, in the collection's order.
+ * a set's or hash's a random member of a random bucket that holds some (obj_map_random: as Redis's
+ * pick, not quite uniform), a sorted set's that of a random rank (uniform, O(log n)).
+ *   - Without a count, or a count of 1: one member (nil or an empty array when there is no key).
+ *   - A count of n or more: every member, once each: a set's or hash's in its map's order, a sorted
+ *     set's from the highest score down, as Redis gives them.
  *   - A smaller positive count: that many distinct members. Up to a quarter of the collection, picks
  *     with the members already chosen kept in a table (O(count) expected); beyond, or when the picks
  *     keep finding chosen members, one pass over the collection keeping each member with the odds
- *     that leave exactly count (Knuth's selection sampling: O(n), and n is then at most 4 count).
+ *     that leave exactly count (Knuth's selection sampling: O(n)).
  *   - A negative count: that many picks, repeats allowed. Its reply is made of picks, not of what the
- *     collection holds, so nothing else bounds it: past RANDOM_REPLY_MAX bytes it is refused with an
- *     error (Redis 7.0.15 builds it, and ZRANDMEMBER key -9223372036854775807 ends redis-server).
+ *     collection holds, so nothing else bounds it: once it holds more than one pick and passes
+ *     RANDOM_REPLY_MAX bytes it is refused with an error (Redis 7.0.15 builds it, and ZRANDMEMBER key
+ *     -9223372036854775807 ends redis-server).
  * WITHVALUES and WITHSCORES add each member's value or score after it, and then a count must lie
- * within +-(2^63 - 1) / 2, as in Redis. */
+ * within +-(2^63 - 1) / 2, as in Redis. Each reply is bounded as a range's (OBJ_MANY_REPLY_MAX), even
+ * of one pick: a member is copied into it whatever its size, where a string's value is sent by
+ * reference. */
 #include <errno.h>
 #include <stdlib.h>
 #include <strings.h>
@@ -73,19 +77,9 @@ static void map_walk(const void *obj, bool (*fn)(const void *m, void *ctx), void
     kvmap_range(obj, 0, UINT64_MAX, map_step, &w);
 }
 
-static void set_put(struct buf *out, const void *m, bool with)
+static void map_put(struct buf *out, const void *m, bool with)
 {
-    (void)with;
-    const struct kv_entry *e = m;
-    obj_put_bulk(out, e->key, e->klen);
-}
-
-static void hash_put(struct buf *out, const void *m, bool with)
-{
-    const struct kv_entry *e = m;
-    obj_put_bulk(out, e->key, e->klen);
-    if (with)
-        obj_put_bulk(out, e->val->data, e->val->len);
+    obj_put_member(out, m, with); /* with: a hash's WITHVALUES (a set has no option) */
 }
 
 /* Sorted sets: a skip list with ranks (obj_zset.c). */
@@ -99,24 +93,22 @@ static const void *zset_pick(const void *obj)
     return obj_zset_at(obj, (size_t)(obj_random() % obj_zset_len(obj)));
 }
 
+/* From the highest score down: the order Redis answers a count of n or more in. */
 static void zset_walk(const void *obj, bool (*fn)(const void *m, void *ctx), void *ctx)
 {
-    for (const struct obj_znode *n = obj_zset_len(obj) ? obj_zset_at(obj, 0) : NULL; n && fn(n, ctx);
-         n = obj_znode_next(n))
-        ;
+    size_t n = obj_zset_len(obj);
+    const struct obj_znode *node = n ? obj_zset_at(obj, n - 1) : NULL;
+    while (node && fn(node, ctx))
+        node = obj_znode_prev(node);
 }
 
 static void zset_put(struct buf *out, const void *m, bool with)
 {
-    size_t len;
-    const char *member = obj_znode_member(m, &len);
-    obj_put_bulk(out, member, len);
-    if (with)
-        obj_put_score(out, obj_znode_score(m));
+    obj_put_znode(out, m, with);
 }
 
-static const struct kind set_kind = { KV_SET, map_len, map_pick, map_walk, set_put };
-static const struct kind hash_kind = { KV_HASH, map_len, map_pick, map_walk, hash_put };
+static const struct kind set_kind = { KV_SET, map_len, map_pick, map_walk, map_put };
+static const struct kind hash_kind = { KV_HASH, map_len, map_pick, map_walk, map_put };
 static const struct kind zset_kind = { KV_ZSET, zset_len, zset_pick, zset_walk, zset_put };
 
 /* The arguments after the key, in Redis's order of checks: SRANDMEMBER refuses more than a count
@@ -233,14 +225,15 @@ static int put_distinct(const struct kind *k, const void *obj, size_t n, const s
     return 0;
 }
 
-/* count picks of obj, repeats allowed, within RANDOM_REPLY_MAX. */
+/* count picks of obj, repeats allowed, within RANDOM_REPLY_MAX once there are two or more (one pick
+ * is no more than the collection holds, whatever its size). */
 static void put_repeated(const struct kind *k, const void *obj, const struct ask *a, struct buf *out)
 {
     size_t start = out->len;
     resp_array(out, (int64_t)(a->count * (a->with ? 2 : 1)));
     for (uint64_t i = 0; i < a->count; i++) {
         k->put(out, k->pick(obj), a->with);
-        if (out->len - start > RANDOM_REPLY_MAX) {
+        if (i > 0 && out->len - start > RANDOM_REPLY_MAX) {
             out->len = start;
             resp_error(out, ERR_TOO_LARGE);
             return;

@@ -45,7 +45,7 @@ static void srem(struct kv_store *s, struct request *r, const struct part *p)
 
 static bool put_member(const struct kv_entry *m, void *ctx)
 {
-    obj_put_bulk(ctx, m->key, m->klen);
+    obj_put_member(ctx, m, false);
     return true;
 }
 

@@ -38,15 +38,6 @@ static bool parse_score(const struct resp_arg *a, double *score)
     return true;
 }
 
-static void put_node(struct buf *out, const struct obj_znode *n, bool scores)
-{
-    size_t len;
-    const char *m = obj_znode_member(n, &len);
-    obj_put_bulk(out, m, len);
-    if (scores)
-        obj_put_score(out, obj_znode_score(n));
-}
-
 enum { ZADD_NX = 1, ZADD_XX = 2, ZADD_GT = 4, ZADD_LT = 8, ZADD_CH = 16, ZADD_INCR = 32 };
 
 /* ZADD's options, from argv[2]: their flags, and the index of the first score in *first. Return:
@@ -219,7 +210,7 @@ static void pop_end(struct kv_store *s, struct request *r, const struct part *p,
     resp_array(out, 2 * (int64_t)n);
     for (size_t i = 0; i < n; i++) {
         const struct obj_znode *end = obj_zset_at(z, max ? obj_zset_len(z) - 1 : 0);
-        put_node(out, end, true);
+        obj_put_znode(out, end, true);
         zrem_node(z, end);
     }
     zrem_done(s, r, p, e);
@@ -277,7 +268,7 @@ static void range_by_rank(struct kv_store *s, struct request *r, const struct pa
     resp_array(out, (int64_t)(scores ? 2 * n : n));
     const struct obj_znode *node = n ? obj_zset_at(e->obj, rev ? obj_zset_len(e->obj) - 1 - first : first) : NULL;
     for (size_t i = 0; i < n; i++, node = rev ? obj_znode_prev(node) : obj_znode_next(node))
-        put_node(out, node, scores);
+        obj_put_znode(out, node, scores);
 }
 
 static void zrange(struct kv_store *s, struct request *r, const struct part *p)
@@ -454,7 +445,7 @@ static void range_by_score(struct kv_store *s, struct request *r, const struct p
     uint64_t left = count < 0 ? UINT64_MAX : (uint64_t)count; /* counted down: no overflow at INT64_MIN */
     for (; n && left-- != 0 && !(rev ? range_below(n, &g) : range_past(n, &g));
          n = rev ? obj_znode_prev(n) : obj_znode_next(n), k++)
-        put_node(&found, n, scores);
+        obj_put_znode(&found, n, scores);
     resp_array_of(out, scores ? 2 * k : k, &found);
 }
 

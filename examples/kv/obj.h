@@ -57,7 +57,10 @@ struct kvmap     *obj_map_new(void);
 void              obj_map_free(struct kvmap *m);
 /* A new member entry: for a hash a copy of val (vlen bytes), for a set (val NULL) none. */
 struct kv_entry  *obj_member_new(const void *key, size_t klen, const void *val, size_t vlen);
-/* Removes and frees member key; true when it was there. The map shrinks when it has become sparse. */
+/* Unlinks member key (hash its kv_hash) and returns it, for the caller to free or move; NULL when it is
+ * not there. The map shrinks when it has become sparse, which its random picks need. */
+struct kv_entry  *obj_map_take(struct kvmap *m, uint64_t hash, const void *key, size_t klen);
+/* Removes and frees member key; true when it was there. The map shrinks as obj_map_take says. */
 bool              obj_map_del(struct kvmap *m, const void *key, size_t klen);
 /* A member picked at random, not quite uniformly (obj_map.c says how), but any member may come up;
  * NULL when the map is empty. */

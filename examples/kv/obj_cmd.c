@@ -53,13 +53,6 @@ bool obj_parse_count(struct request *r, const struct part *p, const struct resp_
     return true;
 }
 
-void obj_put_score(struct buf *out, double score)
-{
-    char text[32];
-    int n = isinf(score) ? snprintf(text, sizeof text, "%s", score > 0 ? "inf" : "-inf")
-                         : snprintf(text, sizeof text, "%.17g", score);
-    obj_put_bulk(out, text, (size_t)n);
-}
 
 bool obj_parse_index(struct request *r, const struct part *p, const struct resp_arg *a, int64_t *index)
 {
@@ -149,4 +142,28 @@ int obj_hash_set(struct kv_store *s, struct request *r, const struct part *p, st
     }
     kvmap_insert(m, f);
     return 0;
+}
+
+void obj_put_score(struct buf *b, double score)
+{
+    char text[32];
+    int n = isinf(score) ? snprintf(text, sizeof text, "%s", score > 0 ? "inf" : "-inf")
+                         : snprintf(text, sizeof text, "%.17g", score);
+    obj_put_bulk(b, text, (size_t)n);
+}
+
+void obj_put_member(struct buf *b, const struct kv_entry *m, bool value)
+{
+    obj_put_bulk(b, m->key, m->klen);
+    if (value)
+        obj_put_bulk(b, m->val->data, m->val->len);
+}
+
+void obj_put_znode(struct buf *b, const struct obj_znode *n, bool score)
+{
+    size_t len;
+    const char *m = obj_znode_member(n, &len);
+    obj_put_bulk(b, m, len);
+    if (score)
+        obj_put_score(b, obj_znode_score(n));
 }

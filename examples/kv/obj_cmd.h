@@ -1,6 +1,6 @@
 /* kv_server: what the commands of lists, hashes, sets and sorted sets (cmd_list.c, cmd_hash.c,
- * cmd_set.c, cmd_zset.c) share: finding a key of a type, making and dropping one, reading counts and
- * indexes as Redis does, and the bounds of their replies. SPDX-License-Identifier: LGPL-2.1-or-later
+ * cmd_set.c, cmd_zset.c, cmd_random.c) share: finding a key of a type, making and dropping one, reading
+ * counts and indexes as Redis does, writing their members into replies, and the bounds of replies. SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * A key holds a collection only while it has members: a command that adds makes the object, fills it
  * and only then adds the key (obj_store), and a command that leaves it empty deletes the key
@@ -71,6 +71,10 @@ static inline void obj_put_bulk(struct buf *b, const void *data, size_t n)
 
 /* A sorted set's score as Redis writes it: %.17g, and inf or -inf. */
 void obj_put_score(struct buf *b, double score);
+/* A set's member or a hash's field, and with value the field's value after it. */
+void obj_put_member(struct buf *b, const struct kv_entry *m, bool value);
+/* A sorted set's member, and with score its score after it. */
+void obj_put_znode(struct buf *b, const struct obj_znode *n, bool score);
 
 /* The part's key's entry if the key holds type: *e is NULL when the key does not exist. Return: 0;
  * -EINVAL when it holds another type (WRONGTYPE is then the part's reply). */

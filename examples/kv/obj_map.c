@@ -3,12 +3,13 @@
  * The store's own map serves for a collection's members (a member is an entry: its key the member,
  * its value a hash field's value, or none for a set). Two things it lacks are added here: a map that
  * has become sparse is rebuilt smaller (kvmap only grows), which gives memory back and keeps a random
- * pick cheap; and a random pick: a member of the first bucket with members at or after a random
- * one, each of its members alike. That favours members that follow a run of empty buckets and those
- * with fewer in their bucket, as Redis's own pick (a random bucket, then one of its chain) is not
- * uniform either, but every member can come up; with the load kept between 1/8 and 1 it costs O(1)
- * expected. (Until SRANDMEMBER, the pick was the entry after a random hash: one that shared a bucket
- * with an entry of a larger hash ahead of it in the chain never came up.) */
+ * pick cheap (every removal of a member goes through obj_map_take or shrinks after it); and a random
+ * pick, as Redis's dictGetRandomKey makes one: random buckets until one holds members, then one of
+ * its members. A member that shares its bucket comes up less often than one alone (at a load of at
+ * most 1, chains are short), as in Redis; with the load kept between 1/8 and 1 it costs O(1) expected.
+ * (Until SRANDMEMBER, the pick was the entry after a random hash, which favoured members after runs
+ * of empty buckets, and one that shared a bucket with an entry of a larger hash ahead of it never came
+ * up; and SMOVE left a set's map as large as it had been, which made every pick walk it.) */
 #include <stdlib.h>
 
 #include "obj.h"
@@ -69,21 +70,32 @@ static void shrink(struct kvmap *m)
     *m = small;
 }
 
+struct kv_entry *obj_map_take(struct kvmap *m, uint64_t hash, const void *key, size_t klen)
+{
+    struct kv_entry *e = kvmap_take(m, hash, key, klen);
+    if (e)
+        shrink(m);
+    return e;
+}
+
 bool obj_map_del(struct kvmap *m, const void *key, size_t klen)
 {
-    struct kv_entry *e = kvmap_take(m, kv_hash(key, klen), key, klen);
-    if (!e)
-        return false;
+    struct kv_entry *e = obj_map_take(m, kv_hash(key, klen), key, klen);
     kv_entry_free(e);
-    shrink(m);
-    return true;
+    return e != NULL;
 }
+
+/* Random buckets tried before the pick settles for the first one with members after the last: at the
+ * lowest load (1/8), 64 empty ones in a row come about once in 3,000 picks. */
+#define PICK_TRIES 64
 
 const struct kv_entry *obj_map_random(const struct kvmap *m)
 {
     if (m->n == 0)
         return NULL;
     size_t mask = ((size_t)1 << m->bits) - 1, b = kvmap_bucket_of(m, obj_random()), len = 0;
+    for (int t = 1; t < PICK_TRIES && !m->buckets[b]; t++)
+        b = kvmap_bucket_of(m, obj_random());
     while (!m->buckets[b])
         b = (b + 1) & mask;
     const struct kv_entry *e = m->buckets[b];
@@ -100,7 +112,5 @@ struct kv_entry *obj_map_take_random(struct kvmap *m)
     const struct kv_entry *found = obj_map_random(m);
     if (!found)
         return NULL;
-    struct kv_entry *e = kvmap_take(m, found->hash, found->key, found->klen);
-    shrink(m);
-    return e;
+    return obj_map_take(m, found->hash, found->key, found->klen);
 }
