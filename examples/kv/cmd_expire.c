@@ -135,7 +135,9 @@ static void ttl_with(struct kv_store *s, struct request *r, const struct part *p
         v = -1;
     } else {
         int64_t t = relative ? e->exp->at_ms - kv_now_ms() : e->exp->at_ms;
-        v = ((t > 0 ? t : 0) + unit_ms / 2) / unit_ms;
+        t = t > 0 ? t : 0;
+        /* (t + unit_ms / 2) / unit_ms without the sum, which PXAT 9223372036854775807 overflows */
+        v = t / unit_ms + (t % unit_ms >= unit_ms - unit_ms / 2);
     }
     resp_int(part_out(r, p), v);
 }

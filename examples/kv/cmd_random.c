@@ -37,7 +37,7 @@ struct kind {
     enum kv_type type;
     size_t (*len)(const void *obj);
     const void *(*pick)(const void *obj);
-    /* Calls fn for every member in the collection's order while it returns true. */
+    /* Calls fn for every member while it returns true, in the order a count of n or more answers. */
     void (*walk)(const void *obj, bool (*fn)(const void *m, void *ctx), void *ctx);
     /* The member, and its value or score when with. */
     void (*put)(struct buf *out, const void *m, bool with);

@@ -377,7 +377,7 @@ static const struct command table[] = {
     { "DISCARD", 1, CMD_TXN, 0, NULL, NULL, NULL, 0, NULL, false, false },
     { "WATCH", -2, CMD_TXN, 0, NULL, NULL, NULL, 0, NULL, false, false },
     { "UNWATCH", 1, CMD_TXN, 0, NULL, NULL, unwatch_queued, 0, NULL, false, false },
-    { "QUIT", 1, CMD_LOCAL, 0, NULL, NULL, quit, 0, NULL, false, false },
+    { "QUIT", -1, CMD_LOCAL, 0, NULL, NULL, quit, 0, NULL, false, false }, /* arguments ignored, as Redis */
     { "SHUTDOWN", -1, CMD_LOCAL, 0, NULL, NULL, shutdown_server, 0, NULL, false, false },
     { "SHARD.STATS", 1, CMD_LOCAL, 0, NULL, NULL, admin_stats, 0, NULL, false, false },
     { "SHARD.ADD", -2, CMD_ADMIN, 0, NULL, NULL, admin_add, 0, NULL, false, false },

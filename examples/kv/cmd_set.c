@@ -53,7 +53,7 @@ static bool put_member(const struct kv_entry *m, void *ctx)
 static void pop_one(struct kvmap *m, struct buf *out)
 {
     struct kv_entry *member = obj_map_take_random(m);
-    obj_put_bulk(out, member->key, member->klen);
+    obj_put_member(out, member, false);
     kv_entry_free(member);
 }
 
@@ -165,7 +165,7 @@ static bool walk_member(const struct kv_entry *m, void *ctx)
 {
     struct set_walk *w = ctx;
     if (keep(w, m)) {
-        obj_put_bulk(&w->out, m->key, m->klen);
+        obj_put_member(&w->out, m, false);
         w->n++;
     }
     return true;

@@ -255,9 +255,11 @@ static void getex_part(struct kv_store *s, struct request *r, const struct part 
         }
     }
     /* As Redis: the number is read only for a key that holds a string (else nil or WRONGTYPE). */
-    struct kv_entry *found = store_find(s, HASHED_KEY(r, p));
-    if (found && found->type == KV_STRING && !expire_of(&x, "getex", &at_ms, &out->text))
-        return;
+    if (x.form) {
+        struct kv_entry *found = store_find(s, HASHED_KEY(r, p));
+        if (found && found->type == KV_STRING && !expire_of(&x, "getex", &at_ms, &out->text))
+            return;
+    }
     struct kv_entry *e = get_reply(s, r, p);
     if (e && persist)
         expire_clear(e);
@@ -333,10 +335,9 @@ static void getrange_part(struct kv_store *s, struct request *r, const struct pa
      * 1 KiB) while it ran, let a client that pipelines GETRANGEs without reading hold a copy each. */
     resp_bulk_header(&out->text, n);
     out->value = kv_value_get(e->val);
-    out->slice_off = (size_t)start;
-    out->slice_len = n;
+    out->slice_off = (uint32_t)start;
+    out->slice_len = (uint32_t)n;
 }
-
 
 /* SETRANGE key offset value: value written at offset, the string padded with zero bytes up to it
  * (its expiry stays); the new length. An empty value changes nothing (a missing key stays missing),

@@ -126,6 +126,8 @@ int kv_entry_write(struct kv_entry *e, size_t off, const void *data, size_t n)
 {
     struct kv_value *v = e->val, *inl = kv_entry_inline(e);
     size_t end = off + n, len = end > v->len ? end : v->len;
+    if (len == v->len && n == 0)
+        return 0; /* an empty APPEND or SETRANGE within the string: nothing to write, nor to copy */
     /* acquire: a reply that sent v dropped its reference with a release (kv_value_put), so its reads
      * of the bytes are over before these writes. */
     bool alone = atomic_load_explicit(&v->refs, memory_order_acquire) == 1;

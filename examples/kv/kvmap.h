@@ -6,8 +6,10 @@
  * power-of-two bucket array, grown at load factor 1; entries are allocated by the caller so that an
  * entry can move between maps (a worker's map and the transit area) without being copied.
  *
- * Values are reference-counted and never change once made: setting a key gives it a new value, so a
- * reply can send a large value without copying it while the key moves on (commands.c). */
+ * Values are reference-counted, and a value a reply holds never changes: setting a key gives it a new
+ * value, and APPEND and SETRANGE write into the value in place only while the entry holds the only
+ * reference (kv_entry_write), so a reply can send a large value without copying it while the key
+ * moves on (commands.c). */
 #ifndef KV_KVMAP_H
 #define KV_KVMAP_H
 

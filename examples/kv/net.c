@@ -22,8 +22,10 @@
  * OUT_LIMIT + the value. A value overwritten or deleted while a reply still references it stays alive
  * until that reply is out; it is counted in held once its GET is done, so only the GETs in flight
  * when the connection stopped taking requests (at most OUT_LIMIT / the GET reply bound of about 1 KiB)
- * can keep such values beyond the bound. Commands queued by MULTI are in no FIFO until EXEC: a
- * transaction holds at most --max-request bytes of them (txn.c), as one request. */
+ * can keep such values beyond the bound. A value counts its length, where its allocation may hold up
+ * to twice that (or 1 MiB more) once APPEND or SETRANGE grew it (kvmap.h's kv_entry_write). Commands
+ * queued by MULTI are in no FIFO until EXEC: a transaction holds at most --max-request bytes of them
+ * (txn.c), as one request. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -237,7 +239,8 @@ static void reply_now(struct conn *c, const struct command *cmd, struct resp_arg
 }
 
 /* Redis 7.0's error for an unknown command: its name and its first arguments, each cut to what is
- * left of 128 bytes, quoted, CR and LF as spaces (an error is one line), into why (UNKNOWN_MAX). */
+ * left of 128 bytes, quoted, CR and LF as spaces (an error is one line), into why (UNKNOWN_MAX): at
+ * most 178 bytes with the name, and the arguments stop once past 128, so at most 131 more. */
 #define UNKNOWN_MAX 384
 static void unknown_command(const struct resp_arg *argv, uint32_t argc, char *why)
 {

@@ -53,7 +53,6 @@ bool obj_parse_count(struct request *r, const struct part *p, const struct resp_
     return true;
 }
 
-
 bool obj_parse_index(struct request *r, const struct part *p, const struct resp_arg *a, int64_t *index)
 {
     if (!parse_int64(a->p, a->len, index)) {

@@ -1,6 +1,7 @@
 /* kv_server: what the commands of lists, hashes, sets and sorted sets (cmd_list.c, cmd_hash.c,
  * cmd_set.c, cmd_zset.c, cmd_random.c) share: finding a key of a type, making and dropping one, reading
- * counts and indexes as Redis does, writing their members into replies, and the bounds of replies. SPDX-License-Identifier: LGPL-2.1-or-later
+ * counts and indexes as Redis does, writing their members into replies, and the bounds of replies.
+ * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * A key holds a collection only while it has members: a command that adds makes the object, fills it
  * and only then adds the key (obj_store), and a command that leaves it empty deletes the key

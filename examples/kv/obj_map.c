@@ -81,8 +81,9 @@ struct kv_entry *obj_map_take(struct kvmap *m, uint64_t hash, const void *key, s
 bool obj_map_del(struct kvmap *m, const void *key, size_t klen)
 {
     struct kv_entry *e = obj_map_take(m, kv_hash(key, klen), key, klen);
+    bool had = e != NULL;
     kv_entry_free(e);
-    return e != NULL;
+    return had;
 }
 
 /* Random buckets tried before the pick settles for the first one with members after the last: at the

@@ -12,9 +12,9 @@
  *
  * A reply is built in pieces that the network thread copies to the connection's output one at a time
  * while the output has room (net.c says how much, and what that bounds): the request's own text, then
- * for GET and MGET each part's text, followed by the value itself when it is large: such a value is
- * not copied into the reply but referenced (kvmap.h), so a reply waiting for a slow client costs no
- * memory beyond the value the store holds anyway. */
+ * for GET, GETRANGE and MGET each part's text, followed by the value itself (or GETRANGE's range of
+ * it) when it is large: such a value is not copied into the reply but referenced (kvmap.h), so a reply
+ * waiting for a slow client costs no memory beyond the value the store holds anyway. */
 #ifndef KV_SERVER_H
 #define KV_SERVER_H
 
@@ -152,7 +152,7 @@ extern const struct command_set cmds_string, cmds_server, cmds_list, cmds_hash, 
 struct part_reply {
     struct buf         text;
     struct kv_value   *value; /* a reference, or NULL */
-    size_t             slice_off, slice_len;
+    uint32_t           slice_off, slice_len; /* a string is at most 512 MiB */
     struct part_reply *more;  /* the reply goes on with this segment (allocated apart), or NULL: a
                                * range sends each large element by reference (part_reply_add_value) */
 };
@@ -273,7 +273,9 @@ size_t request_reply_bound(const struct request *r);
 /* Bytes of r's reply not yet put out, values sent by reference counted. Context: the network thread,
  * once r is done. */
 size_t request_reply_left(const struct request *r);
-/* Copies the next piece of r's reply to out and frees what that piece held. Return: its bytes.
+/* Copies the next piece of r's reply to out and frees what that piece held. Return: the bytes it was
+ * charged (request_reply_left's share of it: a referenced value counts whole, where GETRANGE writes a
+ * range of it).
  * Context: the network thread, once r is done and while !request_all_put(r). */
 size_t request_put_piece(struct request *r, struct buf *out);
 /* Whether every piece of r's reply is out. Context: as request_put_piece. */

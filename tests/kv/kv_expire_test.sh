@@ -56,6 +56,13 @@ check OK SET b 1 EXAT $at
 check "$at" EXPIRETIME b
 check OK SET b 1 PXAT $((at * 1000 + 7))
 check "$((at * 1000 + 7))" PEXPIRETIME b
+check OK SET b 1 PXAT $((at * 1000 + 500))
+check "$((at + 1))" EXPIRETIME b # rounded to the nearest second, as Redis
+# The latest time there is: rounded without an overflow (Redis's (ms + 500) / 1000 wraps to a negative
+# number, and an UBSan build of kv_server aborted there: a review).
+check OK SET b 1 PXAT 9223372036854775807
+check 9223372036854776 EXPIRETIME b
+check 9223372036854775807 PEXPIRETIME b
 check OK SET l x
 check 0 SETNX l y
 check 1 SETNX m y

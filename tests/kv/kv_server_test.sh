@@ -402,7 +402,8 @@ python3 "$here/unread_client.py" "$port" "$server_pid" 300 64 keys || fail "a cl
 python3 "$here/unread_client.py" "$port" "$server_pid" 300 64 lrange || fail "a client that sends LRANGE and does not read"
 # And 3,000 pipelined GETRANGEs of all but a byte of the 512 KB value: a range is sent from the stored
 # value as GET sends it (a copy each grew the server by 891 MB over 1,000 of 2 MB: a hostile review).
-python3 "$here/unread_client.py" "$port" "$server_pid" 3000 64 getrange || fail "a client that sends GETRANGE and does not read"
+python3 "$here/unread_client.py" "$port" "$server_pid" 3000 64 getrange ||
+    fail "a client that sends GETRANGE and does not read"
 expect SHUTDOWN OK "$(cli SHUTDOWN)"
 status=0
 wait "$server_pid" || status=$?

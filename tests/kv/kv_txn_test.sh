@@ -50,12 +50,15 @@ expect "WATCH, then a write of its own, then EXEC: a null array (an empty line)"
 expect "nothing of it ran" 2 "$(cli GET a)"
 expect "an empty EXEC" "$(printf 'OK')" "$(printf 'MULTI\nEXEC\n' | clis | head -1)"
 # QUIT inside MULTI is not queued: it answers OK and closes, and the transaction goes, as in Redis (it
-# was queued, and the EXEC after it ran the SET).
+# was queued, and the EXEC after it ran the SET). Its arguments are ignored, as Redis's (its arity was
+# 1: QUIT x inside MULTI was an arity error, the transaction's EXEC aborted, the connection stayed).
 quit_in_multi='
 import socket, sys
+def cmd(*args):
+    return b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args)
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
-s.sendall(b"*2\r\n$3\r\nDEL\r\n$1\r\nq\r\n*1\r\n$5\r\nMULTI\r\n*3\r\n$3\r\nSET\r\n$1\r\nq\r\n$1\r\n1\r\n"
-          b"*1\r\n$4\r\nQUIT\r\n*1\r\n$4\r\nEXEC\r\n")
+quit = cmd(b"QUIT", *(a.encode() for a in sys.argv[2:]))
+s.sendall(cmd(b"DEL", b"q") + cmd(b"MULTI") + cmd(b"SET", b"q", b"1") + quit + cmd(b"EXEC"))
 got = b""
 while True:
     chunk = s.recv(4096)
@@ -63,9 +66,11 @@ while True:
         break
     got += chunk
 print(repr(got))'
-expect "QUIT inside MULTI" "$(printf '%s' "b':0\\r\\n+OK\\r\\n+QUEUED\\r\\n+OK\\r\\n'")" \
-    "$(/usr/bin/python3 -c "$quit_in_multi" "$KV_PORT")"
-expect "nothing of the transaction QUIT ended ran" "" "$(cli GET q)"
+for quit_args in "" x "x y"; do
+    expect "QUIT $quit_args inside MULTI" "$(printf '%s' "b':0\\r\\n+OK\\r\\n+QUEUED\\r\\n+OK\\r\\n'")" \
+        "$(/usr/bin/python3 -c "$quit_in_multi" "$KV_PORT" $quit_args)"
+    expect "nothing of the transaction QUIT $quit_args ended ran" "" "$(cli GET q)"
+done
 # --- MSET and DEL of many keys: atomic, as Redis's (one multi-key job, at most 1024 keys).
 args=(); for ((i = 0; i < 300; i++)); do args+=("m$i" "v$i"); done
 expect "MSET of 300 keys" OK "$(cli MSET "${args[@]}")"
