@@ -181,17 +181,13 @@ static bool sample_step(const void *m, void *ctx)
     return s->wanted > 0;
 }
 
-struct put_all {
-    const struct kind *k;
-    struct buf        *out;
-    bool               with;
-};
-
-static bool put_all_step(const void *m, void *ctx)
+/* count of obj's n members (count <= n) in one pass, in walk order, with their array's header: all of
+ * them when count is n (each then kept with odds 1). */
+static void put_sampled(const struct kind *k, const void *obj, size_t n, uint64_t count, bool with, struct buf *out)
 {
-    struct put_all *a = ctx;
-    a->k->put(a->out, m, a->with);
-    return true;
+    resp_array(out, (int64_t)(count * (with ? 2 : 1)));
+    struct sample s = { k, out, with, n, count };
+    k->walk(obj, sample_step, &s);
 }
 
 /* count distinct members of obj, which has n > count: picks while they find new members, else a
@@ -219,9 +215,7 @@ static int put_distinct(const struct kind *k, const void *obj, size_t n, const s
         if (c.n == a->count)
             return 0;
     }
-    resp_array(out, (int64_t)(a->count * (a->with ? 2 : 1)));
-    struct sample s = { k, out, a->with, n, a->count };
-    k->walk(obj, sample_step, &s);
+    put_sampled(k, obj, n, a->count, a->with, out);
     return 0;
 }
 
@@ -262,9 +256,7 @@ static void random_members(struct kv_store *s, struct request *r, const struct p
     } else if (a.repeats || a.count == 1) {
         put_repeated(k, e->obj, &a, out);
     } else if (a.count >= n) {
-        resp_array(out, (int64_t)(n * (a.with ? 2 : 1)));
-        struct put_all all = { k, out, a.with };
-        k->walk(e->obj, put_all_step, &all);
+        put_sampled(k, e->obj, n, n, a.with, out);
     } else if (put_distinct(k, e->obj, n, &a, out) != 0) {
         resp_error(out, OBJ_ERR_OOM);
     }

@@ -538,6 +538,20 @@ def ranges(port):
         p.get("ap2").append("ap2", b"y" * 100)
     got = p.execute()
     assert all(got[2 * i] == b"z" * 5000 + b"y" * (100 * i) for i in range(50))
+    # Nor under a GETRANGE's reply, which holds a range of the value (sent from it, not copied): each
+    # range pipelined between SETRANGEs that overwrite its bytes in a string with room to grow in place
+    # is the string as it was.
+    r.set("ap3", b"a" * 5000)
+    r.append("ap3", b"b" * 100)  # room now: an overwrite could go in place but for the reply
+    p = r.pipeline(transaction=False)
+    for i in range(20):
+        p.getrange("ap3", 1000, 3999).setrange("ap3", 1000 + 100 * i, b"%02d" % i * 50)
+    got = p.execute()
+    want = bytearray(b"a" * 5000 + b"b" * 100)
+    for i in range(20):
+        assert got[2 * i] == bytes(want[1000:4000]), i
+        want[1000 + 100 * i:1100 + 100 * i] = b"%02d" % i * 50
+    assert r.get("ap3") == bytes(want)
     r.delete("sr")
     assert r.setrange("sr", 10, b"hi") == 12 and r.setrange("sr", 0, b"xy") == 12 and r.append("sr", b"!") == 13
     assert r.get("sr") == b"xy" + b"\0" * 8 + b"hi!" and r.setrange("sr", 100000, b"end") == 100003
