@@ -51,6 +51,11 @@ static bool bracket(const unsigned char *pat, size_t plen, unsigned char c, bool
 
 bool glob_match(const char *pattern, size_t plen, const char *subject, size_t slen, bool nocase)
 {
+    /* The empty key, as redis-server 7.0 matches it: stringmatchlen's loop runs while both pattern
+     * and subject are left, so an empty subject matches the empty pattern alone ("**" and "*?" do
+     * not), and "*" only because KEYS and SCAN take "*" as no pattern at all. */
+    if (slen == 0)
+        return plen == 0 || (plen == 1 && pattern[0] == '*');
     const unsigned char *pat = (const unsigned char *)pattern, *s = (const unsigned char *)subject;
     size_t p = 0, i = 0;
     size_t star = SIZE_MAX, star_i = 0; /* after the last '*' seen, and where its run would end */

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 /* The longest header line: a type byte, 19 digits (lengths here are far smaller), CR LF. */
@@ -15,7 +16,8 @@
 
 enum { NEED_MORE = 0 };
 
-/* Reads "<type><digits>\r\n" at buf[*pos]; 1 on success, 0 for need more, -EPROTO if malformed. */
+/* Reads "<type><digits>\r\n" at buf[*pos]; 1 on success, 0 for need more, -EPROTO if malformed. The
+ * digits are a number as Redis's string2ll reads it: no sign, no leading zero ("0" alone). */
 static int read_header(const char *buf, size_t len, size_t *pos, char type, uint64_t *out)
 {
     size_t i = *pos;
@@ -26,7 +28,7 @@ static int read_header(const char *buf, size_t len, size_t *pos, char type, uint
     uint64_t n = 0;
     size_t digits = 0;
     for (i++; i < len && buf[i] >= '0' && buf[i] <= '9'; i++, digits++) {
-        if (digits == 18)
+        if (digits == 18 || (digits == 1 && n == 0))
             return -EPROTO;
         n = n * 10 + (uint64_t)(buf[i] - '0');
     }
@@ -46,7 +48,7 @@ static long fail(const char **why, const char *text, long err)
 }
 
 static long parse_multibulk(const char *buf, size_t len, const struct resp_limits *lim,
-                            struct resp_arg *argv, size_t *argc, const char **why)
+                            struct resp_arg *argv, size_t *argc, char *scratch, const char **why)
 {
     size_t pos = 0;
     uint64_t n;
@@ -54,9 +56,9 @@ static long parse_multibulk(const char *buf, size_t len, const struct resp_limit
         /* A negative count (a null array): an empty request, as Redis takes it. */
         pos = 1;
         int r = read_header(buf, len, &pos, '-', &n);
-        if (r < 0)
-            return fail(why, "ERR Protocol error: invalid multibulk length", r);
-        if (pos > lim->max_request) /* a count padded with zeros, as below */
+        if (r < 0 || (r == 1 && n == 0)) /* "-0" is not a number to string2ll */
+            return fail(why, "ERR Protocol error: invalid multibulk length", -EPROTO);
+        if (pos > lim->max_request) /* a header longer than a request may be, as below */
             return fail(why, "ERR Protocol error: request too large", -E2BIG);
         *argc = 0;
         return r == NEED_MORE ? NEED_MORE : (long)pos;
@@ -68,13 +70,20 @@ static long parse_multibulk(const char *buf, size_t len, const struct resp_limit
         return NEED_MORE;
     if (n > lim->max_args)
         return fail(why, "ERR Protocol error: too many arguments", -E2BIG);
-    if (pos > lim->max_request) /* a count padded with zeros */
+    if (pos > lim->max_request) /* a header longer than a request may be (limits of a few bytes) */
         return fail(why, "ERR Protocol error: request too large", -E2BIG);
     for (size_t i = 0; i < n; i++) {
         uint64_t blen;
         r = read_header(buf, len, &pos, '$', &blen);
+        if (r < 0 && buf[pos] != '$') {
+            /* Redis's words, the byte included (a line break or NUL as a space, so the reply stays
+             * one line): *why must outlive this call, and scratch does. */
+            char c = buf[pos] == '\r' || buf[pos] == '\n' || buf[pos] == '\0' ? ' ' : buf[pos];
+            snprintf(scratch, RESP_INLINE_MAX, "ERR Protocol error: expected '$', got '%c'", c);
+            return fail(why, scratch, r);
+        }
         if (r < 0)
-            return fail(why, "ERR Protocol error: expected '$' and a bulk length", r);
+            return fail(why, "ERR Protocol error: invalid bulk length", r);
         if (r == NEED_MORE)
             return pos > lim->max_request ? fail(why, "ERR Protocol error: request too large", -E2BIG)
                                           : NEED_MORE;
@@ -190,7 +199,7 @@ long resp_parse(const char *buf, size_t len, const struct resp_limits *lim, stru
     if (len == 0)
         return NEED_MORE;
     if (buf[0] == '*')
-        return parse_multibulk(buf, len, lim, argv, argc, why);
+        return parse_multibulk(buf, len, lim, argv, argc, scratch, why);
     /* Binary junk is not a command: Redis also refuses a request starting with a RESP type byte. */
     if (buf[0] == '$' || buf[0] == ':' || buf[0] == '+' || buf[0] == '-' || buf[0] == '\0')
         return fail(why, "ERR Protocol error: expected '*' or an inline command", -EPROTO);

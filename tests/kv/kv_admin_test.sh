@@ -84,6 +84,15 @@ expect "KEYS [^...]" base:9 "$(cli KEYS 'base:[^0-8]')"
 expect "KEYS [a-b] reversed" "$(printf 'base:%s\n' {20..29})" "$(cli KEYS 'base:[2-2][9-0]' | sort)"
 expect "KEYS escape" "" "$(cli KEYS 'base:\*')"
 expect "KEYS *" 500 "$(cli KEYS '*' | wc -l)"
+# The empty key as redis-server 7.0 matches it: by "*" and "" alone, not by "**" or "*?".
+cli SET "" v >/dev/null
+expect "KEYS * with the empty key" 501 "$(cli KEYS '*' | wc -l)"
+expect "KEYS ** without it" 500 "$(cli KEYS '**' | wc -l)"
+expect "KEYS *? without it" 500 "$(cli KEYS '*?' | wc -l)"
+expect "SCAN MATCH ** without it" 500 "$(cli SCAN 0 MATCH '**' COUNT 10000 | tail -n +2 | wc -l)"
+expect "KEYS '' the empty key alone" 1 "$(cli KEYS '' | wc -l)"
+expect "KEYS '' the empty key itself" "" "$(cli KEYS '')"
+cli DEL "" >/dev/null
 expect "SCAN COUNT 1000" 501 "$(cli SCAN 0 COUNT 1000 | wc -l)"
 expect "SCAN COUNT 1000 cursor" 0 "$(cli SCAN 0 COUNT 1000 | head -1)"
 expect_match "SCAN COUNT 10 cursor" '^[1-9][0-9]*$' "$(cli SCAN 0 | head -1)"

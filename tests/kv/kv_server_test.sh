@@ -232,7 +232,10 @@ garbage() { # garbage NAME BYTES EXPECTED-ERROR
     exec {fd}>&-
 }
 garbage "bad multibulk count" '*x\r\n' "ERR Protocol error: invalid multibulk length"
-garbage "bad bulk header" '*1\r\n#3\r\nGET\r\n' "ERR Protocol error: expected '\$' and a bulk length"
+garbage "bad bulk header" '*1\r\n#3\r\nGET\r\n' "ERR Protocol error: expected '\$', got '#'"
+garbage "bulk length with a leading zero (redis-server refuses it)" '*1\r\n$04\r\nPING\r\n' \
+    "ERR Protocol error: invalid bulk length"
+garbage "count with a leading zero" '*01\r\n$4\r\nPING\r\n' "ERR Protocol error: invalid multibulk length"
 garbage "oversized bulk" '*2\r\n$3\r\nSET\r\n$99999999\r\n' "ERR Protocol error: request too large"
 garbage "too many arguments" '*100000\r\n' "ERR Protocol error: too many arguments"
 garbage "binary junk" '\x00\x01\x02\r\n' "ERR Protocol error: expected '*' or an inline command"
