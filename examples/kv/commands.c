@@ -43,7 +43,7 @@ bool parse_int64(const char *s, size_t len, int64_t *out)
 /* Every family's table; a new cmd_*.c file adds its set here. */
 static const struct command_set *const sets[] = {
     &cmds_string, &cmds_server, &cmds_list, &cmds_hash, &cmds_set, &cmds_zset, &cmds_keyspace,
-    &cmds_expire, &cmds_move, &cmds_float, &cmds_random,
+    &cmds_expire, &cmds_move, &cmds_float, &cmds_random, &cmds_scan,
 };
 
 static const struct command **index_by_name;

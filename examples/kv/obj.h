@@ -84,6 +84,10 @@ const struct obj_znode *obj_zset_find(const struct obj_zset *z, const void *memb
 int                     obj_zset_set(struct obj_zset *z, const void *member, size_t len, double score);
 /* Removes member; true when it was there. O(log n). */
 bool                    obj_zset_del(struct obj_zset *z, const void *member, size_t len);
+/* Calls fn for each member whose hash (kv_hash) lies in [from, to], in the index's order: a range of
+ * hashes is a run of its chains (ZSCAN's cursor, cmd_scan.c). */
+void                    obj_zset_range(const struct obj_zset *z, uint64_t from, uint64_t to,
+                                       void (*fn)(const struct obj_znode *n, void *ctx), void *ctx);
 /* The node at rank (0: the lowest score; < len). O(log n). */
 const struct obj_znode *obj_zset_at(const struct obj_zset *z, size_t rank);
 /* The rank of n, a node of z (0: the lowest score). O(log n). */

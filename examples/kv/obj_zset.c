@@ -116,9 +116,11 @@ static bool before(const struct obj_znode *n, double score, const char *member, 
     return c < 0 || (c == 0 && n->len < len);
 }
 
+/* A hash's chain: its top bits, so that the chains run in hash order at every size (obj_zset_range),
+ * as a kvmap's buckets do. */
 static struct obj_znode **bucket_of(const struct obj_zset *z, uint64_t hash)
 {
-    return &z->bucket[hash & (((size_t)1 << z->bits) - 1)];
+    return &z->bucket[hash >> (64 - z->bits)];
 }
 
 /* Rebuilds the index with 2^bits chains; without memory it keeps the old ones (longer chains). */
@@ -156,6 +158,17 @@ static void index_unlink(struct obj_zset *z, struct obj_znode *n)
     while (*p != n)
         p = &(*p)->chain;
     *p = n->chain;
+}
+
+void obj_zset_range(const struct obj_zset *z, uint64_t from, uint64_t to,
+                    void (*fn)(const struct obj_znode *n, void *ctx), void *ctx)
+{
+    if (from > to)
+        return;
+    for (size_t b = from >> (64 - z->bits), last = to >> (64 - z->bits); b <= last; b++)
+        for (const struct obj_znode *n = z->bucket[b]; n; n = n->chain)
+            if (n->hash >= from && n->hash <= to)
+                fn(n, ctx);
 }
 
 const struct obj_znode *obj_zset_find(const struct obj_zset *z, const void *member, size_t len)

@@ -51,8 +51,7 @@ static bool is(const struct resp_arg *a, const char *word)
     return a->len == strlen(word) && strncasecmp(a->p, word, a->len) == 0;
 }
 
-/* A cursor: an unsigned decimal within 64 bits, as Redis reads one. */
-static bool parse_cursor(const struct resp_arg *a, uint64_t *out)
+bool scan_parse_cursor(const struct resp_arg *a, uint64_t *out)
 {
     uint64_t v = 0;
     if (a->len == 0 || a->len > 20)
@@ -79,10 +78,8 @@ static int type_named(const struct resp_arg *a)
     return -1;
 }
 
-/* The end of a slice from `from` holding about count of the keys: 2^64 * count / keys wide. */
-static uint64_t slice_end(uint64_t from, uint64_t count)
+uint64_t scan_slice_end(uint64_t from, uint64_t count, uint64_t keys)
 {
-    uint64_t keys = store_total_keys();
     if (count >= keys)
         return UINT64_MAX;
     uint64_t per_key = UINT64_MAX / keys, width = per_key * count; /* count < keys: no overflow */
@@ -95,7 +92,7 @@ void scan_scan(struct server *srv, struct request *r)
     struct slice q = { .op = OP_COLLECT, .type = -1 };
     int64_t count = 10;
     bool none = false; /* a TYPE no key has here: nothing matches, but the cursor still moves */
-    if (!parse_cursor(&r->argv[1], &q.from)) {
+    if (!scan_parse_cursor(&r->argv[1], &q.from)) {
         resp_error(&r->reply, "ERR invalid cursor");
         return;
     }
@@ -124,7 +121,7 @@ void scan_scan(struct server *srv, struct request *r)
             return;
         }
     }
-    q.to = slice_end(q.from, (uint64_t)count);
+    q.to = scan_slice_end(q.from, (uint64_t)count, store_total_keys());
     char next[24];
     int nlen = snprintf(next, sizeof next, "%" PRIu64, q.to == UINT64_MAX ? 0 : q.to + 1);
     if (none) {
@@ -188,7 +185,7 @@ void scan_randomkey(struct server *srv, struct request *r)
     from = start;
     bool wrapped = false;
     for (;;) {
-        uint64_t end = slice_end(from, 4);
+        uint64_t end = scan_slice_end(from, 4, store_total_keys());
         if (wrapped && end >= start - 1)
             end = start - 1;
         struct slice q = { .op = OP_COLLECT, .from = from, .to = end, .type = -1 };

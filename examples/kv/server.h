@@ -143,7 +143,7 @@ struct command_set {
 };
 
 extern const struct command_set cmds_string, cmds_server, cmds_list, cmds_hash, cmds_set, cmds_zset,
-    cmds_keyspace, cmds_expire, cmds_move, cmds_float, cmds_random;
+    cmds_keyspace, cmds_expire, cmds_move, cmds_float, cmds_random, cmds_scan;
 
 /* A part's reply: its text, then, if value is set, the value's bytes and "\r\n" (a bulk string whose
  * header is the text), sent from the value itself: all of them, or, when slice_len is set, slice_len
@@ -358,6 +358,12 @@ void conn_close_after_replies(struct conn *c);
 #define KV_REDIS_VERSION "7.0.0"
 /* The keyspace commands run on the admin thread (CMD_ADMIN): each reads or clears every worker's
  * store through one job per worker of the ring in force (scan.c says why that sees every key). */
+/* A cursor of SCAN, HSCAN, SSCAN and ZSCAN: an unsigned decimal within 64 bits, a position in the space
+ * of hashes (scan.c says why). Return: false when it is not one ("ERR invalid cursor"). */
+bool scan_parse_cursor(const struct resp_arg *a, uint64_t *out);
+/* The end of a cursor's slice from `from` holding about count of n things: 2^64 * count / n wide
+ * (UINT64_MAX, the whole rest, when count >= n). */
+uint64_t scan_slice_end(uint64_t from, uint64_t count, uint64_t n);
 void scan_scan(struct server *srv, struct request *r);
 void scan_keys(struct server *srv, struct request *r);
 void scan_flush(struct server *srv, struct request *r);     /* FLUSHDB and FLUSHALL */

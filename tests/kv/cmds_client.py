@@ -10,6 +10,7 @@
                                     none lost, none doubled
   cmds_client.py scan_during_moves PORT   SCAN and KEYS while SMOVEs run: no key comes twice
   cmds_client.py random_picks PORT  SRANDMEMBER, HRANDFIELD and ZRANDMEMBER's draws, by their properties
+  cmds_client.py scans PORT         HSCAN, SSCAN and ZSCAN's iterations, by what a cursor promises
 """
 import collections
 import random
@@ -66,6 +67,18 @@ def fmt(reply, unordered, pairs=False):
 
 # Set and hash replies whose order is the collection's own: compared sorted.
 UNORDERED = {"SINTER", "SUNION", "SDIFF", "SMEMBERS", "HKEYS", "HVALS", "HGETALL", "SRANDMEMBER", "HRANDFIELD"}
+
+
+# Cursor scans of one collection: [cursor, members]; the members in the collection's own order,
+# compared sorted (and by pairs where each comes with its value or score).
+SCANS = {"HSCAN": True, "SSCAN": False, "ZSCAN": True}
+
+
+def fmt_reply(case, reply):
+    name = case[0].upper()
+    if name in SCANS and isinstance(reply, list) and len(reply) == 2 and isinstance(reply[1], list):
+        return "[%s, %s]" % (fmt(reply[0], False), fmt(reply[1], True, SCANS[name]))
+    return fmt(reply, name in UNORDERED, paired(case))
 
 
 def paired(case):
@@ -319,6 +332,20 @@ CASES = [
     ["SET", "so", "v", "GET", "GET"], ["SET", "so", "v", "EXAT", "10", "EXAT", "20"], ["EXISTS", "so"],
     ["SET", "so", "v", "EX", "9223372036854775807"], ["SET", "so", "v", "PX", "9223372036854775807"],
     ["FOO", "bar", "baz"], ["FOO"], ["FOO", "a\r\nb"], ["FOO", "x" * 200, "y"], ["FOO", "a" * 60, "b" * 60, "c" * 60],
+    # HSCAN SSCAN ZSCAN: a small collection comes whole with the cursor 0, as from Redis's small
+    # encodings; errors in Redis's order (the cursor, the key: none or another type, then the options);
+    # MATCH and COUNT in either case and order. Longer iterations: scans() below.
+    ["HSET", "hsc", "a", "1", "b", "2", "c", "3"], ["SADD", "ssc", "x", "y", "xz", ""],
+    ["ZADD", "zsc", "1.5", "m", "2", "n", "-inf", "o"], ["SET", "strsc", "v"],
+    ["HSCAN", "hsc", "0"], ["HSCAN", "hsc", "0", "MATCH", "[ab]", "COUNT", "1"], ["SSCAN", "ssc", "0", "MATCH", "x*"],
+    ["SSCAN", "ssc", "0"], ["SSCAN", "ssc", "0", "MATCH", "**"], ["ZSCAN", "zsc", "0"],
+    ["ZSCAN", "zsc", "0", "count", "100", "match", "?"], ["HSCAN", "hsc", "0", "MATCH", "*"], ["HSCAN", "hsc", "00"],
+    ["HSCAN", "hsc", "0", "COUNT", "1", "COUNT", "2"], ["HSCAN", "nosc", "0"], ["HSCAN", "nosc", "0", "COUNT", "x"],
+    ["HSCAN", "nosc", "x"], ["HSCAN", "hsc", "x"], ["HSCAN", "hsc", "18446744073709551616"], ["HSCAN", "hsc", "1.5"],
+    ["HSCAN", "hsc", "0", "COUNT", "x"], ["HSCAN", "hsc", "0", "COUNT", "0"], ["HSCAN", "hsc", "0", "COUNT", "-1"],
+    ["HSCAN", "hsc", "0", "MATCH"], ["HSCAN", "hsc", "0", "COUNT"], ["HSCAN", "hsc", "0", "FOO", "1"],
+    ["HSCAN", "hsc", "0", "TYPE", "hash"], ["HSCAN", "hsc", "0", "NOVALUES"], ["HSCAN", "strsc", "0"],
+    ["HSCAN", "strsc", "0", "COUNT", "x"], ["SSCAN", "hsc", "0"], ["ZSCAN", "ssc", "0"], ["HSCAN", "hsc"], ["SSCAN"],
 ] + big_zset_cases() + [
     # MULTI: the commands whose keys meet, alone on their keys in a transaction
     ["SET", "ma", "1"], ["MULTI"], ["RENAME", "ma", "mb"], ["SET", "other", "1"], ["EXEC"], ["GET", "mb"],
@@ -329,7 +356,7 @@ def replies(port):
     c = Conn(port)
     c.send("FLUSHALL")
     for case in CASES:
-        print(" ".join(case), "->", fmt(c.send(*case), case[0].upper() in UNORDERED, paired(case)))
+        print(" ".join(case), "->", fmt_reply(case, c.send(*case)))
 
 
 def owners(r, key):
@@ -645,6 +672,79 @@ def random_picks(port):
     print("random picks ok: counts, repeats, values and scores, every member drawn, 64 MiB bound")
 
 
+def scans(port):
+    """HSCAN, SSCAN and ZSCAN over collections larger than come whole (1,000 members), by what a cursor
+    promises: with COUNT 1, 10, 37 and 1,000, and with MATCH, every member there for the whole
+    iteration comes exactly once (kv_server's cursor is a position in hash order: Redis promises at
+    least once), each with its own value or score; while members are added and removed between the
+    calls, and a worker is added and removed (the collection moves to another worker and back), the
+    members never touched still come exactly once and no member comes twice; a COUNT of 10 gives
+    about 10 a call."""
+    r = redis.Redis(port=port)
+    for cmd in SCANS:
+        r.response_callbacks.pop(cmd, None)  # the replies as sent: [cursor, [member, value, ...]]
+    r.flushall()
+    n = 1000
+    members = [b"m%04d" % i for i in range(n)]
+    for chunk in [members[i:i + 200] for i in range(0, n, 200)]:  # within --max-args
+        r.hset("sch", mapping={m: b"v" + m for m in chunk})
+        r.sadd("scs", *chunk)
+        r.zadd("scz", {m: i / 4 for i, m in enumerate(chunk, members.index(chunk[0]))})
+
+    def iterate(key, count=None, match=None, between=None):
+        """The members of every call of an iteration, in order, and the number of calls."""
+        cmd = {b"hash": "HSCAN", b"set": "SSCAN", b"zset": "ZSCAN"}[r.type(key)]
+        cursor, got, calls = b"0", [], 0
+        while True:
+            args = [cmd, key, cursor] + (["COUNT", count] if count else []) + (["MATCH", match] if match else [])
+            cursor, items = r.execute_command(*args)
+            calls += 1
+            got += [tuple(items[i:i + 2]) for i in range(0, len(items), 2)] if cmd != "SSCAN" else items
+            if between:
+                between(calls)
+            if cursor in (b"0", 0):
+                return got, calls
+            assert calls < 100 * n, "%s never ended" % cmd
+
+    for count in (None, 1, 37, 1000):
+        got, calls = iterate("sch", count)
+        assert sorted(got) == [(m, b"v" + m) for m in members], "HSCAN COUNT %s" % count
+        got, _ = iterate("scs", count)
+        assert sorted(got) == members, "SSCAN COUNT %s" % count
+        got, _ = iterate("scz", count)
+        assert sorted(got) == [(m, str(i / 4).rstrip("0").rstrip(".").encode() if i % 4 else str(i // 4).encode())
+                               for i, m in enumerate(members)], "ZSCAN COUNT %s" % count
+        if count is None:
+            assert n / 10 / 3 < calls < n / 10 * 3, "COUNT 10: %d calls for %d members" % (calls, n)
+    got, _ = iterate("scs", 10, "m00[0-4]*")
+    assert sorted(got) == [m for m in members if m[:3] == b"m00" and m[3:4] in b"01234"], "SSCAN MATCH"
+
+    # Changes between the calls: members added and removed (never the untouched ones), a worker added
+    # and removed, so that the collection moves and comes back.
+    untouched = set(members[::2])
+    touched = members[1::2]
+
+    def change(call):
+        if call % 7 == 0 and touched:
+            m = touched.pop()
+            r.hdel("sch", m), r.srem("scs", m), r.zrem("scz", m)
+        if call % 5 == 0:
+            m = b"new%04d" % call
+            r.hset("sch", m, b"v" + m), r.sadd("scs", m), r.zadd("scz", {m: -1})
+        if call == 20:
+            r.execute_command("SHARD.ADD", "scan-extra", 8)
+        if call == 60:
+            r.execute_command("SHARD.REMOVE", "scan-extra")
+
+    for key in ("sch", "scs", "scz"):
+        got, calls = iterate(key, 10, between=change)
+        names = [g[0] if isinstance(g, tuple) else g for g in got]
+        assert len(names) == len(set(names)), "%s: a member came twice" % key
+        assert untouched <= set(names), "%s: %d untouched members missing" % (key, len(untouched - set(names)))
+    print("scans ok: HSCAN, SSCAN and ZSCAN of %d members, each exactly once, with COUNT 1 to %d, MATCH,"
+          " and while members changed and a worker came and went" % (n, n))
+
+
 if __name__ == "__main__":
     {"replies": replies, "workers": workers, "concurrent": concurrent, "ranges": ranges,
-     "scan_during_moves": scan_during_moves, "random_picks": random_picks}[sys.argv[1]](int(sys.argv[2]))
+     "scan_during_moves": scan_during_moves, "random_picks": random_picks, "scans": scans}[sys.argv[1]](int(sys.argv[2]))

@@ -40,6 +40,7 @@ echo "replies: $(wc -l <"$tmp/kv.txt") the same as redis-server's"
 "$py" "$client" workers "$KV_PORT" || fail "moves between keys of different workers"
 "$py" "$client" ranges "$KV_PORT" || fail "GETRANGE and SETRANGE of long strings"
 "$py" "$client" random_picks "$KV_PORT" || fail "SRANDMEMBER, HRANDFIELD and ZRANDMEMBER's draws"
+"$py" "$client" scans "$KV_PORT" || fail "HSCAN, SSCAN and ZSCAN's iterations"
 "$py" "$client" concurrent "$KV_PORT" || fail "concurrent moves between the same keys"
 redis-cli -p "$KV_PORT" PING >/dev/null || fail "kv_server died"
 # SCAN and KEYS while SMOVEs run, on a server with a network thread of its own (where the moves
