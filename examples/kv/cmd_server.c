@@ -70,7 +70,9 @@ static void sub_count_error(struct request *r, const char *cmd, const char *sub)
 }
 
 /* Redis 7's command info: name, arity, flags, first key, last key, step, ACL categories, tips, key
- * specifications, subcommands (the last four empty here). */
+ * specifications, subcommands (the last four empty here). The flags say what a client that sends
+ * reads elsewhere than writes asks of them: "readonly" for a keyed command that only reads its keys,
+ * "write" for any other keyed command (Redis's flags of the same commands have these among others). */
 static void command_info(struct buf *b, const struct command *cmd)
 {
     char name[32];
@@ -79,7 +81,9 @@ static void command_info(struct buf *b, const struct command *cmd)
     resp_array(b, 10);
     resp_bulk(b, name, strlen(name));
     resp_int(b, cmd->arity);
-    resp_array(b, 0);
+    resp_array(b, keyed ? 1 : 0);
+    if (keyed)
+        resp_simple(b, cmd->reads ? "readonly" : "write");
     resp_int(b, keyed ? 1 : 0);
     resp_int(b, !keyed ? 0 : cmd->key_step > 0 ? -1 : cmd->key_step < 0 ? -cmd->key_step : 1);
     resp_int(b, !keyed ? 0 : cmd->key_step > 0 ? cmd->key_step : 1);

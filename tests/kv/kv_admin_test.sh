@@ -172,7 +172,15 @@ count=$(cli COMMAND COUNT)
 expect "COMMAND LIST" "$count" "$(cli COMMAND LIST | wc -l)"
 cli COMMAND LIST | grep -qx scan || fail "COMMAND LIST has no scan"
 expect "COMMAND DOCS" "" "$(cli COMMAND DOCS)"
-expect "COMMAND INFO get" "get 2 1 1 1" "$(cli COMMAND INFO get | grep . | head -5 | tr '\n' ' ' | sed 's/ $//')"
+expect "COMMAND INFO get" "get 2 readonly 1 1 1" "$(cli COMMAND INFO get | grep . | head -6 | tr '\n' ' ' | sed 's/ $//')"
+expect "COMMAND INFO set" "set -3 write 1 1 1" "$(cli COMMAND INFO set | grep . | head -6 | tr '\n' ' ' | sed 's/ $//')"
+# A keyed command says whether it only reads, as redis-server 7.0's flags say among others.
+for c in get mget hgetall smembers zrange zscan ttl exists strlen lrange; do
+    expect "COMMAND INFO $c flag" readonly "$(cli COMMAND INFO "$c" | sed -n 3p)"
+done
+for c in set mset del incr lpush hset sadd zadd expire rename smove getdel; do
+    expect "COMMAND INFO $c flag" write "$(cli COMMAND INFO "$c" | sed -n 3p)"
+done
 expect "COMMAND INFO unknown" "" "$(cli COMMAND INFO nosuch)"
 expect "COMMAND unknown" "ERR unknown subcommand 'FOO'. Try COMMAND HELP." "$(cli COMMAND FOO)"
 expect "CONFIG GET two" $'save\n\nappendonly\nno' "$(cli CONFIG GET save appendonly)"
