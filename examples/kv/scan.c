@@ -53,10 +53,15 @@ static bool is(const struct resp_arg *a, const char *word)
 
 bool scan_parse_cursor(const struct resp_arg *a, uint64_t *out)
 {
+    /* As redis-server 7.0 reads one (strtoul in base 10): an optional sign, a minus negating modulo
+     * 2^64 ("-1" is 2^64 - 1), then digits within 64 bits; no space before or after; and an empty
+     * argument is 0 (strtoul's end is then the string's). */
+    size_t i = a->len && (a->p[0] == '-' || a->p[0] == '+');
+    bool minus = i && a->p[0] == '-';
+    if (i && a->len == 1)
+        return false; /* a sign alone: no number */
     uint64_t v = 0;
-    if (a->len == 0 || a->len > 20)
-        return false;
-    for (size_t i = 0; i < a->len; i++) {
+    for (; i < a->len; i++) {
         if (a->p[i] < '0' || a->p[i] > '9')
             return false;
         uint64_t d = (uint64_t)(a->p[i] - '0');
@@ -64,7 +69,7 @@ bool scan_parse_cursor(const struct resp_arg *a, uint64_t *out)
             return false;
         v = v * 10 + d;
     }
-    *out = v;
+    *out = minus ? 0 - v : v;
     return true;
 }
 

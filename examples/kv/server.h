@@ -358,8 +358,9 @@ void conn_close_after_replies(struct conn *c);
 #define KV_REDIS_VERSION "7.0.0"
 /* The keyspace commands run on the admin thread (CMD_ADMIN): each reads or clears every worker's
  * store through one job per worker of the ring in force (scan.c says why that sees every key). */
-/* A cursor of SCAN, HSCAN, SSCAN and ZSCAN: an unsigned decimal within 64 bits, a position in the space
- * of hashes (scan.c says why). Return: false when it is not one ("ERR invalid cursor"). */
+/* A cursor of SCAN, HSCAN, SSCAN and ZSCAN, as Redis reads one: a decimal within 64 bits, signed or
+ * not (a minus negates modulo 2^64), a position in the space of hashes (scan.c says why). Return: false
+ * when it is not one ("ERR invalid cursor"). */
 bool scan_parse_cursor(const struct resp_arg *a, uint64_t *out);
 /* The end of a cursor's slice from `from` holding about count of n things: 2^64 * count / n wide
  * (UINT64_MAX, the whole rest, when count >= n). */

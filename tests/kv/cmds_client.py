@@ -342,6 +342,7 @@ CASES = [
     ["ZSCAN", "zsc", "0", "count", "100", "match", "?"], ["HSCAN", "hsc", "0", "MATCH", "*"], ["HSCAN", "hsc", "00"],
     ["HSCAN", "hsc", "0", "COUNT", "1", "COUNT", "2"], ["HSCAN", "nosc", "0"], ["HSCAN", "nosc", "0", "COUNT", "x"],
     ["HSCAN", "nosc", "x"], ["HSCAN", "hsc", "x"], ["HSCAN", "hsc", "18446744073709551616"], ["HSCAN", "hsc", "1.5"],
+    ["HSCAN", "hsc", ""], ["HSCAN", "hsc", "+0"], ["HSCAN", "hsc", "-0"], ["HSCAN", "hsc", "-"], ["HSCAN", "hsc", " 0"],
     ["HSCAN", "hsc", "0", "COUNT", "x"], ["HSCAN", "hsc", "0", "COUNT", "0"], ["HSCAN", "hsc", "0", "COUNT", "-1"],
     ["HSCAN", "hsc", "0", "MATCH"], ["HSCAN", "hsc", "0", "COUNT"], ["HSCAN", "hsc", "0", "FOO", "1"],
     ["HSCAN", "hsc", "0", "TYPE", "hash"], ["HSCAN", "hsc", "0", "NOVALUES"], ["HSCAN", "strsc", "0"],

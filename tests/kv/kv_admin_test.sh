@@ -102,7 +102,14 @@ expect "SCAN TYPE zset" "" "$(cli SCAN 0 TYPE zset COUNT 10000 | tail -n +2)"
 expect "SCAN TYPE stream" "" "$(cli SCAN 0 TYPE stream COUNT 10000 | tail -n +2)"
 expect "SCAN TYPE unknown (as Redis 7.0: nothing matches)" "" "$(cli SCAN 0 TYPE bogus COUNT 1000000 | tail -n +2)"
 expect "SCAN bad cursor" "ERR invalid cursor" "$(cli SCAN x)"
-expect "SCAN negative cursor" "ERR invalid cursor" "$(cli SCAN -1)"
+# Cursors as redis-server 7.0 reads them (strtoul): a sign, a minus wrapping; empty is 0.
+expect "SCAN cursor -1 (2^64-1)" 0 "$(cli SCAN -1 | head -1)"
+expect "SCAN cursor -(2^64-1) (1)" "$(cli SCAN 1 COUNT 1000 | head -1)" "$(cli SCAN -18446744073709551615 COUNT 1000 | head -1)"
+expect "SCAN cursor +0" 501 "$(cli SCAN +0 COUNT 1000 | wc -l)"
+expect "SCAN empty cursor (0)" 501 "$(cli SCAN '' COUNT 1000 | wc -l)"
+for c in - + " 5" "5 " -18446744073709551616 +-1 0x1; do
+    expect "SCAN cursor '$c'" "ERR invalid cursor" "$(cli SCAN "$c")"
+done
 expect "SCAN cursor past 2^64" "ERR invalid cursor" "$(cli SCAN 18446744073709551616)"
 expect "SCAN cursor 2^64-1" 0 "$(cli SCAN 18446744073709551615 | head -1)"
 expect "SCAN COUNT 0" "ERR syntax error" "$(cli SCAN 0 COUNT 0)"
