@@ -1,15 +1,18 @@
 /* kv_server: commands of sorted sets (ZADD ZINCRBY ZREM ZPOPMIN ZPOPMAX ZRANGE ZREVRANGE ZSCORE ZMSCORE
- * ZCARD ZCOUNT ZRANK ZREVRANK ZRANGEBYSCORE ZREVRANGEBYSCORE ZREMRANGEBYSCORE ZREMRANGEBYRANK).
- * SPDX-License-Identifier: LGPL-2.1-or-later
+ * ZCARD ZCOUNT ZRANK ZREVRANK ZRANGEBYSCORE ZREVRANGEBYSCORE ZRANGEBYLEX ZREVRANGEBYLEX ZLEXCOUNT
+ * ZREMRANGEBYSCORE ZREMRANGEBYRANK). SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * A sorted set is a skip list with spans and an index by member (obj_zset.c): ZSCORE and ZCARD are
- * O(1), ZADD, ZINCRBY and ZREM O(log n) per member, ZRANK and ZCOUNT O(log n), ZRANGE, ZREVRANGE,
- * ZRANGEBYSCORE and ZREVRANGEBYSCORE O(log n + elements skipped and returned), ZPOPMIN, ZPOPMAX,
- * ZREMRANGEBYSCORE and ZREMRANGEBYRANK O(log n) per member removed. Replies and errors are Redis
- * 7.0's, scores written as it writes them ("%.17g", and "inf", "-inf").
+ * O(1), ZADD, ZINCRBY and ZREM O(log n) per member, ZRANK, ZCOUNT and ZLEXCOUNT O(log n), the ranges
+ * (ZRANGE in each of its forms, ZREVRANGE, ZRANGEBYSCORE, ZRANGEBYLEX and their reverses) O(log n +
+ * elements skipped and returned), ZPOPMIN, ZPOPMAX, ZREMRANGEBYSCORE and ZREMRANGEBYRANK O(log n) per
+ * member removed. Replies and errors are Redis 7.0's, scores written as it writes them ("%.17g", and
+ * "inf", "-inf").
  *
- * ZADD takes every option of Redis 7.0: NX, XX, GT, LT, CH and INCR. ZRANGE takes ranks only, with REV
- * and WITHSCORES; BYSCORE, BYLEX and LIMIT are answered with an error saying so. */
+ * ZADD takes every option of Redis 7.0: NX, XX, GT, LT, CH and INCR; ZRANGE all of its own: BYSCORE,
+ * BYLEX, REV, LIMIT and WITHSCORES, read as Redis's zrangeGenericCommand reads them (every range
+ * command goes through range_cmd). A range by member assumes the members share one score, as in
+ * Redis (with others it answers some members, as Redis's does). */
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -240,47 +243,6 @@ static bool rank_range(struct kv_store *s, struct request *r, const struct part 
     return true;
 }
 
-/* ZRANGE key start stop [REV] [WITHSCORES], and ZREVRANGE key start stop [WITHSCORES] (revrange):
- * options first, then the indexes, then the key, as Redis checks them. */
-static void range_by_rank(struct kv_store *s, struct request *r, const struct part *p, bool revrange)
-{
-    struct buf *out = part_out(r, p);
-    bool rev = revrange, scores = false;
-    for (uint32_t i = 4; i < r->argc; i++) {
-        const char *o = r->argv[i].p;
-        if (strcasecmp(o, "WITHSCORES") == 0) {
-            scores = true;
-        } else if (strcasecmp(o, "REV") == 0 && !revrange) {
-            rev = true;
-        } else if (!revrange && (strcasecmp(o, "BYSCORE") == 0 || strcasecmp(o, "BYLEX") == 0 ||
-                                 strcasecmp(o, "LIMIT") == 0)) {
-            resp_error(out, "ERR ZRANGE takes ranks only here: BYSCORE, BYLEX and LIMIT are not supported");
-            return;
-        } else {
-            resp_error(out, OBJ_ERR_SYNTAX);
-            return;
-        }
-    }
-    struct kv_entry *e;
-    size_t first, n;
-    if (!rank_range(s, r, p, &e, &first, &n))
-        return;
-    resp_array(out, (int64_t)(scores ? 2 * n : n));
-    const struct obj_znode *node = n ? obj_zset_at(e->obj, rev ? obj_zset_len(e->obj) - 1 - first : first) : NULL;
-    for (size_t i = 0; i < n; i++, node = rev ? obj_znode_prev(node) : obj_znode_next(node))
-        obj_put_znode(out, node, scores);
-}
-
-static void zrange(struct kv_store *s, struct request *r, const struct part *p)
-{
-    range_by_rank(s, r, p, false);
-}
-
-static void zrevrange(struct kv_store *s, struct request *r, const struct part *p)
-{
-    range_by_rank(s, r, p, true);
-}
-
 /* ZMSCORE key member...: each member's score, nil where there is none. */
 static void zmscore(struct kv_store *s, struct request *r, const struct part *p)
 {
@@ -403,60 +365,251 @@ static bool range_below(const struct obj_znode *n, const struct score_range *g)
     return v < g->min || (g->minex && v == g->min);
 }
 
-/* ZRANGEBYSCORE's options from argv[4]: WITHSCORES, LIMIT offset count. Return: false, the error
- * replied, for anything else. */
-static bool range_options(struct request *r, const struct part *p, bool *scores, int64_t *offset,
-                          int64_t *count)
+/* How a range command reads its range: by rank, score or member (BYLEX); ZRANGE's is chosen by its
+ * options (BY_ANY until then). */
+enum range_by { BY_RANK, BY_SCORE, BY_LEX, BY_ANY };
+
+/* What a range command asks, as Redis 7.0's zrangeGenericCommand reads it. */
+struct range_ask {
+    enum range_by by;
+    bool          rev, scores;
+    int64_t       offset, limit; /* LIMIT's; a limit of -1 is none (LIMIT 0 -1 too, as in Redis) */
+};
+
+static bool is_word(const struct resp_arg *a, const char *word)
 {
+    return a->len == strlen(word) && strncasecmp(a->p, word, a->len) == 0;
+}
+
+/* The options from argv[4], as Redis reads them, then what they may not be given with. rev_free: REV
+ * may be given (ZRANGE; the others' direction is their own); a->by BY_ANY: BYSCORE or BYLEX may be
+ * (ZRANGE), else it is the command's own. Return: false, the error replied. */
+static bool range_options(struct request *r, const struct part *p, struct range_ask *a, bool rev_free)
+{
+    struct buf *out = part_out(r, p);
+    bool choose = a->by == BY_ANY;
     for (uint32_t i = 4; i < r->argc; i++) {
-        if (strcasecmp(r->argv[i].p, "WITHSCORES") == 0) {
-            *scores = true;
-        } else if (strcasecmp(r->argv[i].p, "LIMIT") == 0 && i + 2 < r->argc) {
-            if (!obj_parse_index(r, p, &r->argv[i + 1], offset) || !obj_parse_index(r, p, &r->argv[i + 2], count))
+        const struct resp_arg *o = &r->argv[i];
+        if (is_word(o, "WITHSCORES")) {
+            a->scores = true;
+        } else if (is_word(o, "LIMIT") && r->argc - i > 2) {
+            if (!obj_parse_index(r, p, &r->argv[i + 1], &a->offset) ||
+                !obj_parse_index(r, p, &r->argv[i + 2], &a->limit))
                 return false;
             i += 2;
+        } else if (rev_free && !a->rev && is_word(o, "REV")) {
+            a->rev = true;
+        } else if (choose && a->by == BY_ANY && (is_word(o, "BYSCORE") || is_word(o, "BYLEX"))) {
+            a->by = is_word(o, "BYLEX") ? BY_LEX : BY_SCORE;
         } else {
-            resp_error(part_out(r, p), OBJ_ERR_SYNTAX);
+            resp_error(out, OBJ_ERR_SYNTAX);
             return false;
         }
+    }
+    if (a->by == BY_ANY)
+        a->by = BY_RANK;
+    if (a->limit != -1 && a->by == BY_RANK) {
+        resp_error(out, "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX");
+        return false;
+    }
+    if (a->scores && a->by == BY_LEX) {
+        resp_error(out, "ERR syntax error, WITHSCORES not supported in combination with BYLEX");
+        return false;
     }
     return true;
 }
 
-/* ZRANGEBYSCORE key min max [WITHSCORES] [LIMIT offset count], and ZREVRANGEBYSCORE key max min ...
- * (rev: from the highest score down): options, then the bounds, then the key. A negative offset
- * answers nothing, a negative count everything after the offset, as Redis. */
-static void range_by_score(struct kv_store *s, struct request *r, const struct part *p, bool rev)
+/* The members of ranks argv[2] to argv[3] (negative: from the end), from the top when rev. */
+static void put_by_rank(struct kv_store *s, struct request *r, const struct part *p, const struct range_ask *a)
 {
     struct buf *out = part_out(r, p);
-    bool scores = false;
-    int64_t offset = 0, count = -1;
-    struct score_range g;
-    if (!range_options(r, p, &scores, &offset, &count) || !parse_range(r, p, rev, &g))
-        return;
     struct kv_entry *e;
-    if (obj_lookup(s, r, p, KV_ZSET, &e) != 0)
+    size_t first, n;
+    if (!rank_range(s, r, p, &e, &first, &n))
         return;
-    const struct obj_znode *n = offset < 0 ? NULL : rev ? range_last(e, &g) : range_first(e, &g);
+    resp_array(out, (int64_t)(a->scores ? 2 * n : n));
+    const struct obj_znode *node = n ? obj_zset_at(e->obj, a->rev ? obj_zset_len(e->obj) - 1 - first : first) : NULL;
+    for (size_t i = 0; i < n; i++, node = a->rev ? obj_znode_prev(node) : obj_znode_next(node))
+        obj_put_znode(out, node, a->scores);
+}
+
+/* A bound of a range by member, as Redis's zslParseLexRangeItem reads it: "-" and "+" the ends of
+ * everything, else "[" (included) or "(" (not) and the member. */
+struct lex_bound {
+    int         end; /* -1: "-", 1: "+", 0: a member */
+    const char *p;
+    size_t      len;
+    bool        exclusive;
+};
+
+static bool parse_lex(const struct resp_arg *a, struct lex_bound *b)
+{
+    *b = (struct lex_bound){ 0 };
+    if (a->len == 1 && (a->p[0] == '-' || a->p[0] == '+'))
+        b->end = a->p[0] == '-' ? -1 : 1;
+    else if (a->len && (a->p[0] == '(' || a->p[0] == '['))
+        *b = (struct lex_bound){ 0, a->p + 1, a->len - 1, a->p[0] == '(' };
+    else
+        return false;
+    return true;
+}
+
+/* The range by member of argv[2] and argv[3]: min then max, or max then min (rev). Return: false, the
+ * error replied. */
+static bool parse_lex_range(struct request *r, const struct part *p, bool rev, struct lex_bound *min,
+                            struct lex_bound *max)
+{
+    if (parse_lex(&r->argv[rev ? 3 : 2], min) && parse_lex(&r->argv[rev ? 2 : 3], max))
+        return true;
+    resp_error(part_out(r, p), "ERR min or max not valid string range item");
+    return false;
+}
+
+/* Whether n's member is at or above min, at or below max. */
+static bool lex_above(const struct obj_znode *n, const struct lex_bound *min)
+{
+    if (min->end)
+        return min->end < 0;
+    int c = obj_znode_member_cmp(n, min->p, min->len);
+    return c > 0 || (c == 0 && !min->exclusive);
+}
+
+static bool lex_below(const struct obj_znode *n, const struct lex_bound *max)
+{
+    if (max->end)
+        return max->end > 0;
+    int c = obj_znode_member_cmp(n, max->p, max->len);
+    return c < 0 || (c == 0 && !max->exclusive);
+}
+
+/* The first node of z at or above min, and the last at or below max (NULL: none). */
+static const struct obj_znode *lex_first(const struct obj_zset *z, const struct lex_bound *min)
+{
+    if (min->end)
+        return min->end < 0 && obj_zset_len(z) ? obj_zset_at(z, 0) : NULL;
+    return obj_zset_first_lex(z, min->p, min->len, min->exclusive);
+}
+
+static const struct obj_znode *lex_last(const struct obj_zset *z, const struct lex_bound *max)
+{
+    if (max->end)
+        return max->end > 0 && obj_zset_len(z) ? obj_zset_at(z, obj_zset_len(z) - 1) : NULL;
+    return obj_zset_last_lex(z, max->p, max->len, max->exclusive);
+}
+
+/* From n on (towards the lower end when rev), skipping a->offset of those within the range (in(n) says
+ * whether n still is), at most a->limit of them. A negative offset answers nothing, a negative limit
+ * everything after the offset, as in Redis. */
+static void put_from(struct buf *out, const struct obj_znode *n, const struct range_ask *a,
+                     bool (*in)(const struct obj_znode *n, const void *range), const void *range)
+{
+    int64_t offset = a->offset;
+    if (offset < 0)
+        n = NULL;
     for (; n && offset > 0; offset--)
-        n = rev ? obj_znode_prev(n) : obj_znode_next(n);
+        n = a->rev ? obj_znode_prev(n) : obj_znode_next(n);
     struct buf found = { 0 };
     int64_t k = 0;
-    uint64_t left = count < 0 ? UINT64_MAX : (uint64_t)count; /* counted down: no overflow at INT64_MIN */
-    for (; n && left-- != 0 && !(rev ? range_below(n, &g) : range_past(n, &g));
-         n = rev ? obj_znode_prev(n) : obj_znode_next(n), k++)
-        obj_put_znode(&found, n, scores);
-    resp_array_of(out, scores ? 2 * k : k, &found);
+    uint64_t left = a->limit < 0 ? UINT64_MAX : (uint64_t)a->limit; /* counted down: no overflow */
+    for (; n && left-- != 0 && in(n, range); n = a->rev ? obj_znode_prev(n) : obj_znode_next(n), k++)
+        obj_put_znode(&found, n, a->scores);
+    resp_array_of(out, a->scores ? 2 * k : k, &found);
+}
+
+static bool score_in(const struct obj_znode *n, const void *range)
+{
+    return !range_past(n, range) && !range_below(n, range);
+}
+
+/* The members of the scores argv[2] to argv[3] (argv[3] to argv[2] when rev). */
+static void put_by_score(struct kv_store *s, struct request *r, const struct part *p, const struct range_ask *a)
+{
+    struct score_range g;
+    struct kv_entry *e;
+    if (!parse_range(r, p, a->rev, &g) || obj_lookup(s, r, p, KV_ZSET, &e) != 0)
+        return;
+    put_from(part_out(r, p), a->rev ? range_last(e, &g) : range_first(e, &g), a, score_in, &g);
+}
+
+/* A range by member: its two bounds. */
+struct lex_range {
+    struct lex_bound min, max;
+};
+
+static bool lex_in(const struct obj_znode *n, const void *range)
+{
+    const struct lex_range *x = range;
+    return lex_above(n, &x->min) && lex_below(n, &x->max);
+}
+
+/* The members from argv[2] to argv[3] by their bytes (argv[3] to argv[2] when rev). */
+static void put_by_lex(struct kv_store *s, struct request *r, const struct part *p, const struct range_ask *a)
+{
+    struct lex_range x;
+    struct kv_entry *e;
+    if (!parse_lex_range(r, p, a->rev, &x.min, &x.max) || obj_lookup(s, r, p, KV_ZSET, &e) != 0)
+        return;
+    const struct obj_znode *n = !e ? NULL : a->rev ? lex_last(e->obj, &x.max) : lex_first(e->obj, &x.min);
+    put_from(part_out(r, p), n, a, lex_in, &x);
+}
+
+/* Every range command: its options, then its range, then the key, as Redis checks them. by: BY_ANY for
+ * ZRANGE (BYSCORE, BYLEX and REV among its options), else the command's own; rev: its direction. */
+static void range_cmd(struct kv_store *s, struct request *r, const struct part *p, enum range_by by, bool rev)
+{
+    struct range_ask a = { .by = by, .rev = rev, .limit = -1 };
+    if (!range_options(r, p, &a, by == BY_ANY))
+        return;
+    if (a.by == BY_RANK)
+        put_by_rank(s, r, p, &a);
+    else if (a.by == BY_SCORE)
+        put_by_score(s, r, p, &a);
+    else
+        put_by_lex(s, r, p, &a);
+}
+
+/* ZRANGE key start stop [BYSCORE | BYLEX] [REV] [LIMIT offset count] [WITHSCORES] */
+static void zrange(struct kv_store *s, struct request *r, const struct part *p)
+{
+    range_cmd(s, r, p, BY_ANY, false);
+}
+
+static void zrevrange(struct kv_store *s, struct request *r, const struct part *p)
+{
+    range_cmd(s, r, p, BY_RANK, true);
 }
 
 static void zrangebyscore(struct kv_store *s, struct request *r, const struct part *p)
 {
-    range_by_score(s, r, p, false);
+    range_cmd(s, r, p, BY_SCORE, false);
 }
 
 static void zrevrangebyscore(struct kv_store *s, struct request *r, const struct part *p)
 {
-    range_by_score(s, r, p, true);
+    range_cmd(s, r, p, BY_SCORE, true);
+}
+
+static void zrangebylex(struct kv_store *s, struct request *r, const struct part *p)
+{
+    range_cmd(s, r, p, BY_LEX, false);
+}
+
+static void zrevrangebylex(struct kv_store *s, struct request *r, const struct part *p)
+{
+    range_cmd(s, r, p, BY_LEX, true);
+}
+
+/* ZLEXCOUNT key min max: the range first, then the key. */
+static void zlexcount(struct kv_store *s, struct request *r, const struct part *p)
+{
+    struct lex_range x;
+    struct kv_entry *e;
+    if (!parse_lex_range(r, p, false, &x.min, &x.max) || obj_lookup(s, r, p, KV_ZSET, &e) != 0)
+        return;
+    const struct obj_znode *first = e ? lex_first(e->obj, &x.min) : NULL;
+    const struct obj_znode *last = first && lex_below(first, &x.max) ? lex_last(e->obj, &x.max) : NULL;
+    size_t n = last ? obj_zset_rank(e->obj, last) - obj_zset_rank(e->obj, first) + 1 : 0;
+    resp_int(part_out(r, p), (int64_t)n);
 }
 
 /* The rank of n in e's set; its length for NULL (past the last). */
@@ -522,6 +675,9 @@ static const struct command table[] = {
     { "ZREVRANK", 3, CMD_KEYED, 0, zrevrank, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, READS },
     { "ZRANGEBYSCORE", -4, CMD_KEYED, 0, zrangebyscore, NULL, NULL, OBJ_MANY_REPLY_MAX, NULL, false, READS },
     { "ZREVRANGEBYSCORE", -4, CMD_KEYED, 0, zrevrangebyscore, NULL, NULL, OBJ_MANY_REPLY_MAX, NULL, false, READS },
+    { "ZRANGEBYLEX", -4, CMD_KEYED, 0, zrangebylex, NULL, NULL, OBJ_MANY_REPLY_MAX, NULL, false, READS },
+    { "ZREVRANGEBYLEX", -4, CMD_KEYED, 0, zrevrangebylex, NULL, NULL, OBJ_MANY_REPLY_MAX, NULL, false, READS },
+    { "ZLEXCOUNT", 4, CMD_KEYED, 0, zlexcount, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, READS },
     { "ZREMRANGEBYSCORE", 4, CMD_KEYED, 0, zremrangebyscore, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, WRITES },
     { "ZREMRANGEBYRANK", 4, CMD_KEYED, 0, zremrangebyrank, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, WRITES },
 };

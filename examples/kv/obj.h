@@ -94,6 +94,14 @@ const struct obj_znode *obj_zset_at(const struct obj_zset *z, size_t rank);
 size_t                  obj_zset_rank(const struct obj_zset *z, const struct obj_znode *n);
 /* The first node whose score is at least min (above it when exclusive); NULL when none. O(log n). */
 const struct obj_znode *obj_zset_first_from(const struct obj_zset *z, double min, bool exclusive);
+/* By member, for a set whose members share one score (ZRANGEBYLEX: the list is then in member order;
+ * with other scores the answer is some node, as Redis's): the first node whose member is at least
+ * member (above it when exclusive), and the last at most member (below it when exclusive); NULL:
+ * none. Members compare as memcmp, the shorter first on a tie. O(log n). */
+const struct obj_znode *obj_zset_first_lex(const struct obj_zset *z, const void *member, size_t len, bool exclusive);
+const struct obj_znode *obj_zset_last_lex(const struct obj_zset *z, const void *member, size_t len, bool exclusive);
+/* n's member against member, as those compare them: < 0, 0, > 0. */
+int                     obj_znode_member_cmp(const struct obj_znode *n, const void *member, size_t len);
 /* The node after n, before n (NULL at either end). O(1). */
 const struct obj_znode *obj_znode_next(const struct obj_znode *n);
 const struct obj_znode *obj_znode_prev(const struct obj_znode *n);

@@ -323,6 +323,36 @@ const struct obj_znode *obj_zset_first_from(const struct obj_zset *z, double min
     return x->link[0].next;
 }
 
+/* n's member against member: memcmp, the shorter first on a tie (Redis's sdscmp). */
+static int member_cmp(const struct obj_znode *n, const void *member, size_t len)
+{
+    int c = memcmp(member_of(n), member, n->len < len ? n->len : len);
+    return c ? c : (n->len > len) - (n->len < len);
+}
+
+const struct obj_znode *obj_zset_first_lex(const struct obj_zset *z, const void *member, size_t len, bool exclusive)
+{
+    const struct obj_znode *x = z->head;
+    for (uint32_t i = z->height; i-- > 0;)
+        while (x->link[i].next && member_cmp(x->link[i].next, member, len) < (int)exclusive)
+            x = x->link[i].next;
+    return x->link[0].next;
+}
+
+const struct obj_znode *obj_zset_last_lex(const struct obj_zset *z, const void *member, size_t len, bool exclusive)
+{
+    const struct obj_znode *x = z->head;
+    for (uint32_t i = z->height; i-- > 0;)
+        while (x->link[i].next && member_cmp(x->link[i].next, member, len) < (int)!exclusive)
+            x = x->link[i].next;
+    return x == z->head ? NULL : x;
+}
+
+int obj_znode_member_cmp(const struct obj_znode *n, const void *member, size_t len)
+{
+    return member_cmp(n, member, len);
+}
+
 const struct obj_znode *obj_znode_next(const struct obj_znode *n)
 {
     return n->link[0].next;

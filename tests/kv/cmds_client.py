@@ -86,6 +86,26 @@ def paired(case):
     return case[0].upper() == "HGETALL" or case[-1].upper() == "WITHVALUES"
 
 
+def big_lex_cases():
+    """A sorted set of 400 members of one score (a skip list of several levels, searched by member),
+    and ZRANGEBYLEX, ZREVRANGEBYLEX, ZLEXCOUNT and ZRANGE BYLEX over bounds drawn from a fixed seed."""
+    rnd = random.Random(28)
+    words = sorted({"".join(rnd.choice("abcd") for _ in range(rnd.randrange(1, 5))) for _ in range(600)})[:400]
+    cases = [["ZADD", "lbig"] + [x for w in words for x in ("0", w)]]
+
+    def bound():
+        r = rnd.random()
+        if r < 0.1:
+            return rnd.choice(["-", "+"])
+        return rnd.choice("[(") + "".join(rnd.choice("abcde") for _ in range(rnd.randrange(0, 4)))
+
+    for _ in range(40):
+        lo, hi = bound(), bound()
+        cases += [["ZLEXCOUNT", "lbig", lo, hi], ["ZRANGEBYLEX", "lbig", lo, hi, "LIMIT", "2", "6"],
+                  ["ZREVRANGEBYLEX", "lbig", hi, lo, "LIMIT", "1", "5"], ["ZRANGE", "lbig", hi, lo, "BYLEX", "REV"]]
+    return cases
+
+
 def big_zset_cases():
     """A sorted set of 400 members (a skip list of several levels), scores with repeats, and ZCOUNT,
     ZRANGEBYSCORE and ZREVRANGEBYSCORE over ranges drawn from a fixed seed; then ZREMRANGEBYSCORE and
@@ -103,7 +123,8 @@ def big_zset_cases():
     for _ in range(60):
         lo, hi = bound(), bound()
         cases += [["ZCOUNT", "zbig", lo, hi], ["ZRANGEBYSCORE", "zbig", lo, hi, "LIMIT", "3", "5"],
-                  ["ZREVRANGEBYSCORE", "zbig", hi, lo, "WITHSCORES", "LIMIT", "2", "4"]]
+                  ["ZREVRANGEBYSCORE", "zbig", hi, lo, "WITHSCORES", "LIMIT", "2", "4"],
+                  ["ZRANGE", "zbig", hi, lo, "BYSCORE", "REV", "LIMIT", "1", "3", "WITHSCORES"]]
     for _ in range(8):
         lo, hi = bound(), bound()
         cases += [["ZREMRANGEBYSCORE", "zbig", lo, hi], ["ZCARD", "zbig"], ["ZCOUNT", "zbig", "-inf", "+inf"]]
@@ -347,7 +368,38 @@ CASES = [
     ["HSCAN", "hsc", "0", "MATCH"], ["HSCAN", "hsc", "0", "COUNT"], ["HSCAN", "hsc", "0", "FOO", "1"],
     ["HSCAN", "hsc", "0", "TYPE", "hash"], ["HSCAN", "hsc", "0", "NOVALUES"], ["HSCAN", "strsc", "0"],
     ["HSCAN", "strsc", "0", "COUNT", "x"], ["SSCAN", "hsc", "0"], ["ZSCAN", "ssc", "0"], ["HSCAN", "hsc"], ["SSCAN"],
-] + big_zset_cases() + [
+    # ZRANGEBYLEX ZREVRANGEBYLEX ZLEXCOUNT, and ZRANGE's BYSCORE, BYLEX, REV and LIMIT: ranges by member
+    # (the empty member, prefixes, "-" "+" "[" "("), LIMIT's edges, each option's conflicts and errors
+    # in Redis's order (options, then the range, then the key).
+    ["ZADD", "zl", "0", "a", "0", "b", "0", "c", "0", "d", "0", "e", "0", "f", "0", "g", "0", "", "0", "aa", "0", "ab"],
+    ["ZADD", "zm", "1", "x", "2", "y", "2", "z", "3", "w"], ["SET", "strl", "v"],
+    ["ZRANGEBYLEX", "zl", "-", "+"], ["ZRANGEBYLEX", "zl", "[a", "[c"], ["ZRANGEBYLEX", "zl", "(a", "(c"],
+    ["ZRANGEBYLEX", "zl", "[aa", "(b"], ["ZRANGEBYLEX", "zl", "[", "[a"], ["ZRANGEBYLEX", "zl", "(", "+"],
+    ["ZRANGEBYLEX", "zl", "+", "-"], ["ZRANGEBYLEX", "zl", "[c", "[a"], ["ZRANGEBYLEX", "zl", "[b", "(b"],
+    ["ZRANGEBYLEX", "zl", "-", "+", "LIMIT", "2", "3"], ["ZRANGEBYLEX", "zl", "-", "+", "LIMIT", "-1", "3"],
+    ["ZRANGEBYLEX", "zl", "-", "+", "LIMIT", "3", "-1"], ["ZRANGEBYLEX", "zl", "-", "+", "LIMIT", "0", "0"],
+    ["ZRANGEBYLEX", "zl", "-", "+", "WITHSCORES"], ["ZRANGEBYLEX", "zl", "a", "+"], ["ZRANGEBYLEX", "zl", "-", "c"],
+    ["ZRANGEBYLEX", "zl", "--", "+"], ["ZRANGEBYLEX", "zl", "-", "+", "LIMIT", "1"], ["ZRANGEBYLEX", "zl", "-", "+", "LIMIT", "x", "1"],
+    ["ZRANGEBYLEX", "zl", "-", "+", "REV"], ["ZRANGEBYLEX", "zl", "-", "+", "BYLEX"], ["ZRANGEBYLEX", "nolex", "-", "+"],
+    ["ZRANGEBYLEX", "nolex", "x", "+"], ["ZRANGEBYLEX", "strl", "-", "+"], ["ZRANGEBYLEX", "strl", "x", "+"], ["ZRANGEBYLEX", "zl", "-"],
+    ["ZREVRANGEBYLEX", "zl", "+", "-"], ["ZREVRANGEBYLEX", "zl", "[c", "[a"], ["ZREVRANGEBYLEX", "zl", "(c", "(a"],
+    ["ZREVRANGEBYLEX", "zl", "[a", "[c"], ["ZREVRANGEBYLEX", "zl", "+", "-", "LIMIT", "1", "2"], ["ZREVRANGEBYLEX", "zl", "+", "[f"],
+    ["ZREVRANGEBYLEX", "zl", "(aa", "-"], ["ZREVRANGEBYLEX", "zl", "+", "-", "REV"],
+    ["ZLEXCOUNT", "zl", "-", "+"], ["ZLEXCOUNT", "zl", "[a", "[c"], ["ZLEXCOUNT", "zl", "(a", "(c"], ["ZLEXCOUNT", "zl", "[c", "[a"],
+    ["ZLEXCOUNT", "zl", "+", "-"], ["ZLEXCOUNT", "zl", "[", "["], ["ZLEXCOUNT", "zl", "(", "["], ["ZLEXCOUNT", "nolex", "-", "+"],
+    ["ZLEXCOUNT", "nolex", "x", "+"], ["ZLEXCOUNT", "strl", "-", "+"], ["ZLEXCOUNT", "zl", "-"], ["ZLEXCOUNT", "zl", "-", "+", "x"],
+    ["ZRANGE", "zm", "1", "2", "BYSCORE"], ["ZRANGE", "zm", "(1", "3", "BYSCORE", "WITHSCORES"], ["ZRANGE", "zm", "3", "1", "BYSCORE", "REV"],
+    ["ZRANGE", "zm", "+inf", "-inf", "BYSCORE", "REV", "LIMIT", "1", "2", "WITHSCORES"], ["ZRANGE", "zm", "-inf", "+inf", "byscore", "limit", "1", "-1"],
+    ["ZRANGE", "zm", "1", "3", "BYSCORE", "LIMIT", "-1", "2"], ["ZRANGE", "zm", "x", "3", "BYSCORE"], ["ZRANGE", "zm", "0", "-1", "LIMIT", "0", "1"],
+    ["ZRANGE", "zm", "0", "-1", "LIMIT", "0", "-1"], ["ZRANGE", "zm", "0", "-1", "LIMIT", "x", "1"], ["ZRANGE", "zm", "0", "-1", "REV", "REV"],
+    ["ZRANGE", "zm", "0", "-1", "BYSCORE", "BYLEX"], ["ZRANGE", "zm", "0", "-1", "BYSCORE", "BYSCORE"], ["ZRANGE", "zl", "[a", "[c", "BYLEX"],
+    ["ZRANGE", "zl", "[c", "[a", "BYLEX", "REV"], ["ZRANGE", "zl", "-", "+", "BYLEX", "LIMIT", "1", "2"], ["ZRANGE", "zl", "-", "+", "BYLEX", "WITHSCORES"],
+    ["ZRANGE", "zl", "a", "c", "BYLEX"], ["ZRANGE", "zl", "-", "+", "BYLEX", "REV", "LIMIT", "0", "3"], ["ZRANGE", "nolex", "-", "+", "BYLEX"],
+    ["ZRANGE", "strl", "-", "+", "BYLEX"], ["ZRANGE", "strl", "a", "+", "BYLEX"], ["ZRANGE", "zm", "0", "-1", "WITHSCORES", "REV"],
+    ["ZRANGE", "zm", "0", "-1", "LIMIT"], ["ZRANGE", "zm", "0", "-1", "BYSCORE", "LIMIT", "1"], ["ZRANGE", "strl", "0", "1", "BYSCORE"],
+    ["ZREVRANGE", "zm", "0", "-1", "LIMIT", "0", "1"], ["ZREVRANGEBYSCORE", "zm", "+inf", "-inf", "REV"],
+    ["ZRANGEBYSCORE", "zm", "-inf", "+inf", "BYSCORE"], ["ZRANGEBYSCORE", "zm", "-inf", "+inf", "WITHSCORES", "LIMIT", "0", "-1", "WITHSCORES"],
+] + big_zset_cases() + big_lex_cases() + [
     # MULTI: the commands whose keys meet, alone on their keys in a transaction
     ["SET", "ma", "1"], ["MULTI"], ["RENAME", "ma", "mb"], ["SET", "other", "1"], ["EXEC"], ["GET", "mb"],
 ]

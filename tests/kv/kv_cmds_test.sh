@@ -3,10 +3,11 @@
 # SDIFF) and HINCRBY HINCRBYFLOAT HSETNX HKEYS HVALS HSTRLEN SMISMEMBER INCRBYFLOAT GETRANGE SETRANGE LSET
 # LINSERT LTRIM LREM LPOS ZRANK ZPOPMAX
 # ZREVRANK ZRANGEBYSCORE ZREVRANGEBYSCORE ZREMRANGEBYSCORE ZREMRANGEBYRANK ZINCRBY ZCOUNT ZMSCORE
-# ZREVRANGE SRANDMEMBER HRANDFIELD ZRANDMEMBER: every reply that does not depend on a draw,
+# ZREVRANGE ZRANGE (BYSCORE BYLEX REV LIMIT) ZRANGEBYLEX ZREVRANGEBYLEX ZLEXCOUNT HSCAN SSCAN ZSCAN
+# SRANDMEMBER HRANDFIELD ZRANDMEMBER: every reply that does not depend on a draw,
 # error and wrong type included, the same as redis-server 7.0's (run beside it when it is installed,
 # else as recorded from it in cmds_redis.txt); moves between keys of different workers, alone and in
-# MULTI; the draws of the random picks, by their properties; many clients moving elements between the
+# MULTI; the draws of the random picks, and the iterations of HSCAN, SSCAN and ZSCAN, by their properties; many clients moving elements between the
 # same two keys at once, none lost or doubled; and SCAN and KEYS while such moves run, no key twice.
 #
 #   kv_cmds_test.sh PATH/TO/kv_server
