@@ -1,4 +1,5 @@
-/* kv_server: commands of lists (LPUSH RPUSH LPOP RPOP LRANGE LLEN LINDEX LSET LINSERT LTRIM LREM LPOS).
+/* kv_server: commands of lists (LPUSH RPUSH LPUSHX RPUSHX LPOP RPOP LRANGE LLEN LINDEX LSET LINSERT LTRIM
+ * LREM LPOS).
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * The list is a ring of values (obj_list.c): every command here is O(1) but for the elements it
@@ -9,12 +10,18 @@
 
 #include "obj_cmd.h"
 
-static void push(struct kv_store *s, struct request *r, const struct part *p, bool left)
+/* LPUSH, RPUSH, and with only_if LPUSHX and RPUSHX, which push only onto a list that exists (0 when
+ * there is none). */
+static void push(struct kv_store *s, struct request *r, const struct part *p, bool left, bool only_if)
 {
     struct buf *out = part_out(r, p);
     struct kv_entry *e;
     if (obj_lookup(s, r, p, KV_LIST, &e) != 0)
         return;
+    if (!e && only_if) {
+        resp_int(out, 0);
+        return;
+    }
     struct obj_list *l = e ? e->obj : obj_list_new();
     size_t n = r->argc - 2, done = 0;
     if (l && obj_list_reserve(l, n) == 0) {
@@ -44,12 +51,22 @@ static void push(struct kv_store *s, struct request *r, const struct part *p, bo
 
 static void lpush(struct kv_store *s, struct request *r, const struct part *p)
 {
-    push(s, r, p, true);
+    push(s, r, p, true, false);
 }
 
 static void rpush(struct kv_store *s, struct request *r, const struct part *p)
 {
-    push(s, r, p, false);
+    push(s, r, p, false, false);
+}
+
+static void lpushx(struct kv_store *s, struct request *r, const struct part *p)
+{
+    push(s, r, p, true, true);
+}
+
+static void rpushx(struct kv_store *s, struct request *r, const struct part *p)
+{
+    push(s, r, p, false, true);
 }
 
 /* LPOP and RPOP: without a count one element (nil when there is none), with one an array of up to
@@ -378,6 +395,8 @@ static void lpos(struct kv_store *s, struct request *r, const struct part *p)
 static const struct command table[] = {
     { "LPUSH", -3, CMD_KEYED, 0, lpush, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, WRITES },
     { "RPUSH", -3, CMD_KEYED, 0, rpush, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, WRITES },
+    { "LPUSHX", -3, CMD_KEYED, 0, lpushx, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, WRITES },
+    { "RPUSHX", -3, CMD_KEYED, 0, rpushx, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, WRITES },
     { "LPOP", -2, CMD_KEYED, 0, lpop, NULL, NULL, OBJ_MANY_REPLY_MAX, obj_pop_reply_bound, false, WRITES },
     { "RPOP", -2, CMD_KEYED, 0, rpop, NULL, NULL, OBJ_MANY_REPLY_MAX, obj_pop_reply_bound, false, WRITES },
     { "LRANGE", 4, CMD_KEYED, 0, lrange, NULL, NULL, OBJ_MANY_REPLY_MAX, lrange_bound, false, READS },

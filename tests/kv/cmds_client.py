@@ -368,6 +368,9 @@ CASES = [
     ["HSCAN", "hsc", "0", "MATCH"], ["HSCAN", "hsc", "0", "COUNT"], ["HSCAN", "hsc", "0", "FOO", "1"],
     ["HSCAN", "hsc", "0", "TYPE", "hash"], ["HSCAN", "hsc", "0", "NOVALUES"], ["HSCAN", "strsc", "0"],
     ["HSCAN", "strsc", "0", "COUNT", "x"], ["SSCAN", "hsc", "0"], ["ZSCAN", "ssc", "0"], ["HSCAN", "hsc"], ["SSCAN"],
+    # LPUSHX RPUSHX: only onto a list that is there
+    ["LPUSHX", "lx", "a"], ["EXISTS", "lx"], ["RPUSH", "lx", "m"], ["LPUSHX", "lx", "a", "b"], ["RPUSHX", "lx", "y", "z"],
+    ["LRANGE", "lx", "0", "-1"], ["RPUSHX", "nolx", "a"], ["LPUSHX", "strsc", "a"], ["LPUSHX", "lx"], ["RPUSHX"],
     # ZRANGEBYLEX ZREVRANGEBYLEX ZLEXCOUNT, and ZRANGE's BYSCORE, BYLEX, REV and LIMIT: ranges by member
     # (the empty member, prefixes, "-" "+" "[" "("), LIMIT's edges, each option's conflicts and errors
     # in Redis's order (options, then the range, then the key).
