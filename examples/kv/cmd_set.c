@@ -1,11 +1,12 @@
 /* kv_server: commands of sets (SADD SREM SPOP SMEMBERS SCARD SISMEMBER SMISMEMBER, and SINTER SUNION
- * SDIFF).
+ * SDIFF SINTERSTORE SUNIONSTORE SDIFFSTORE).
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * A set is a kvmap of members with no values (obj_map.c): O(1) per member named or popped, O(n) for
  * SMEMBERS. Replies and errors are Redis 7.0's; the order of SMEMBERS and which members SPOP picks are
  * as arbitrary as Redis's. SINTER, SUNION and SDIFF read every key's set at once, on one worker
- * (cross.h), so they see one state of all their keys, as in Redis. */
+ * (cross.h), so they see one state of all their keys, as in Redis; their *STORE forms write the
+ * destination in the same step. */
 #include "cross.h"
 #include "obj_cmd.h"
 
@@ -132,14 +133,17 @@ static void smismember(struct kv_store *s, struct request *r, const struct part 
 
 enum set_op { SET_INTER, SET_UNION, SET_DIFF };
 
-/* One of SINTER, SUNION, SDIFF under way: the member walked, from set `from` (a part's index), is
- * kept or not by the other sets; what is kept goes to out. */
+/* One of SINTER, SUNION, SDIFF (or their *STORE) under way: the member walked, from set `from` (a
+ * part's index), is kept or not by the other sets; what is kept goes to out, or into a new set. */
 struct set_walk {
     struct request *r;
     enum set_op     op;
+    uint32_t        first; /* the first part of a set: 0, or 1 after the destination of a *STORE */
     uint32_t        from;
-    struct buf      out;
+    struct buf      out;   /* the members kept, as a reply's, when into is NULL */
+    struct kvmap   *into;  /* else each is copied into it */
     int64_t         n;
+    bool            nomem;
 };
 
 static bool in_set(struct request *r, uint32_t i, const struct kv_entry *m)
@@ -148,12 +152,20 @@ static bool in_set(struct request *r, uint32_t i, const struct kv_entry *m)
     return e && kvmap_find(e->obj, m->hash, m->key, m->klen);
 }
 
+/* Whether part i is the first of the sets to name its key (a key named twice is one set; the
+ * destination of a *STORE, before the sets, does not count). */
+static bool first_naming(const struct set_walk *w, uint32_t i)
+{
+    uint32_t same = w->r->parts[i].same;
+    return same == i || same < w->first;
+}
+
 /* SINTER: in every other set; SDIFF: in none of the others; SUNION: in no set before this one (each
- * member once). A key named twice is one set. */
+ * member once). */
 static bool keep(struct set_walk *w, const struct kv_entry *m)
 {
-    for (uint32_t i = 0; i < w->r->nparts; i++) {
-        if (w->op == SET_UNION ? i >= w->from || w->r->parts[i].same != i : i == w->from)
+    for (uint32_t i = w->first; i < w->r->nparts; i++) {
+        if (w->op == SET_UNION ? i >= w->from || !first_naming(w, i) : i == w->from)
             continue;
         if (in_set(w->r, i, m) != (w->op == SET_INTER))
             return false;
@@ -164,10 +176,19 @@ static bool keep(struct set_walk *w, const struct kv_entry *m)
 static bool walk_member(const struct kv_entry *m, void *ctx)
 {
     struct set_walk *w = ctx;
-    if (keep(w, m)) {
+    if (!keep(w, m))
+        return true;
+    if (!w->into) {
         obj_put_member(&w->out, m, false);
-        w->n++;
+    } else {
+        struct kv_entry *copy = obj_member_new(m->key, m->klen, NULL, 0);
+        if (!copy) {
+            w->nomem = true;
+            return false;
+        }
+        kvmap_insert(w->into, copy);
     }
+    w->n++;
     return true;
 }
 
@@ -175,36 +196,74 @@ static void walk_set(struct set_walk *w, uint32_t from)
 {
     struct kv_entry *e = *cross_entry(w->r, from);
     w->from = from;
-    if (e)
+    if (e && !w->nomem)
         kvmap_range(e->obj, 0, UINT64_MAX, walk_member, w);
 }
 
-/* SINTER walks its smallest set (none when a key does not exist), SDIFF its first, SUNION each. */
-static void set_op(struct request *r, const struct part *p, enum set_op op)
+/* The sets' SINTER, SUNION or SDIFF into w: SINTER walks its smallest set (none when a key does not
+ * exist), SDIFF its first, SUNION each. Return: false, WRONGTYPE replied, when a key of the sets holds
+ * another type (every key is looked at first, as in Redis). */
+static bool set_walk(struct set_walk *w, const struct part *p)
 {
-    struct set_walk w = { r, op, 0, { 0 }, 0 };
-    uint32_t smallest = 0;
-    for (uint32_t i = 0; i < r->nparts; i++) {
+    struct request *r = w->r;
+    uint32_t smallest = w->first;
+    for (uint32_t i = w->first; i < r->nparts; i++) {
         struct kv_entry *e = *cross_entry(r, i);
         if (e && e->type != KV_SET) {
             resp_error(part_out(r, p), WRONGTYPE);
-            return;
+            return false;
         }
         size_t n = e ? ((struct kvmap *)e->obj)->n : 0, least = *cross_entry(r, smallest)
             ? ((struct kvmap *)(*cross_entry(r, smallest))->obj)->n : 0;
         if (n < least)
             smallest = i;
     }
-    if (op == SET_UNION)
-        for (uint32_t i = 0; i < r->nparts; i++)
-            walk_set(&w, i);
+    if (w->op == SET_UNION)
+        for (uint32_t i = w->first; i < r->nparts; i++)
+            walk_set(w, i);
     else
-        walk_set(&w, op == SET_INTER ? smallest : 0);
-    resp_array(part_out(r, p), w.n);
-    buf_put(part_out(r, p), w.out.p, w.out.len);
-    if (w.out.failed)
-        part_out(r, p)->failed = true;
-    buf_free(&w.out);
+        walk_set(w, w->op == SET_INTER ? smallest : w->first);
+    return true;
+}
+
+/* SINTER, SUNION, SDIFF: the members, as an array. */
+static void set_op(struct request *r, const struct part *p, enum set_op op)
+{
+    struct set_walk w = { .r = r, .op = op };
+    if (set_walk(&w, p))
+        resp_array_of(part_out(r, p), w.n, &w.out);
+    else
+        buf_free(&w.out);
+}
+
+/* SINTERSTORE, SUNIONSTORE, SDIFFSTORE destination key...: the members made the destination's set,
+ * whatever it held (an empty result deletes it), and their count. The result is made whole before
+ * the destination is touched: out of memory for it leaves the destination as it was (for its entry,
+ * made after the old one is gone, the destination is then deleted). */
+static void store_op(struct request *r, const struct part *p, enum set_op op)
+{
+    struct buf *out = part_out(r, p);
+    struct set_walk w = { .r = r, .op = op, .first = 1, .into = obj_map_new() };
+    if (!w.into) {
+        resp_error(out, OBJ_ERR_OOM);
+        return;
+    }
+    if (!set_walk(&w, p) || w.nomem) {
+        if (w.nomem)
+            resp_error(out, OBJ_ERR_OOM);
+        obj_map_free(w.into);
+        return;
+    }
+    if (*cross_entry(r, 0))
+        cross_drop(r, 0);
+    if (w.n == 0 || cross_make(r, 0, KV_SET, w.into, 0) != 0) {
+        obj_map_free(w.into);
+        if (w.n) {
+            resp_error(out, OBJ_ERR_OOM);
+            return;
+        }
+    }
+    resp_int(out, w.n);
 }
 
 static void sinter_decide(struct kv_store *s, struct request *r, const struct part *p)
@@ -225,6 +284,24 @@ static void sdiff_decide(struct kv_store *s, struct request *r, const struct par
     set_op(r, p, SET_DIFF);
 }
 
+static void sinterstore_decide(struct kv_store *s, struct request *r, const struct part *p)
+{
+    (void)s;
+    store_op(r, p, SET_INTER);
+}
+
+static void sunionstore_decide(struct kv_store *s, struct request *r, const struct part *p)
+{
+    (void)s;
+    store_op(r, p, SET_UNION);
+}
+
+static void sdiffstore_decide(struct kv_store *s, struct request *r, const struct part *p)
+{
+    (void)s;
+    store_op(r, p, SET_DIFF);
+}
+
 static void sinter(struct kv_store *s, struct request *r, const struct part *p)
 {
     cross_part(s, r, p, sinter_decide);
@@ -240,6 +317,21 @@ static void sdiff(struct kv_store *s, struct request *r, const struct part *p)
     cross_part(s, r, p, sdiff_decide);
 }
 
+static void sinterstore(struct kv_store *s, struct request *r, const struct part *p)
+{
+    cross_part(s, r, p, sinterstore_decide);
+}
+
+static void sunionstore(struct kv_store *s, struct request *r, const struct part *p)
+{
+    cross_part(s, r, p, sunionstore_decide);
+}
+
+static void sdiffstore(struct kv_store *s, struct request *r, const struct part *p)
+{
+    cross_part(s, r, p, sdiffstore_decide);
+}
+
 static const struct command table[] = {
     { "SADD", -3, CMD_KEYED, 0, sadd, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, WRITES },
     { "SREM", -3, CMD_KEYED, 0, srem, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, false, WRITES },
@@ -251,6 +343,9 @@ static const struct command table[] = {
     { "SINTER", -2, CMD_KEYED, 1, sinter, NULL, NULL, OBJ_MANY_REPLY_MAX, large_reply_bound, ATOMIC_CROSS, READS },
     { "SUNION", -2, CMD_KEYED, 1, sunion, NULL, NULL, OBJ_MANY_REPLY_MAX, large_reply_bound, ATOMIC_CROSS, READS },
     { "SDIFF", -2, CMD_KEYED, 1, sdiff, NULL, NULL, OBJ_MANY_REPLY_MAX, large_reply_bound, ATOMIC_CROSS, READS },
+    { "SINTERSTORE", -3, CMD_KEYED, 1, sinterstore, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, ATOMIC_CROSS, WRITES },
+    { "SUNIONSTORE", -3, CMD_KEYED, 1, sunionstore, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, ATOMIC_CROSS, WRITES },
+    { "SDIFFSTORE", -3, CMD_KEYED, 1, sdiffstore, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, ATOMIC_CROSS, WRITES },
 };
 
 const struct command_set cmds_set = { table, sizeof table / sizeof table[0] };

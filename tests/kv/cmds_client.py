@@ -368,6 +368,21 @@ CASES = [
     ["HSCAN", "hsc", "0", "MATCH"], ["HSCAN", "hsc", "0", "COUNT"], ["HSCAN", "hsc", "0", "FOO", "1"],
     ["HSCAN", "hsc", "0", "TYPE", "hash"], ["HSCAN", "hsc", "0", "NOVALUES"], ["HSCAN", "strsc", "0"],
     ["HSCAN", "strsc", "0", "COUNT", "x"], ["SSCAN", "hsc", "0"], ["ZSCAN", "ssc", "0"], ["HSCAN", "hsc"], ["SSCAN"],
+    # SINTERSTORE SUNIONSTORE SDIFFSTORE: the destination replaced whatever it held (an empty result
+    # deletes it, its time to live ends), a destination that is one of the sets, repeated sets, a
+    # missing set, the sets' types checked before anything is written
+    ["SADD", "st1", "a", "b", "c", "d"], ["SADD", "st2", "c", "d", "e"], ["SADD", "st3", "d", "x"],
+    ["SINTERSTORE", "sto", "st1", "st2"], ["SMEMBERS", "sto"], ["SINTERSTORE", "sto", "st1", "st2", "st3"],
+    ["SMEMBERS", "sto"], ["SUNIONSTORE", "sto", "st1", "st2", "st3"], ["SMEMBERS", "sto"],
+    ["SDIFFSTORE", "sto", "st1", "st2"], ["SMEMBERS", "sto"], ["SDIFFSTORE", "sto", "st1", "st1"], ["EXISTS", "sto"],
+    ["SET", "sto", "v", "EX", "100"], ["SUNIONSTORE", "sto", "st3"], ["TYPE", "sto"], ["TTL", "sto"],
+    ["SINTERSTORE", "sto", "st1", "nost"], ["EXISTS", "sto"], ["SUNIONSTORE", "sto", "nost", "nost2"], ["EXISTS", "sto"],
+    ["SDIFFSTORE", "sto", "nost", "st1"], ["SUNIONSTORE", "st1", "st1", "st3"], ["SMEMBERS", "st1"],
+    ["SINTERSTORE", "st2", "st1", "st2"], ["SMEMBERS", "st2"], ["SDIFFSTORE", "st3", "st3", "st2", "st3"], ["EXISTS", "st3"],
+    ["SUNIONSTORE", "sto", "st1", "st1", "st2", "st2"], ["SMEMBERS", "sto"], ["SADD", "st3", "z"],
+    ["SINTERSTORE", "sto", "st1", "strsc"], ["SUNIONSTORE", "sto", "nost", "strsc"], ["SDIFFSTORE", "sto", "strsc", "st1"],
+    ["SMEMBERS", "sto"], ["SUNIONSTORE", "strsc", "st3"], ["TYPE", "strsc"], ["SMEMBERS", "strsc"], ["SET", "strsc", "v"],
+    ["SINTERSTORE", "sto"], ["SUNIONSTORE"], ["SDIFFSTORE", "sto"],
     # LPUSHX RPUSHX: only onto a list that is there
     ["LPUSHX", "lx", "a"], ["EXISTS", "lx"], ["RPUSH", "lx", "m"], ["LPUSHX", "lx", "a", "b"], ["RPUSHX", "lx", "y", "z"],
     ["LRANGE", "lx", "0", "-1"], ["RPUSHX", "nolx", "a"], ["LPUSHX", "strsc", "a"], ["LPUSHX", "lx"], ["RPUSHX"],
@@ -456,6 +471,10 @@ def workers(port):
     r.sadd(dst, "2", "3", "4")
     assert r.sinter(src, dst) == {b"2", b"3"} and r.sunion(src, dst) == {b"1", b"2", b"3", b"4"}
     assert r.sdiff(src, dst) == {b"1"}
+    # The *STORE forms: the destination on the other worker, then on the first set's own.
+    assert r.sinterstore(dst, [src, dst]) == 2 and r.smembers(dst) == {b"2", b"3"}
+    assert r.sunionstore(src, [src, dst]) == 3 and r.smembers(src) == {b"1", b"2", b"3"}
+    assert r.sdiffstore(dst, [src, dst]) == 1 and r.smembers(dst) == {b"1"}
     # In MULTI, with other commands of the transaction on other keys (redis-py's default pipeline).
     src, dst = keys_apart(r, "tx")
     r.set(src, "1")
