@@ -1,14 +1,16 @@
 /* kv_server: a collection's members a cursor's slice at a time (HSCAN SSCAN ZSCAN).
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * The cursor is SCAN's (scan.c): a position in the space of the members' hashes (kv_hash). A hash's or
- * set's map and a sorted set's index both keep their chains in hash order at every size, so a call
- * covers the members of [cursor, end], a slice about COUNT members wide (2^64 * COUNT / members), and
- * answers end + 1, or 0 when end is the top of the space. A member there for the whole iteration
- * comes exactly once (Redis: at least once), however the collection grows or shrinks between calls; a
- * member added or removed meanwhile comes at most once. A collection of at most WHOLE members comes
- * whole (from the cursor on) with the cursor 0, as Redis answers its small encodings (a listpack holds
- * up to 128 entries by default) and as clients expect of a small hash. MATCH filters the slice after
+ * The cursor is SCAN's (scan.c): it stands for a position in the space of the members' hashes
+ * (kv_hash), encrypted. A hash's or set's map and a sorted set's index both keep their chains in hash
+ * order at every size, so a call covers the members of [position, end], a slice about COUNT members
+ * wide (2^64 * COUNT / members), and answers end + 1's cursor, or 0 when end is the top of the space. A
+ * member there for the whole iteration comes exactly once (Redis: at least once), however the
+ * collection grows or shrinks between calls while it has more than WHOLE members; a member added or
+ * removed meanwhile comes at most once. A collection of at most WHOLE members comes whole with the
+ * cursor 0, whatever the cursor, as Redis answers its small encodings (a listpack holds up to 128
+ * entries by default): one that shrank to that size during an iteration then gives again what it gave
+ * before, as Redis's does. MATCH filters the slice after
  * it is taken, so a call may answer fewer than COUNT members, or none, with a cursor to go on from, as
  * Redis's do. Replies and errors in Redis 7.0's order: the cursor, then the key (missing: an empty scan,
  * whatever the options; another type: WRONGTYPE), then the options. A reply is bounded as HGETALL's
@@ -112,13 +114,15 @@ static void scan_members(struct kv_store *s, struct request *r, const struct par
     if (!parse_options(r, p, &count, &c.pattern))
         return;
     size_t n = type == KV_ZSET ? obj_zset_len(e->obj) : ((const struct kvmap *)e->obj)->n;
+    if (n <= WHOLE)
+        from = 0;
     uint64_t to = n <= WHOLE ? UINT64_MAX : scan_slice_end(from, (uint64_t)count, n);
     if (type == KV_ZSET)
         obj_zset_range(e->obj, from, to, put_znode, &c);
     else
         kvmap_range(e->obj, from, to, put_map_member, &c);
     char next[24];
-    int len = snprintf(next, sizeof next, "%" PRIu64, to == UINT64_MAX ? 0 : to + 1);
+    int len = snprintf(next, sizeof next, "%" PRIu64, to == UINT64_MAX ? 0 : scan_cursor_out(to + 1));
     resp_array(out, 2);
     resp_bulk(out, next, (size_t)len);
     resp_array_of(out, c.n, &c.items);

@@ -364,6 +364,7 @@ CASES = [
     ["HSCAN", "hsc", "0", "COUNT", "1", "COUNT", "2"], ["HSCAN", "nosc", "0"], ["HSCAN", "nosc", "0", "COUNT", "x"],
     ["HSCAN", "nosc", "x"], ["HSCAN", "hsc", "x"], ["HSCAN", "hsc", "18446744073709551616"], ["HSCAN", "hsc", "1.5"],
     ["HSCAN", "hsc", ""], ["HSCAN", "hsc", "+0"], ["HSCAN", "hsc", "-0"], ["HSCAN", "hsc", "-"], ["HSCAN", "hsc", " 0"],
+    ["HSCAN", "hsc", "-1"], ["HSCAN", "hsc", "18446744073709551615"], ["ZSCAN", "zsc", "7"],
     ["HSCAN", "hsc", "0", "COUNT", "x"], ["HSCAN", "hsc", "0", "COUNT", "0"], ["HSCAN", "hsc", "0", "COUNT", "-1"],
     ["HSCAN", "hsc", "0", "MATCH"], ["HSCAN", "hsc", "0", "COUNT"], ["HSCAN", "hsc", "0", "FOO", "1"],
     ["HSCAN", "hsc", "0", "TYPE", "hash"], ["HSCAN", "hsc", "0", "NOVALUES"], ["HSCAN", "strsc", "0"],
