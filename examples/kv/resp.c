@@ -200,7 +200,10 @@ long resp_parse(const char *buf, size_t len, const struct resp_limits *lim, stru
         return NEED_MORE;
     if (buf[0] == '*')
         return parse_multibulk(buf, len, lim, argv, argc, scratch, why);
-    /* Binary junk is not a command: Redis also refuses a request starting with a RESP type byte. */
+    /* Binary junk is not a command: a request starting with a RESP type byte other than '*' is
+     * refused and the connection closed (kv_server's own choice: redis-server 7.0 takes "$4" as an
+     * inline command and answers "unknown command '$4'"; a review found this comment claiming
+     * otherwise). */
     if (buf[0] == '$' || buf[0] == ':' || buf[0] == '+' || buf[0] == '-' || buf[0] == '\0')
         return fail(why, "ERR Protocol error: expected '*' or an inline command", -EPROTO);
     return parse_inline(buf, len, lim, argv, argc, scratch, why);
