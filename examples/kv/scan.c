@@ -9,9 +9,9 @@
  * or not from [cursor, top] in 64 calls (COUNT at least the keys makes the slice reach the top), and
  * from a key of a few bytes XXH3's secret seed (a hostile review did, 2026-12-07), after which keys
  * that collide can be made. Encrypted, a cursor a client makes up names a position it cannot choose;
- * what is left to see is the order of keys, which Redis's SCAN shows too. end is chosen so that the slice holds about COUNT keys: a width of
- * 2^64 * COUNT / DBSIZE. Buckets of every kvmap run in hash order (kvmap.h), so a slice is a run of
- * buckets in every store, whatever its size.
+ * what is left to see is the order of keys, which Redis's SCAN shows too. end is chosen so that the
+ * slice holds about COUNT keys: a width of 2^64 * COUNT / DBSIZE. Buckets of every kvmap run in hash
+ * order (kvmap.h), so a slice is a run of buckets in every store, whatever its size.
  *
  * The guarantee, stronger than Redis's since every slice is read complete (broadcast.c says why): a
  * key present for the whole iteration is returned exactly once (Redis: at least once), whatever
