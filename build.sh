@@ -32,7 +32,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 packages=(build-essential cmake pkg-config liburcu-dev libxxhash-dev libcriterion-dev redis-tools
-          nutcracker nettle-dev libmimalloc-dev python3 python3-redis librsvg2-bin)
+          nutcracker nettle-dev libmimalloc-dev libsodium-dev python3 python3-redis librsvg2-bin)
 
 install_missing() {
     local missing=()

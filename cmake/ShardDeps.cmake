@@ -20,3 +20,7 @@ shard_require_pkg(XXHASH libxxhash libxxhash-dev)
 if(SHARD_BUILD_TESTS)
   shard_require_pkg(CRITERION criterion libcriterion-dev)
 endif()
+# libsodium's SipHash-2-4: what test_kv_hash checks kv_server's own SipHash against (siphash.h).
+if(SHARD_BUILD_TESTS)
+  shard_require_pkg(SODIUM libsodium libsodium-dev)
+endif()

@@ -1,14 +1,23 @@
-/* kv_server's key hashes (examples/kv/kvmap.h): a key's store hash is keyed by the secret seed over
- * the key's bytes, so keys that anyone can make collide under shard's public ring seed (XXH3 with a
- * known seed has such collisions) still spread over the store's buckets; and the shard hash kv_server
- * hands to shard is shard_dispatcher_key_hash's. */
+/* kv_server's key hashes (examples/kv/kvmap.h): a key's store hash is keyed by the secret key over
+ * the key's bytes (SipHash: one hash tells nothing of another's), so keys that anyone can make collide
+ * under shard's public ring seed (XXH3 with a known seed has such collisions) still spread over the
+ * store's buckets; and the shard hash kv_server hands to shard is shard_dispatcher_key_hash's. */
 #include <criterion/criterion.h>
 #include <shard.h>
 #include <string.h>
 
+#include <sodium/crypto_shorthash_siphash24.h>
+
 #include "kvmap.h"
 
-uint64_t kv_hash_seed; /* kvmap.c's, which this test does not link: set here as kv_hash_init would */
+unsigned char kv_hash_key[SIPHASH_KEY_BYTES]; /* kvmap.c's, which this test does not link: set here
+                                               * as kv_hash_init would */
+
+static void set_key(uint64_t k)
+{
+    uint64_t words[2] = { k, ~k * 0x9E3779B97F4A7C15ull };
+    memcpy(kv_hash_key, words, sizeof kv_hash_key);
+}
 
 /* 32 bytes whose halves each start with the default secret's 8 bytes at their offset: under seed 0
  * each half's multiply is by zero, so every such key hashes alike whatever its other 16 bytes. */
@@ -30,15 +39,77 @@ Test(kv_hash, keys_colliding_under_the_public_seed_do_not_share_a_store_hash)
     cr_assert_eq(kv_shard_hash(a, 32), kv_shard_hash(c, 32));
     int same_bucket = 0;
     for (uint64_t seed = 1; seed <= 1000; seed++) {
-        kv_hash_seed = seed * 0x9E3779B97F4A7C15ull;
+        set_key(seed * 0x9E3779B97F4A7C15ull);
         uint64_t ha = kv_hash(a, 32), hb = kv_hash(b, 32), hc = kv_hash(c, 32); /* the store hash */
-        cr_assert(ha != hb && ha != hc && hb != hc, "seed %#llx: keys of one public hash share a store hash",
-                  (unsigned long long)kv_hash_seed);
+        cr_assert(ha != hb && ha != hc && hb != hc, "key %llu: keys of one public hash share a store hash",
+                  (unsigned long long)seed);
         same_bucket += (ha >> 48) == (hb >> 48); /* one bucket of 65,536 (a store's top 16 bits) */
     }
     /* Independent hashes share one in 65,536 seeds: 0.015 expected of 1,000; a store hash that is a
      * function of the public hash shares it in all 1,000. */
     cr_assert_lt(same_bucket, 5, "two colliding keys shared a bucket under %d of 1,000 seeds", same_bucket);
+}
+
+/* kv_server's SipHash (siphash.h), at libsodium's rounds (2-4), is libsodium's: the same algorithm,
+ * which it uses at 1-2, as Redis does. Every length from 0 to 64 (each tail and several blocks), keys
+ * drawn from a fixed seed. */
+Test(kv_hash, siphash_is_libsodiums_at_2_4)
+{
+    unsigned char key[SIPHASH_KEY_BYTES], msg[64];
+    for (size_t i = 0; i < sizeof msg; i++)
+        msg[i] = (unsigned char)(i * 37 + 11);
+    for (int k = 0; k < 20; k++) {
+        for (size_t i = 0; i < sizeof key; i++)
+            key[i] = (unsigned char)(k * 101 + i * 7 + 3);
+        for (size_t len = 0; len <= sizeof msg; len++) {
+            unsigned char want[crypto_shorthash_siphash24_BYTES];
+            crypto_shorthash_siphash24(want, msg, len, key);
+            uint64_t w;
+            memcpy(&w, want, sizeof w);
+            cr_assert_eq(siphash(msg, len, key, 2, 4), w, "key %d, %zu bytes", k, len);
+        }
+    }
+    cr_assert_neq(siphash(msg, 10, key, 1, 2), siphash(msg, 10, key, 2, 4), "the rounds are used");
+}
+
+/* The inverse of an odd number modulo 2^64 (Newton's iteration: each step doubles the bits right). */
+static uint64_t inverse(uint64_t odd)
+{
+    uint64_t x = odd;
+    for (int i = 0; i < 5; i++)
+        x *= 2 - odd * x;
+    return x;
+}
+
+/* What XXH3 with a secret seed gives away (the store hash until 2026-12-07): the seed, from one key of
+ * 1 to 3 bytes and its hash, its last steps inverted (XXH3_len_1to3_64b: the avalanche of the key's
+ * bytes xor the default secret's first two words plus the seed). A client read such a hash exactly
+ * through SCAN's cursors, then made keys that collide. */
+static uint64_t xxh3_seed_from(const unsigned char *key, size_t len, uint64_t hash)
+{
+    uint64_t h = hash;
+    h ^= h >> 32;
+    h *= inverse(XXH_PRIME64_3);
+    h ^= h >> 29 ^ h >> 58;
+    h *= inverse(XXH_PRIME64_2);
+    h ^= h >> 33;
+    uint32_t combined = (uint32_t)key[0] << 16 | (uint32_t)key[len >> 1] << 24 | key[len - 1] | (uint32_t)len << 8;
+    return (h ^ combined) - (XXH_readLE32(XXH3_kSecret) ^ XXH_readLE32(XXH3_kSecret + 4));
+}
+
+Test(kv_hash, a_key_and_its_store_hash_tell_nothing_of_another_keys)
+{
+    /* The inversion is right: it recovers XXH3's seed, which then foretells every other key's hash. */
+    const unsigned char a[] = "a", b[] = "bb";
+    uint64_t seed = 0x1234567890abcdefull;
+    cr_assert_eq(xxh3_seed_from(a, 1, XXH3_64bits_withSeed(a, 1, seed)), seed);
+    /* The store hash is a keyed pseudo-random function (SipHash-1-2): the same reading foretells nothing. */
+    for (uint64_t k = 1; k <= 100; k++) {
+        set_key(k);
+        uint64_t guess = xxh3_seed_from(a, 1, kv_hash(a, 1));
+        cr_assert_neq(XXH3_64bits_withSeed(b, 2, guess), kv_hash(b, 2), "key %llu: one hash told another's",
+                      (unsigned long long)k);
+    }
 }
 
 Test(kv_hash, the_shard_hash_is_the_dispatchers)

@@ -15,7 +15,7 @@ static int set_field(struct kvmap *m, const struct resp_arg *f, const struct res
     struct kv_entry *e = kvmap_find(m, hash, f->p, f->len);
     if (e)
         return kv_entry_set(e, v->p, v->len);
-    e = obj_member_new(f->p, f->len, v->p, v->len);
+    e = obj_member_new(hash, f->p, f->len, v->p, v->len);
     if (!e)
         return -ENOMEM;
     kvmap_insert(m, e);

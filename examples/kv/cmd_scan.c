@@ -1,10 +1,10 @@
 /* kv_server: a collection's members a cursor's slice at a time (HSCAN SSCAN ZSCAN).
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * The cursor is SCAN's (scan.c): it stands for a position in the space of the members' hashes
- * (kv_hash), encrypted. A hash's or set's map and a sorted set's index both keep their chains in hash
- * order at every size, so a call covers the members of [position, end], a slice about COUNT members
- * wide (2^64 * COUNT / members), and answers end + 1's cursor, or 0 when end is the top of the space. A
+ * The cursor is SCAN's (scan.c): a position in the space of the members' hashes (kv_hash). A hash's
+ * or set's map and a sorted set's index both keep their chains in hash order at every size, so a call
+ * covers the members of [cursor, end], a slice about COUNT members wide (2^64 * COUNT / members), and
+ * answers end + 1, or 0 when end is the top of the space. A
  * member there for the whole iteration comes exactly once (Redis: at least once), however the
  * collection grows or shrinks between calls while it has more than WHOLE members; a member added or
  * removed meanwhile comes at most once. A collection of at most WHOLE members comes whole with the
@@ -122,7 +122,7 @@ static void scan_members(struct kv_store *s, struct request *r, const struct par
     else
         kvmap_range(e->obj, from, to, put_map_member, &c);
     char next[24];
-    int len = snprintf(next, sizeof next, "%" PRIu64, to == UINT64_MAX ? 0 : scan_cursor_out(to + 1));
+    int len = snprintf(next, sizeof next, "%" PRIu64, to == UINT64_MAX ? 0 : to + 1);
     resp_array(out, 2);
     resp_bulk(out, next, (size_t)len);
     resp_array_of(out, c.n, &c.items);

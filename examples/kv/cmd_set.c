@@ -21,9 +21,10 @@ static void sadd(struct kv_store *s, struct request *r, const struct part *p)
     bool oom = !m;
     for (uint32_t i = 2; i < r->argc && !oom; i++) {
         const struct resp_arg *a = &r->argv[i];
-        if (kvmap_find(m, kv_hash(a->p, a->len), a->p, a->len))
+        uint64_t hash = kv_hash(a->p, a->len);
+        if (kvmap_find(m, hash, a->p, a->len))
             continue;
-        struct kv_entry *member = obj_member_new(a->p, a->len, NULL, 0);
+        struct kv_entry *member = obj_member_new(hash, a->p, a->len, NULL, 0);
         if (member)
             kvmap_insert(m, member);
         oom = !member;
@@ -181,7 +182,7 @@ static bool walk_member(const struct kv_entry *m, void *ctx)
     if (!w->into) {
         obj_put_member(&w->out, m, false);
     } else {
-        struct kv_entry *copy = obj_member_new(m->key, m->klen, NULL, 0);
+        struct kv_entry *copy = obj_member_new(m->hash, m->key, m->klen, NULL, 0);
         if (!copy) {
             w->nomem = true;
             return false;

@@ -17,12 +17,14 @@
 
 /* Drawn at start: keys crafted to fall into one bucket of an unseeded hash (hash flooding) cannot be
  * made without it. Written once before any thread reads it. */
-uint64_t kv_hash_seed;
+unsigned char kv_hash_key[SIPHASH_KEY_BYTES];
 
 void kv_hash_init(void)
 {
-    if (getrandom(&kv_hash_seed, sizeof kv_hash_seed, 0) != sizeof kv_hash_seed)
-        kv_hash_seed = (uint64_t)time(NULL) ^ (uint64_t)getpid() << 32; /* no entropy yet: still per process */
+    if (getrandom(kv_hash_key, sizeof kv_hash_key, 0) != (ssize_t)sizeof kv_hash_key) {
+        uint64_t weak[2] = { (uint64_t)time(NULL), (uint64_t)getpid() }; /* no entropy yet: still per process */
+        memcpy(kv_hash_key, weak, sizeof kv_hash_key);
+    }
 }
 
 /* Where an entry with a key of klen bytes keeps its inline value: after the key, aligned. */

@@ -22,6 +22,8 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "siphash.h"
+
 struct kv_value {
     atomic_size_t refs; /* the entry holding it, and each reply sending it */
     size_t        len;
@@ -110,23 +112,26 @@ static inline const struct kv_entry *kvmap_guess(const struct kvmap *m, uint64_t
     return e;
 }
 
-/* Seeds kv_hash with a random number, so that clients cannot craft keys that collide. Context:
- * once, before any other thread starts (store_global_init). SCAN's cursors, positions in the space
- * of these hashes, so hold for one run of the server. */
+/* Draws kv_hash's key at random, so that clients cannot craft keys that collide. Context: once,
+ * before any other thread starts (store_global_init). SCAN's cursors, positions in the space of these
+ * hashes, so hold for one run of the server. */
 void kv_hash_init(void);
 
-/* The seed kv_hash_init drew: secret. No reply may depend on it but through the order of the store's
- * buckets (SCAN). */
-extern uint64_t kv_hash_seed;
+/* The key kv_hash_init drew: secret. */
+extern unsigned char kv_hash_key[SIPHASH_KEY_BYTES];
 
-/* XXH3 of the bytes with the secret seed: a key's hash in its store, a hash's field's, a set's
- * member's; inline: a call cost as much as the hash of a short key. Always of the bytes
- * themselves: XXH3 with a known seed has collisions anyone can make (xxhash.h says so for 17 to 240
- * bytes: 2^128 keys of 32 bytes share one seed-0 hash), which no function of that hash, keyed or not,
- * can tell apart again. */
+/* SipHash-1-2 of the bytes under the secret key (siphash.h: Redis's dict hash): a key's hash in its
+ * store, a hash's field's, a set's member's. A keyed pseudo-random function, because replies show
+ * these hashes: SCAN's order, and its cursors, positions in their space, which a client may choose, so
+ * that 64 calls read a key's hash exactly. Until 2026-12-07 this was XXH3 with a secret 64-bit seed,
+ * which is not one: from a key of a few bytes and its hash the seed comes back by inverting XXH3's
+ * last steps (a hostile review did it through SCAN's and HSCAN's cursors), and with it keys that
+ * collide. Always of the bytes themselves: XXH3 with a known seed has collisions anyone can make
+ * (xxhash.h says so for 17 to 240 bytes: 2^128 keys of 32 bytes share one seed-0 hash), which no
+ * function of that hash, keyed or not, can tell apart again. */
 static inline uint64_t kv_hash(const void *key, size_t len)
 {
-    return XXH3_64bits_withSeed(key, len, kv_hash_seed);
+    return siphash(key, len, kv_hash_key, 1, 2);
 }
 
 /* The seed of shard's ring in kv_server: public, as SHARD.STATS shows shard hashes (placements, hot

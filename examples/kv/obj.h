@@ -55,8 +55,9 @@ void             obj_list_insert(struct obj_list *l, size_t i, struct kv_value *
 /* An empty map, small to begin with; NULL without memory. Free with obj_map_free. */
 struct kvmap     *obj_map_new(void);
 void              obj_map_free(struct kvmap *m);
-/* A new member entry: for a hash a copy of val (vlen bytes), for a set (val NULL) none. */
-struct kv_entry  *obj_member_new(const void *key, size_t klen, const void *val, size_t vlen);
+/* A new member entry of hash (its kv_hash, which the caller has looked it up by): for a hash a copy of
+ * val (vlen bytes), for a set (val NULL) none. */
+struct kv_entry  *obj_member_new(uint64_t hash, const void *key, size_t klen, const void *val, size_t vlen);
 /* Unlinks member key (hash its kv_hash) and returns it, for the caller to free or move; NULL when it is
  * not there. The map shrinks when it has become sparse, which its random picks need. */
 struct kv_entry  *obj_map_take(struct kvmap *m, uint64_t hash, const void *key, size_t klen);

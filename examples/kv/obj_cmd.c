@@ -129,7 +129,7 @@ int obj_hash_set(struct kv_store *s, struct request *r, const struct part *p, st
     struct kv_entry *f = kvmap_find(m, hash, field->p, field->len);
     if (f)
         return kv_entry_set(f, val, vlen);
-    f = obj_member_new(field->p, field->len, val, vlen);
+    f = obj_member_new(hash, field->p, field->len, val, vlen);
     if (f && !e && obj_store(s, r, p, KV_HASH, m) != 0) {
         kv_entry_free(f);
         f = NULL;

@@ -34,9 +34,8 @@ void obj_map_free(struct kvmap *m)
     free(m);
 }
 
-struct kv_entry *obj_member_new(const void *key, size_t klen, const void *val, size_t vlen)
+struct kv_entry *obj_member_new(uint64_t hash, const void *key, size_t klen, const void *val, size_t vlen)
 {
-    uint64_t hash = kv_hash(key, klen);
     if (val)
         return kv_entry_new(hash, key, klen, val, vlen);
     /* a set's member: no value at all (the entry's val NULL, which kv_entry_free accepts) */

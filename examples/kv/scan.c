@@ -2,16 +2,13 @@
  * MEMORY USAGE, run by the admin thread over every worker (broadcast.c). SPDX-License-Identifier:
  * LGPL-2.1-or-later
  *
- * The cursor. A SCAN cursor stands for a position in the 64-bit space of key hashes (kv_hash). A call
- * covers the slice [position, end] and answers end + 1 as the next cursor, or 0 when end is the top of
- * the space: the iteration is over. Clients see the position encrypted (scan_cursor_out): were it
- * plain, a client choosing cursors would read a key's hash exactly by bisection, the key coming back
- * or not from [cursor, top] in 64 calls (COUNT at least the keys makes the slice reach the top), and
- * from a key of a few bytes XXH3's secret seed (a hostile review did, 2026-12-07), after which keys
- * that collide can be made. Encrypted, a cursor a client makes up names a position it cannot choose;
- * what is left to see is the order of keys, which Redis's SCAN shows too. end is chosen so that the
- * slice holds about COUNT keys: a width of 2^64 * COUNT / DBSIZE. Buckets of every kvmap run in hash
- * order (kvmap.h), so a slice is a run of buckets in every store, whatever its size.
+ * The cursor. A SCAN cursor is a position in the 64-bit space of key hashes (kv_hash). A call covers
+ * the slice [cursor, end] and answers end + 1 as the next cursor, or 0 when end is the top of the
+ * space: the iteration is over. end is chosen so that the slice holds about COUNT keys: a width of
+ * 2^64 * COUNT / DBSIZE. Buckets of every kvmap run in hash order (kvmap.h), so a slice is a run of
+ * buckets in every store, whatever its size. A client that chooses cursors reads a key's hash exactly
+ * (the key comes back from [cursor, top] or not: 64 calls): kv_hash is a keyed pseudo-random function
+ * for that (kvmap.h), from which a hash tells nothing of the key's or any other's.
  *
  * The guarantee, stronger than Redis's since every slice is read complete (broadcast.c says why): a
  * key present for the whole iteration is returned exactly once (Redis: at least once), whatever
@@ -56,49 +53,6 @@ static bool is(const struct resp_arg *a, const char *word)
     return a->len == strlen(word) && strncasecmp(a->p, word, a->len) == 0;
 }
 
-/* A keyed permutation of the 64-bit values: a Feistel network of four rounds over the two 32-bit
- * halves, each round's function XXH3 of the half with a key drawn from the store's secret seed (four
- * rounds of a pseudo-random function make a pseudo-random permutation: Luby and Rackoff). Written by
- * hand: no library here has a 64-bit block cipher, and a cursor is one block. */
-static uint32_t round_fn(uint32_t half, unsigned round)
-{
-    return (uint32_t)XXH3_64bits_withSeed(&half, sizeof half, kv_hash_seed ^ (0x9E3779B97F4A7C15u * (round + 1)));
-}
-
-static uint64_t feistel(uint64_t x, bool decrypt)
-{
-    uint32_t l = (uint32_t)(x >> 32), r = (uint32_t)x;
-    for (unsigned i = 0; i < 4; i++) {
-        if (!decrypt) {
-            uint32_t t = l ^ round_fn(r, i);
-            l = r;
-            r = t;
-        } else {
-            uint32_t t = r ^ round_fn(l, 3 - i);
-            r = l;
-            l = t;
-        }
-    }
-    return (uint64_t)l << 32 | r;
-}
-
-/* The permutation with 0 kept for 0 (an iteration's start and end): the position whose image is 0
- * takes 0's image instead. */
-uint64_t scan_cursor_out(uint64_t position)
-{
-    if (position == 0)
-        return 0;
-    uint64_t c = feistel(position, false);
-    return c ? c : feistel(0, false);
-}
-
-uint64_t scan_cursor_in(uint64_t cursor)
-{
-    if (cursor == 0)
-        return 0;
-    return cursor == feistel(0, false) ? feistel(0, true) : feistel(cursor, true);
-}
-
 bool scan_parse_cursor(const struct resp_arg *a, uint64_t *out)
 {
     /* As redis-server 7.0 reads one (strtoul in base 10): an optional sign, a minus negating modulo
@@ -117,7 +71,7 @@ bool scan_parse_cursor(const struct resp_arg *a, uint64_t *out)
             return false;
         v = v * 10 + d;
     }
-    *out = scan_cursor_in(minus ? 0 - v : v);
+    *out = minus ? 0 - v : v;
     return true;
 }
 
@@ -176,7 +130,7 @@ void scan_scan(struct server *srv, struct request *r)
     }
     q.to = scan_slice_end(q.from, (uint64_t)count, store_total_keys());
     char next[24];
-    int nlen = snprintf(next, sizeof next, "%" PRIu64, q.to == UINT64_MAX ? 0 : scan_cursor_out(q.to + 1));
+    int nlen = snprintf(next, sizeof next, "%" PRIu64, q.to == UINT64_MAX ? 0 : q.to + 1);
     if (none) {
         resp_array(&r->reply, 2);
         resp_bulk(&r->reply, next, (size_t)nlen);

@@ -359,13 +359,9 @@ void conn_close_after_replies(struct conn *c);
 /* The keyspace commands run on the admin thread (CMD_ADMIN): each reads or clears every worker's
  * store through one job per worker of the ring in force (scan.c says why that sees every key). */
 /* A cursor of SCAN, HSCAN, SSCAN and ZSCAN, as Redis reads one: a decimal within 64 bits, signed or
- * not (a minus negates modulo 2^64); *out is the position in the space of hashes it stands for
- * (scan_cursor_in; scan.c says why). Return: false when it is not one ("ERR invalid cursor"). */
+ * not (a minus negates modulo 2^64), a position in the space of hashes (scan.c). Return: false when
+ * it is not one ("ERR invalid cursor"). */
 bool scan_parse_cursor(const struct resp_arg *a, uint64_t *out);
-/* The cursor a client sees for a position in the space of hashes, and back: a secret permutation of
- * the 64-bit values that keeps 0 (scan.c). */
-uint64_t scan_cursor_out(uint64_t position);
-uint64_t scan_cursor_in(uint64_t cursor);
 /* The end of a cursor's slice from `from` holding about count of n things: 2^64 * count / n wide
  * (UINT64_MAX, the whole rest, when count >= n). */
 uint64_t scan_slice_end(uint64_t from, uint64_t count, uint64_t n);

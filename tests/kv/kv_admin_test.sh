@@ -103,7 +103,7 @@ expect "SCAN TYPE stream" "" "$(cli SCAN 0 TYPE stream COUNT 10000 | tail -n +2)
 expect "SCAN TYPE unknown (as Redis 7.0: nothing matches)" "" "$(cli SCAN 0 TYPE bogus COUNT 1000000 | tail -n +2)"
 expect "SCAN bad cursor" "ERR invalid cursor" "$(cli SCAN x)"
 # Cursors as redis-server 7.0 reads them (strtoul): a sign, a minus wrapping; empty is 0.
-expect_match "SCAN cursor -1 (2^64-1)" '^[0-9]+$' "$(cli SCAN -1 | head -1)"
+expect "SCAN cursor -1 (2^64-1)" 0 "$(cli SCAN -1 | head -1)"
 expect "SCAN cursor -(2^64-1) (1)" "$(cli SCAN 1 COUNT 3)" "$(cli SCAN -18446744073709551615 COUNT 3)"
 expect "SCAN cursor +0" 501 "$(cli SCAN +0 COUNT 1000 | wc -l)"
 expect "SCAN empty cursor (0)" 501 "$(cli SCAN '' COUNT 1000 | wc -l)"
@@ -111,18 +111,7 @@ for c in - + " 5" "5 " -18446744073709551616 +-1 0x1; do
     expect "SCAN cursor '$c'" "ERR invalid cursor" "$(cli SCAN "$c")"
 done
 expect "SCAN cursor past 2^64" "ERR invalid cursor" "$(cli SCAN 18446744073709551616)"
-expect_match "SCAN cursor 2^64-1" '^[0-9]+$' "$(cli SCAN 18446744073709551615 | head -1)"
-# A cursor stands for a position in the space of key hashes, encrypted: the cursors of one iteration
-# do not rise with the positions (plain ones would: a client could then bisect a key's hash from the
-# cursors it makes up, and from a short key's hash the store's secret seed).
-cursor=0 rises=0 falls=0 prev=0
-for _ in {1..40}; do
-    cursor=$(cli SCAN "$cursor" COUNT 5 | head -1)
-    [[ $cursor == 0 ]] && break
-    if [[ ${#cursor} -gt ${#prev} || (${#cursor} -eq ${#prev} && $cursor > $prev) ]]; then ((++rises)); else ((++falls)); fi
-    prev=$cursor
-done
-((falls > 5 && rises > 5)) || fail "SCAN's cursors: $rises rises and $falls falls in 40 calls (positions in plain sight?)"
+expect "SCAN cursor 2^64-1" 0 "$(cli SCAN 18446744073709551615 | head -1)"
 expect "SCAN COUNT 0" "ERR syntax error" "$(cli SCAN 0 COUNT 0)"
 expect "SCAN COUNT x" "ERR value is not an integer or out of range" "$(cli SCAN 0 COUNT x)"
 expect "SCAN option without value" "ERR syntax error" "$(cli SCAN 0 MATCH)"
