@@ -445,7 +445,8 @@ struct lex_bound {
 static bool parse_lex(const struct resp_arg *a, struct lex_bound *b)
 {
     *b = (struct lex_bound){ 0 };
-    if (a->len == 1 && (a->p[0] == '-' || a->p[0] == '+'))
+    /* "-" and "+" as Redis reads them: their C string ends after one byte ("+\0x" is "+", a review found) */
+    if (a->len && (a->p[0] == '-' || a->p[0] == '+') && (a->len == 1 || a->p[1] == '\0'))
         b->end = a->p[0] == '-' ? -1 : 1;
     else if (a->len && (a->p[0] == '(' || a->p[0] == '['))
         *b = (struct lex_bound){ 0, a->p + 1, a->len - 1, a->p[0] == '(' };

@@ -303,7 +303,8 @@ static bool queue(struct conn *c, const struct command *cmd, struct resp_arg *ar
         request_free(r);
         t->dirty = true;
         return conn_reply_text(c, true, "ERR inside MULTI, kv_server runs RENAME, SMOVE, LMOVE, MSETNX, SINTER, "
-                                        "SUNION and SDIFF only on keys no other command of the transaction names");
+                                        "SUNION, SDIFF and their *STORE forms only on keys no other command of "
+                                        "the transaction names");
     }
     t->bytes += r->mem;
     if (t->tail)
