@@ -141,6 +141,8 @@ Test(resp, lengths_as_redis_reads_them)
         { "*-01\r\n", "ERR Protocol error: invalid multibulk length" },
         { "*1\r\n:4\r\n", "ERR Protocol error: expected '$', got ':'" },
         { "*1\r\n\r\n", "ERR Protocol error: expected '$', got ' '" }, /* a line break: one line */
+        { "*2147483648\r\n", "ERR Protocol error: invalid multibulk length" }, /* past Redis's own limits */
+        { "*1\r\n$536870913\r\n", "ERR Protocol error: invalid bulk length" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         cr_assert_eq(parse(bad[i].req), -EPROTO, "%s", bad[i].req);

@@ -13,6 +13,11 @@
 
 /* The longest header line: a type byte, 19 digits (lengths here are far smaller), CR LF. */
 #define HEADER_MAX 24
+/* What redis-server 7.0 takes at most, and answers "invalid multibulk length" or "invalid bulk
+ * length" beyond (INT_MAX arguments; its proto-max-bulk-len by default), before kv_server's own
+ * limits, which are smaller, answer otherwise. */
+#define REDIS_MAX_ARGS 2147483647ull
+#define REDIS_MAX_BULK (512ull * 1024 * 1024)
 
 enum { NEED_MORE = 0 };
 
@@ -68,6 +73,8 @@ static long parse_multibulk(const char *buf, size_t len, const struct resp_limit
         return fail(why, "ERR Protocol error: invalid multibulk length", r);
     if (r == NEED_MORE)
         return NEED_MORE;
+    if (n > REDIS_MAX_ARGS)
+        return fail(why, "ERR Protocol error: invalid multibulk length", -EPROTO);
     if (n > lim->max_args)
         return fail(why, "ERR Protocol error: too many arguments", -E2BIG);
     if (pos > lim->max_request) /* a header longer than a request may be (limits of a few bytes) */
@@ -82,8 +89,8 @@ static long parse_multibulk(const char *buf, size_t len, const struct resp_limit
             snprintf(scratch, RESP_INLINE_MAX, "ERR Protocol error: expected '$', got '%c'", c);
             return fail(why, scratch, r);
         }
-        if (r < 0)
-            return fail(why, "ERR Protocol error: invalid bulk length", r);
+        if (r < 0 || (r == 1 && blen > REDIS_MAX_BULK))
+            return fail(why, "ERR Protocol error: invalid bulk length", -EPROTO);
         if (r == NEED_MORE)
             return pos > lim->max_request ? fail(why, "ERR Protocol error: request too large", -E2BIG)
                                           : NEED_MORE;
