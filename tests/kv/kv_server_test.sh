@@ -217,7 +217,10 @@ owners=$(for k in pipe:0 pipe:1 pipe:2 pipe:3 pipe:4 pipe:5 pipe:6 pipe:7; do cl
 ((owners == 2)) || fail "the pipelined keys did not span both workers"
 echo "pipelining: 6,000 commands on one connection, replies in order across 2 workers"
 
-# --- Garbage: each bad client gets an error and is disconnected; an open connection carries on.
+# --- Garbage: each bad client gets an error and is disconnected; an open connection carries on. The
+# bytes end where the request turns bad: bash's printf writes a line at a time, and a line sent after
+# the server has answered the error and closed gets a reset (SIGPIPE for this script, and the replies
+# not yet read lost with the connection: 1 run in 3 under load had a PING after a '*01').
 garbage() { # garbage NAME BYTES EXPECTED-ERROR
     local fd line
     exec {fd}<>"/dev/tcp/127.0.0.1/$port"
@@ -232,10 +235,10 @@ garbage() { # garbage NAME BYTES EXPECTED-ERROR
     exec {fd}>&-
 }
 garbage "bad multibulk count" '*x\r\n' "ERR Protocol error: invalid multibulk length"
-garbage "bad bulk header" '*1\r\n#3\r\nGET\r\n' "ERR Protocol error: expected '\$', got '#'"
-garbage "bulk length with a leading zero (redis-server refuses it)" '*1\r\n$04\r\nPING\r\n' \
+garbage "bad bulk header" '*1\r\n#3\r\n' "ERR Protocol error: expected '\$', got '#'"
+garbage "bulk length with a leading zero (redis-server refuses it)" '*1\r\n$04\r\n' \
     "ERR Protocol error: invalid bulk length"
-garbage "count with a leading zero" '*01\r\n$4\r\nPING\r\n' "ERR Protocol error: invalid multibulk length"
+garbage "count with a leading zero" '*01\r\n' "ERR Protocol error: invalid multibulk length"
 garbage "oversized bulk" '*2\r\n$3\r\nSET\r\n$99999999\r\n' "ERR Protocol error: request too large"
 garbage "too many arguments" '*100000\r\n' "ERR Protocol error: too many arguments"
 garbage "binary junk" '\x00\x01\x02\r\n' "ERR Protocol error: expected '*' or an inline command"
