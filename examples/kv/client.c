@@ -128,11 +128,6 @@ static bool set_name(struct request *r, char **field, const struct resp_arg *a, 
     return true;
 }
 
-static bool is(const struct resp_arg *a, const char *word)
-{
-    return a->len == strlen(word) && strncasecmp(a->p, word, a->len) == 0;
-}
-
 static void wrong_count(struct request *r, const char *sub)
 {
     char msg[96];
@@ -154,17 +149,18 @@ static void client_list(struct request *r)
     size_t nids = 0;
     bool none = false;
     for (uint32_t i = 2; i < r->argc; i++) {
-        if (is(&r->argv[i], "TYPE") && i + 1 < r->argc) {
+        if (resp_arg_is(&r->argv[i], "TYPE") && i + 1 < r->argc) {
             const struct resp_arg *t = &r->argv[++i];
-            if (!is(t, "normal") && !is(t, "master") && !is(t, "replica") && !is(t, "slave") && !is(t, "pubsub")) {
+            if (!resp_arg_is(t, "normal") && !resp_arg_is(t, "master") && !resp_arg_is(t, "replica") &&
+                !resp_arg_is(t, "slave") && !resp_arg_is(t, "pubsub")) {
                 char msg[96];
                 snprintf(msg, sizeof msg, "ERR Unknown client type '%.40s'", t->p);
                 resp_error(&r->reply, msg);
                 free(ids);
                 return;
             }
-            none |= !is(t, "normal"); /* every client here is a normal one */
-        } else if (is(&r->argv[i], "ID") && i + 1 < r->argc && ids) {
+            none |= !resp_arg_is(t, "normal"); /* every client here is a normal one */
+        } else if (resp_arg_is(&r->argv[i], "ID") && i + 1 < r->argc && ids) {
             for (i++; i < r->argc; i++) {
                 int64_t id;
                 if (!parse_int64(r->argv[i].p, r->argv[i].len, &id) || id < 1) {
@@ -210,63 +206,64 @@ void client_cmd(struct server *srv, struct request *r)
     (void)srv;
     const struct resp_arg *sub = &r->argv[1];
     struct conn *c = r->conn;
-    if (is(sub, "ID") && r->argc == 2) {
+    if (resp_arg_is(sub, "ID") && r->argc == 2) {
         resp_int(&r->reply, (int64_t)c->id);
-    } else if (is(sub, "GETNAME") && r->argc == 2) {
+    } else if (resp_arg_is(sub, "GETNAME") && r->argc == 2) {
         if (c->name)
             resp_bulk(&r->reply, c->name, strlen(c->name));
         else
             resp_null(&r->reply);
-    } else if (is(sub, "SETNAME") && r->argc == 3) {
+    } else if (resp_arg_is(sub, "SETNAME") && r->argc == 3) {
         if (set_name(r, &c->name, &r->argv[2], "Client names"))
             resp_simple(&r->reply, "OK");
-    } else if (is(sub, "SETINFO") && r->argc == 4) {
+    } else if (resp_arg_is(sub, "SETINFO") && r->argc == 4) {
         const struct resp_arg *attr = &r->argv[2];
         char msg[96];
-        if (is(attr, "LIB-NAME")) {
+        if (resp_arg_is(attr, "LIB-NAME")) {
             if (set_name(r, &c->lib_name, &r->argv[3], "lib-name"))
                 resp_simple(&r->reply, "OK");
-        } else if (is(attr, "LIB-VER")) {
+        } else if (resp_arg_is(attr, "LIB-VER")) {
             if (set_name(r, &c->lib_ver, &r->argv[3], "lib-ver"))
                 resp_simple(&r->reply, "OK");
         } else {
             snprintf(msg, sizeof msg, "ERR Unrecognized option '%.40s'", attr->p);
             resp_error(&r->reply, msg);
         }
-    } else if (is(sub, "LIST")) {
+    } else if (resp_arg_is(sub, "LIST")) {
         client_list(r);
-    } else if (is(sub, "INFO") && r->argc == 2) {
+    } else if (resp_arg_is(sub, "INFO") && r->argc == 2) {
         struct buf text = { 0 };
         net_client_line(c, &text);
         reply_text(r, &text);
-    } else if ((is(sub, "NO-EVICT") || is(sub, "NO-TOUCH")) && r->argc == 3) {
-        if (is(&r->argv[2], "ON") || is(&r->argv[2], "OFF"))
+    } else if ((resp_arg_is(sub, "NO-EVICT") || resp_arg_is(sub, "NO-TOUCH")) && r->argc == 3) {
+        if (resp_arg_is(&r->argv[2], "ON") || resp_arg_is(&r->argv[2], "OFF"))
             resp_simple(&r->reply, "OK");
         else
             resp_error(&r->reply, "ERR syntax error");
-    } else if (is(sub, "REPLY") && r->argc == 3) {
-        if (is(&r->argv[2], "ON"))
+    } else if (resp_arg_is(sub, "REPLY") && r->argc == 3) {
+        if (resp_arg_is(&r->argv[2], "ON"))
             resp_simple(&r->reply, "OK");
-        else if (is(&r->argv[2], "OFF") || is(&r->argv[2], "SKIP"))
+        else if (resp_arg_is(&r->argv[2], "OFF") || resp_arg_is(&r->argv[2], "SKIP"))
             resp_error(&r->reply, "ERR CLIENT REPLY OFF and SKIP are not supported by kv_server");
         else
             resp_error(&r->reply, "ERR syntax error");
-    } else if (is(sub, "HELP") && r->argc == 2) {
+    } else if (resp_arg_is(sub, "HELP") && r->argc == 2) {
         size_t n = sizeof client_help / sizeof client_help[0];
         resp_array(&r->reply, (int64_t)n);
         for (size_t i = 0; i < n; i++)
             resp_simple(&r->reply, client_help[i]);
-    } else if (is(sub, "ID") || is(sub, "GETNAME") || is(sub, "SETNAME") || is(sub, "SETINFO") ||
-               is(sub, "INFO") || is(sub, "NO-EVICT") || is(sub, "NO-TOUCH") || is(sub, "REPLY") ||
-               is(sub, "HELP")) {
+    } else if (resp_arg_is(sub, "ID") || resp_arg_is(sub, "GETNAME") || resp_arg_is(sub, "SETNAME") ||
+               resp_arg_is(sub, "SETINFO") || resp_arg_is(sub, "INFO") || resp_arg_is(sub, "NO-EVICT") ||
+               resp_arg_is(sub, "NO-TOUCH") || resp_arg_is(sub, "REPLY") || resp_arg_is(sub, "HELP")) {
         char lower[16];
         size_t n = sub->len < sizeof lower - 1 ? sub->len : sizeof lower - 1;
         for (size_t i = 0; i < n; i++)
             lower[i] = (char)(sub->p[i] >= 'A' && sub->p[i] <= 'Z' ? sub->p[i] + 32 : sub->p[i]);
         lower[n] = '\0';
         wrong_count(r, lower);
-    } else if (is(sub, "KILL") || is(sub, "PAUSE") || is(sub, "UNPAUSE") || is(sub, "TRACKING") ||
-               is(sub, "CACHING") || is(sub, "UNBLOCK") || is(sub, "GETREDIR") || is(sub, "TRACKINGINFO")) {
+    } else if (resp_arg_is(sub, "KILL") || resp_arg_is(sub, "PAUSE") || resp_arg_is(sub, "UNPAUSE") ||
+               resp_arg_is(sub, "TRACKING") || resp_arg_is(sub, "CACHING") || resp_arg_is(sub, "UNBLOCK") ||
+               resp_arg_is(sub, "GETREDIR") || resp_arg_is(sub, "TRACKINGINFO")) {
         char msg[96];
         snprintf(msg, sizeof msg, "ERR CLIENT %.20s is not supported by kv_server", sub->p);
         resp_error(&r->reply, msg);
@@ -295,11 +292,11 @@ void client_hello(struct server *srv, struct request *r)
     }
     const struct resp_arg *user = NULL, *pass = NULL, *name = NULL;
     for (uint32_t i = 2; i < r->argc; i++) {
-        if (is(&r->argv[i], "AUTH") && i + 2 < r->argc) {
+        if (resp_arg_is(&r->argv[i], "AUTH") && i + 2 < r->argc) {
             user = &r->argv[i + 1];
             pass = &r->argv[i + 2];
             i += 2;
-        } else if (is(&r->argv[i], "SETNAME") && i + 1 < r->argc) {
+        } else if (resp_arg_is(&r->argv[i], "SETNAME") && i + 1 < r->argc) {
             name = &r->argv[++i];
         } else {
             snprintf(msg, sizeof msg, "ERR Syntax error in HELLO option '%.40s'", r->argv[i].p);

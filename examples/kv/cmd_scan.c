@@ -58,11 +58,6 @@ static void put_znode(const struct obj_znode *node, void *ctx)
     }
 }
 
-static bool is_word(const struct resp_arg *a, const char *word)
-{
-    return a->len == strlen(word) && strncasecmp(a->p, word, a->len) == 0;
-}
-
 /* The options after the cursor: MATCH pattern (a pattern of "*" is none), COUNT count (at least 1),
  * in any order, each as often as given (the last counts). Return: false, the error replied. */
 static bool parse_options(struct request *r, const struct part *p, int64_t *count,
@@ -72,7 +67,7 @@ static bool parse_options(struct request *r, const struct part *p, int64_t *coun
     *pattern = NULL;
     for (uint32_t i = 3; i < r->argc; i += 2) {
         const struct resp_arg *opt = &r->argv[i], *val = i + 1 < r->argc ? &r->argv[i + 1] : NULL;
-        if (val && is_word(opt, "COUNT")) {
+        if (val && resp_arg_is(opt, "COUNT")) {
             if (!parse_int64(val->p, val->len, count)) {
                 resp_error(part_out(r, p), OBJ_ERR_INTEGER);
                 return false;
@@ -81,7 +76,7 @@ static bool parse_options(struct request *r, const struct part *p, int64_t *coun
                 resp_error(part_out(r, p), OBJ_ERR_SYNTAX);
                 return false;
             }
-        } else if (val && is_word(opt, "MATCH")) {
+        } else if (val && resp_arg_is(opt, "MATCH")) {
             *pattern = val->len == 1 && val->p[0] == '*' ? NULL : val;
         } else {
             resp_error(part_out(r, p), OBJ_ERR_SYNTAX);

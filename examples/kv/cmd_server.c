@@ -35,11 +35,6 @@ static void dbsize(struct server *srv, struct request *r)
     resp_int(&r->reply, (int64_t)store_total_keys());
 }
 
-static bool is(const struct resp_arg *a, const char *word)
-{
-    return a->len == strlen(word) && strncasecmp(a->p, word, a->len) == 0;
-}
-
 static void lower_name(char *out, size_t n, const char *name)
 {
     size_t i = 0;
@@ -104,11 +99,11 @@ static void command_cmd(struct server *srv, struct request *r)
         return;
     }
     const struct resp_arg *sub = &r->argv[1];
-    if (is(sub, "COUNT") && r->argc == 2) {
+    if (resp_arg_is(sub, "COUNT") && r->argc == 2) {
         resp_int(&r->reply, (int64_t)n);
-    } else if (is(sub, "DOCS")) {
+    } else if (resp_arg_is(sub, "DOCS")) {
         resp_array(&r->reply, 0);
-    } else if (is(sub, "INFO")) {
+    } else if (resp_arg_is(sub, "INFO")) {
         if (r->argc == 2) {
             resp_array(&r->reply, (int64_t)n);
             for (size_t i = 0; i < n; i++)
@@ -123,14 +118,14 @@ static void command_cmd(struct server *srv, struct request *r)
             else
                 resp_null(&r->reply);
         }
-    } else if (is(sub, "LIST") && r->argc == 2) {
+    } else if (resp_arg_is(sub, "LIST") && r->argc == 2) {
         resp_array(&r->reply, (int64_t)n);
         for (size_t i = 0; i < n; i++) {
             char name[32];
             lower_name(name, sizeof name, command_at(i)->name);
             resp_bulk(&r->reply, name, strlen(name));
         }
-    } else if (is(sub, "HELP") && r->argc == 2) {
+    } else if (resp_arg_is(sub, "HELP") && r->argc == 2) {
         static const char *const help[] = {
             "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
             "(no subcommand)", "    Return details about all commands.",
@@ -141,11 +136,11 @@ static void command_cmd(struct server *srv, struct request *r)
             "HELP", "    Print this help.",
         };
         help_reply(r, help, sizeof help / sizeof help[0]);
-    } else if (is(sub, "COUNT") || is(sub, "LIST") || is(sub, "HELP")) {
+    } else if (resp_arg_is(sub, "COUNT") || resp_arg_is(sub, "LIST") || resp_arg_is(sub, "HELP")) {
         char name[16];
-        lower_name(name, sizeof name, is(sub, "COUNT") ? "count" : is(sub, "LIST") ? "list" : "help");
+        lower_name(name, sizeof name, resp_arg_is(sub, "COUNT") ? "count" : resp_arg_is(sub, "LIST") ? "list" : "help");
         sub_count_error(r, "command", name);
-    } else if (is(sub, "GETKEYS") || is(sub, "GETKEYSANDFLAGS")) {
+    } else if (resp_arg_is(sub, "GETKEYS") || resp_arg_is(sub, "GETKEYSANDFLAGS")) {
         resp_error(&r->reply, "ERR COMMAND GETKEYS is not supported by kv_server");
     } else {
         sub_error(r, "COMMAND", sub);
@@ -202,7 +197,7 @@ static void param_value(struct server *srv, const char *name, char *out, size_t 
 static const char *param_named(const struct resp_arg *a)
 {
     for (size_t k = 0; k < sizeof params / sizeof params[0]; k++)
-        if (is(a, params[k]))
+        if (resp_arg_is(a, params[k]))
             return params[k];
     return NULL;
 }
@@ -282,21 +277,21 @@ static void config_set(struct server *srv, struct request *r)
 static void config(struct server *srv, struct request *r)
 {
     const struct resp_arg *sub = &r->argv[1];
-    if (is(sub, "GET")) {
+    if (resp_arg_is(sub, "GET")) {
         if (r->argc < 3)
             sub_count_error(r, "config", "get");
         else
             config_get(srv, r);
-    } else if (is(sub, "SET")) {
+    } else if (resp_arg_is(sub, "SET")) {
         config_set(srv, r);
-    } else if (is(sub, "RESETSTAT") && r->argc == 2) {
+    } else if (resp_arg_is(sub, "RESETSTAT") && r->argc == 2) {
         net_reset_commands(srv);
         atomic_store_explicit(&srv->connections, 0, memory_order_relaxed);
         atomic_store_explicit(&srv->protocol_errors, 0, memory_order_relaxed);
         resp_simple(&r->reply, "OK");
-    } else if (is(sub, "REWRITE") && r->argc == 2) {
+    } else if (resp_arg_is(sub, "REWRITE") && r->argc == 2) {
         resp_error(&r->reply, "ERR The server is running without a config file");
-    } else if (is(sub, "HELP") && r->argc == 2) {
+    } else if (resp_arg_is(sub, "HELP") && r->argc == 2) {
         static const char *const help[] = {
             "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
             "GET <pattern> [<pattern> ...]", "    Return parameters matching the glob-like <pattern>s and their values.",

@@ -66,11 +66,6 @@ struct set_opts {
     int64_t at_ms;   /* expire then; 0: no expiry given */
 };
 
-static bool arg_is(const struct resp_arg *a, const char *word)
-{
-    return a->len == strlen(word) && strncasecmp(a->p, word, a->len) == 0;
-}
-
 /* The time an EX/PX/EXAT/PXAT argument names, for command cmd ("set", "setex", "getex"): a positive
  * number, as Redis wants there. Return: true; false with the error reply written. */
 static bool expire_arg(const struct resp_arg *a, int64_t unit_ms, bool relative, const char *cmd,
@@ -108,7 +103,7 @@ struct expire_opt {
 static bool parse_expire_opt(const struct request *r, uint32_t *i, struct expire_opt *x, bool *ok)
 {
     for (size_t f = 0; f < sizeof expire_forms / sizeof expire_forms[0]; f++)
-        if (arg_is(&r->argv[*i], expire_forms[f].word)) {
+        if (resp_arg_is(&r->argv[*i], expire_forms[f].word)) {
             if (*i + 1 >= r->argc || (x->form && x->form != &expire_forms[f]))
                 *ok = false;
             else
@@ -134,13 +129,13 @@ static bool parse_set_opts(struct request *r, struct set_opts *o, struct buf *ou
         if (parse_expire_opt(r, &i, &x, &ok)) {
             if (!ok || o->keepttl)
                 goto syntax;
-        } else if (arg_is(&r->argv[i], "NX") && !o->xx) {
+        } else if (resp_arg_is(&r->argv[i], "NX") && !o->xx) {
             o->nx = true;
-        } else if (arg_is(&r->argv[i], "XX") && !o->nx) {
+        } else if (resp_arg_is(&r->argv[i], "XX") && !o->nx) {
             o->xx = true;
-        } else if (arg_is(&r->argv[i], "GET")) {
+        } else if (resp_arg_is(&r->argv[i], "GET")) {
             o->get = true;
-        } else if (arg_is(&r->argv[i], "KEEPTTL") && !x.form) {
+        } else if (resp_arg_is(&r->argv[i], "KEEPTTL") && !x.form) {
             o->keepttl = true;
         } else {
             goto syntax;
@@ -248,7 +243,7 @@ static void getex_part(struct kv_store *s, struct request *r, const struct part 
         if (parse_expire_opt(r, &i, &x, &ok)) {
             if (!ok || persist)
                 goto syntax;
-        } else if (arg_is(&r->argv[i], "PERSIST") && !x.form) {
+        } else if (resp_arg_is(&r->argv[i], "PERSIST") && !x.form) {
             persist = true; /* again is fine, as in Redis */
         } else {
             goto syntax;

@@ -376,11 +376,6 @@ struct range_ask {
     int64_t       offset, limit; /* LIMIT's; a limit of -1 is none (LIMIT 0 -1 too, as in Redis) */
 };
 
-static bool is_word(const struct resp_arg *a, const char *word)
-{
-    return a->len == strlen(word) && strncasecmp(a->p, word, a->len) == 0;
-}
-
 /* The options from argv[4], as Redis reads them, then what they may not be given with. rev_free: REV
  * may be given (ZRANGE; the others' direction is their own); a->by BY_ANY: BYSCORE or BYLEX may be
  * (ZRANGE), else it is the command's own. Return: false, the error replied. */
@@ -390,17 +385,17 @@ static bool range_options(struct request *r, const struct part *p, struct range_
     bool choose = a->by == BY_ANY;
     for (uint32_t i = 4; i < r->argc; i++) {
         const struct resp_arg *o = &r->argv[i];
-        if (is_word(o, "WITHSCORES")) {
+        if (resp_arg_is(o, "WITHSCORES")) {
             a->scores = true;
-        } else if (is_word(o, "LIMIT") && r->argc - i > 2) {
+        } else if (resp_arg_is(o, "LIMIT") && r->argc - i > 2) {
             if (!obj_parse_index(r, p, &r->argv[i + 1], &a->offset) ||
                 !obj_parse_index(r, p, &r->argv[i + 2], &a->limit))
                 return false;
             i += 2;
-        } else if (rev_free && !a->rev && is_word(o, "REV")) {
+        } else if (rev_free && !a->rev && resp_arg_is(o, "REV")) {
             a->rev = true;
-        } else if (choose && a->by == BY_ANY && (is_word(o, "BYSCORE") || is_word(o, "BYLEX"))) {
-            a->by = is_word(o, "BYLEX") ? BY_LEX : BY_SCORE;
+        } else if (choose && a->by == BY_ANY && (resp_arg_is(o, "BYSCORE") || resp_arg_is(o, "BYLEX"))) {
+            a->by = resp_arg_is(o, "BYLEX") ? BY_LEX : BY_SCORE;
         } else {
             resp_error(out, OBJ_ERR_SYNTAX);
             return false;

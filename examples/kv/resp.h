@@ -8,12 +8,22 @@
 #ifndef KV_RESP_H
 #define KV_RESP_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
+#include <strings.h>
 
 struct resp_arg {
     const char *p;
     size_t      len;
 };
+
+/* Whether argument a is word, in any case (an option's name: COUNT, WITHSCORES...), by its length: an
+ * argument with a NUL byte inside is not the word. */
+static inline bool resp_arg_is(const struct resp_arg *a, const char *word)
+{
+    return a->len == strlen(word) && strncasecmp(a->p, word, a->len) == 0;
+}
 
 struct resp_limits {
     size_t max_request; /* bytes of one request, headers included */

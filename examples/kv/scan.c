@@ -48,11 +48,6 @@ static void put_keys(struct request *r, const struct broadcast *b)
         buf_put(&r->reply, b->slot[i].keys.p, b->slot[i].keys.len);
 }
 
-static bool is(const struct resp_arg *a, const char *word)
-{
-    return a->len == strlen(word) && strncasecmp(a->p, word, a->len) == 0;
-}
-
 bool scan_parse_cursor(const struct resp_arg *a, uint64_t *out)
 {
     /* As redis-server 7.0 reads one (strtoul in base 10): an optional sign, a minus negating modulo
@@ -80,7 +75,7 @@ static int type_named(const struct resp_arg *a)
 {
     static const char *const names[] = { "string", "list", "hash", "set", "zset" };
     for (int t = 0; t < (int)(sizeof names / sizeof names[0]); t++)
-        if (is(a, names[t]))
+        if (resp_arg_is(a, names[t]))
             return t;
     return -1;
 }
@@ -109,7 +104,7 @@ void scan_scan(struct server *srv, struct request *r)
             resp_error(&r->reply, "ERR syntax error");
             return;
         }
-        if (is(opt, "COUNT")) {
+        if (resp_arg_is(opt, "COUNT")) {
             if (!parse_int64(val->p, val->len, &count)) {
                 resp_error(&r->reply, "ERR value is not an integer or out of range");
                 return;
@@ -118,9 +113,9 @@ void scan_scan(struct server *srv, struct request *r)
                 resp_error(&r->reply, "ERR syntax error");
                 return;
             }
-        } else if (is(opt, "MATCH")) {
+        } else if (resp_arg_is(opt, "MATCH")) {
             q.pattern = val->len == 1 && val->p[0] == '*' ? NULL : val;
-        } else if (is(opt, "TYPE")) {
+        } else if (resp_arg_is(opt, "TYPE")) {
             q.type = type_named(val);
             none = q.type < 0; /* stream, or a name no type has: Redis 7.0 matches nothing (7.2 errs) */
         } else {
@@ -168,7 +163,7 @@ void scan_keys(struct server *srv, struct request *r)
 /* FLUSHDB [ASYNC|SYNC], FLUSHALL [ASYNC|SYNC]: both synchronous here. */
 void scan_flush(struct server *srv, struct request *r)
 {
-    if (r->argc > 2 || (r->argc == 2 && !is(&r->argv[1], "ASYNC") && !is(&r->argv[1], "SYNC"))) {
+    if (r->argc > 2 || (r->argc == 2 && !resp_arg_is(&r->argv[1], "ASYNC") && !resp_arg_is(&r->argv[1], "SYNC"))) {
         resp_error(&r->reply, "ERR syntax error");
         return;
     }
@@ -248,7 +243,7 @@ void scan_randomkey(struct server *srv, struct request *r)
 void scan_memory(struct server *srv, struct request *r)
 {
     const struct resp_arg *sub = &r->argv[1];
-    if (is(sub, "HELP") && r->argc == 2) {
+    if (resp_arg_is(sub, "HELP") && r->argc == 2) {
         static const char *const help[] = {
             "MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
             "USAGE <key> [SAMPLES <count>]",
@@ -262,14 +257,14 @@ void scan_memory(struct server *srv, struct request *r)
             resp_simple(&r->reply, help[i]);
         return;
     }
-    if (!is(sub, "USAGE")) {
+    if (!resp_arg_is(sub, "USAGE")) {
         char msg[96];
         snprintf(msg, sizeof msg, "ERR unknown subcommand '%.40s'. Try MEMORY HELP.", sub->p);
         resp_error(&r->reply, msg);
         return;
     }
     int64_t samples;
-    if (r->argc != 3 && !(r->argc == 5 && is(&r->argv[3], "SAMPLES"))) {
+    if (r->argc != 3 && !(r->argc == 5 && resp_arg_is(&r->argv[3], "SAMPLES"))) {
         resp_error(&r->reply, r->argc < 3 ? "ERR wrong number of arguments for 'memory|usage' command"
                                           : "ERR syntax error");
         return;
