@@ -104,7 +104,8 @@ expect "SCAN TYPE unknown (as Redis 7.0: nothing matches)" "" "$(cli SCAN 0 TYPE
 expect "SCAN bad cursor" "ERR invalid cursor" "$(cli SCAN x)"
 # Cursors as redis-server 7.0 reads them (strtoul): a sign, a minus wrapping; empty is 0.
 expect "SCAN cursor -1 (2^64-1)" 0 "$(cli SCAN -1 | head -1)"
-expect "SCAN cursor -(2^64-1) (1)" "$(cli SCAN 1 COUNT 3)" "$(cli SCAN -18446744073709551615 COUNT 3)"
+expect_match "SCAN cursor -(2^64-1) taken" '^[0-9]+$' "$(cli SCAN -18446744073709551615 COUNT 3 | head -1)"
+expect "SCAN cursor -(2^64-1) is 1" "$(cli SCAN 1 COUNT 3)" "$(cli SCAN -18446744073709551615 COUNT 3)"
 expect "SCAN cursor +0" 501 "$(cli SCAN +0 COUNT 1000 | wc -l)"
 expect "SCAN empty cursor (0)" 501 "$(cli SCAN '' COUNT 1000 | wc -l)"
 for c in - + " 5" "5 " -18446744073709551616 +-1 0x1; do
