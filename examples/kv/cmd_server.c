@@ -78,7 +78,7 @@ static void command_info(struct buf *b, const struct command *cmd)
     resp_int(b, cmd->arity);
     resp_array(b, keyed ? 1 : 0);
     if (keyed)
-        resp_simple(b, cmd->reads ? "readonly" : "write");
+        resp_simple(b, cmd->access == READS ? "readonly" : "write");
     resp_int(b, keyed ? 1 : 0);
     resp_int(b, !keyed ? 0 : cmd->key_step > 0 ? -1 : cmd->key_step < 0 ? -cmd->key_step : 1);
     resp_int(b, !keyed ? 0 : cmd->key_step > 0 ? cmd->key_step : 1);

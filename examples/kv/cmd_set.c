@@ -344,9 +344,12 @@ static const struct command table[] = {
     { "SINTER", -2, CMD_KEYED, 1, sinter, NULL, NULL, OBJ_MANY_REPLY_MAX, large_reply_bound, ATOMIC_CROSS, READS },
     { "SUNION", -2, CMD_KEYED, 1, sunion, NULL, NULL, OBJ_MANY_REPLY_MAX, large_reply_bound, ATOMIC_CROSS, READS },
     { "SDIFF", -2, CMD_KEYED, 1, sdiff, NULL, NULL, OBJ_MANY_REPLY_MAX, large_reply_bound, ATOMIC_CROSS, READS },
-    { "SINTERSTORE", -3, CMD_KEYED, 1, sinterstore, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, ATOMIC_CROSS, WRITES },
-    { "SUNIONSTORE", -3, CMD_KEYED, 1, sunionstore, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, ATOMIC_CROSS, WRITES },
-    { "SDIFFSTORE", -3, CMD_KEYED, 1, sdiffstore, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, ATOMIC_CROSS, WRITES },
+    { "SINTERSTORE", -3, CMD_KEYED, 1, sinterstore, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, ATOMIC_CROSS,
+      WRITES_FIRST },
+    { "SUNIONSTORE", -3, CMD_KEYED, 1, sunionstore, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, ATOMIC_CROSS,
+      WRITES_FIRST },
+    { "SDIFFSTORE", -3, CMD_KEYED, 1, sdiffstore, NULL, NULL, OBJ_SMALL_REPLY_MAX, NULL, ATOMIC_CROSS,
+      WRITES_FIRST },
 };
 
 const struct command_set cmds_set = { table, sizeof table / sizeof table[0] };

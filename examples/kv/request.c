@@ -175,8 +175,8 @@ void request_run_part_uncounted(shard_worker *w, struct part *p)
         r->cmd->part(s, r, p);
     else
         part_error(r, -ENOMEM);
-    if (!r->cmd->reads)
-        watch_touch(p->hash); /* any part of a command not marked READS writes its key, failed or not */
+    if (r->cmd->access == WRITES || (r->cmd->access == WRITES_FIRST && p->arg == 1))
+        watch_touch(p->hash); /* a part that writes its key (failed or not: server.h's access) */
     if (part_failed(&r->part_reply[p->index]))
         part_error(r, -ENOMEM);
 }

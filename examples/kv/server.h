@@ -127,14 +127,17 @@ struct command {
      * ATOMIC_CROSS: and decided in its last part, with every key's entry in hand (cross.h) */
     uint8_t atomic;
     /* keyed: READS when its parts only read their keys (as far as a client sees: a read that finds a
-     * key expired deletes it, and says so itself, watch.h). Any other keyed command is a write of each
-     * of its keys, which aborts the EXEC of a connection that watches one (watch.h). */
-    bool reads;
+     * key expired deletes it, and says so itself, watch.h); WRITES_FIRST when only its first key is
+     * written, its others read (the destination of a *STORE, as Redis counts them for WATCH); WRITES
+     * for a write of each of its keys. A write aborts the EXEC of a connection that watches the key
+     * (watch.h). */
+    uint8_t access;
 };
 
 #define ATOMIC_CROSS 2
-#define READS  true
-#define WRITES false
+#define WRITES       0
+#define READS        1
+#define WRITES_FIRST 2
 
 /* One family's table of commands (a cmd_*.c file); commands.c lists every set. */
 struct command_set {

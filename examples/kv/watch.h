@@ -4,8 +4,10 @@
  * neither: net.c runs those once the EXEC's header is out) and answers a null array if k was written
  * in between, by any connection, this one included, or its time to live has run out; EXEC, DISCARD
  * and UNWATCH end every watch of the connection, and so does its closing. Written means: a keyed
- * command not marked READS ran a part of k (whatever it changed: a SET NX that set nothing counts,
- * where Redis would not count it; so an EXEC may abort for nothing, never run over a change), k was
+ * command that writes k ran a part of it (server.h's access: every key of a write, but only the
+ * destination of a *STORE, whose sets are read, as in Redis; whatever it changed: a SET NX that set
+ * nothing counts, where Redis would not count it; so an EXEC may abort for nothing, never run over a
+ * change), k was
  * deleted (DEL, an expiry by its timer or by a read that found it due), or the store was flushed.
  *
  * How. A table of stamps, counters chosen by a key's store hash (its top bits), shared by every

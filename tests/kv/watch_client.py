@@ -6,9 +6,9 @@
 First what Redis promises, one case at a time, with a second connection doing the writes: an EXEC
 after a write of a watched key (by another client, by this one, a DEL, a create of a key watched
 while missing, an expiry by its timer and by a read that finds it due, a FLUSHALL) runs nothing and
-answers null (redis-py raises WatchError); reads of it (GET, EXISTS, TTL, MGET), its own WATCH again
-and writes of other keys do not abort; EXEC, DISCARD and UNWATCH end every watch; WATCH inside MULTI
-and more keys than a connection may watch are refused. Then the optimistic lock it is for: threads
+answers null (redis-py raises WatchError); reads of it (GET, EXISTS, TTL, MGET, a *STORE of it into
+another key), its own WATCH again and writes of other keys do not abort; EXEC, DISCARD and UNWATCH end
+every watch; WATCH inside MULTI and more keys than a connection may watch are refused. Then the optimistic lock it is for: threads
 move amounts between accounts with redis-py's transaction() (WATCH, GET, MULTI, SET, EXEC, again on
 WatchError) and add to counters the same way, while the admin connection adds, removes and crashes
 workers: the total is conserved and every counter holds exactly the increments that succeeded (a
@@ -138,6 +138,19 @@ def read_everything():
 
 
 case("reads of hashes, sets, lists and sorted sets", read_everything(), [True])
+
+
+def stores(dst):
+    other.sadd("w:s", "m", "n")
+    other.sadd("w:s2", "n")
+    return exec_after(["w:s", "w:s2"], lambda: (
+        other.sinterstore(dst, "w:s", "w:s2"), other.sunionstore(dst, "w:s", "w:s2"),
+        other.sdiffstore(dst, "w:s", "w:s2")))
+
+
+# As Redis counts them: a *STORE writes its destination, and only reads its sets.
+case("a *STORE reading the watched sets", stores("w:dst"), [True])
+case("a *STORE onto a watched set", stores("w:s2"), None)
 # A watched key whose time has come aborts, though its timer has not run yet: EXEC is sent 0.2 ms past
 # the key's deadline (set before the SET's reply), many times, and its GET may never see it gone. A
 # try whose key had already expired when WATCHed (a slow server: then it was not there to watch, and
