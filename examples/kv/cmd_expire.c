@@ -10,6 +10,7 @@
 
 #include "expire.h"
 #include "server.h"
+#include "watch.h"
 
 /* EXPIRE's condition (Redis 7): NX only without an expiry, XX only with one, GT only to a later time
  * and LT to an earlier one, where no expiry counts as later than any time. */
@@ -90,6 +91,7 @@ static void expire_with(struct kv_store *s, struct request *r, const struct part
     struct kv_entry *e = store_find(s, HASHED_KEY(r, p));
     if (!e || !cond_holds(c, e, at_ms)) {
         resp_int(out, 0);
+        watch_unchanged();
         return;
     }
     if (at_ms <= kv_now_ms())
@@ -168,6 +170,8 @@ static void persist_part(struct kv_store *s, struct request *r, const struct par
     bool had = e && e->exp;
     if (had)
         expire_clear(e);
+    else
+        watch_unchanged();
     resp_int(part_out(r, p), had);
 }
 

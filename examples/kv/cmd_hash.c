@@ -7,6 +7,7 @@
 #include <errno.h>
 
 #include "obj_cmd.h"
+#include "watch.h"
 
 /* Sets one field. Return: 1 new, 0 replaced, -ENOMEM (unchanged). */
 static int set_field(struct kvmap *m, const struct resp_arg *f, const struct resp_arg *v)
@@ -181,9 +182,10 @@ static void hsetnx(struct kv_store *s, struct request *r, const struct part *p)
     struct kv_entry *e;
     if (obj_lookup(s, r, p, KV_HASH, &e) != 0)
         return;
-    if (e && field_of(e, &r->argv[2]))
+    if (e && field_of(e, &r->argv[2])) {
         resp_int(out, 0);
-    else if (obj_hash_set(s, r, p, e, &r->argv[2], r->argv[3].p, r->argv[3].len) != 0)
+        watch_unchanged();
+    } else if (obj_hash_set(s, r, p, e, &r->argv[2], r->argv[3].p, r->argv[3].len) != 0)
         resp_error(out, OBJ_ERR_OOM);
     else
         resp_int(out, 1);

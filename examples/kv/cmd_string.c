@@ -16,6 +16,7 @@
 
 #include "expire.h"
 #include "server.h"
+#include "watch.h"
 
 /* A string's value as a bulk reply: copied when short, else sent from the value itself. */
 static void reply_value(struct part_reply *out, struct kv_value *v)
@@ -157,9 +158,12 @@ static void set_with(struct kv_store *s, struct request *r, const struct part *p
     struct kv_entry *e = store_find(s, HASHED_KEY(r, p));
     if (form == REPLY_OLD && e && e->type != KV_STRING) {
         resp_error(&out->text, WRONGTYPE);
+        watch_unchanged();
         return;
     }
     bool go = !(o->nx && e) && !(o->xx && !e);
+    if (!go)
+        watch_unchanged();
     /* The old value's reply first: the set below may rewrite it in place or free it. */
     if (form == REPLY_OLD && e)
         reply_value(out, e->val);
@@ -194,6 +198,8 @@ static void set_part(struct kv_store *s, struct request *r, const struct part *p
     struct set_opts o = { 0 };
     if (parse_set_opts(r, &o, part_out(r, p)))
         set_with(s, r, p, &r->argv[2], &o, o.get ? REPLY_OLD : REPLY_OK);
+    else
+        watch_unchanged();
 }
 
 static void setnx_part(struct kv_store *s, struct request *r, const struct part *p)
@@ -213,6 +219,8 @@ static void setex_with(struct kv_store *s, struct request *r, const struct part 
     if (expire_arg(&r->argv[2], unit_ms, true, unit_ms == 1 ? "psetex" : "setex", &o.at_ms,
                    part_out(r, p)))
         set_with(s, r, p, &r->argv[3], &o, REPLY_OK);
+    else
+        watch_unchanged();
 }
 
 static void setex_part(struct kv_store *s, struct request *r, const struct part *p)
@@ -229,6 +237,8 @@ static void getdel_part(struct kv_store *s, struct request *r, const struct part
 {
     if (get_reply(s, r, p))
         store_del(s, HASHED_KEY(r, p));
+    else
+        watch_unchanged();
 }
 
 /* GETEX key [EX s | PX ms | EXAT unix-s | PXAT unix-ms | PERSIST] */
@@ -252,10 +262,14 @@ static void getex_part(struct kv_store *s, struct request *r, const struct part 
     /* As Redis: the number is read only for a key that holds a string (else nil or WRONGTYPE). */
     if (x.form) {
         struct kv_entry *found = store_find(s, HASHED_KEY(r, p));
-        if (found && found->type == KV_STRING && !expire_of(&x, "getex", &at_ms, &out->text))
+        if (found && found->type == KV_STRING && !expire_of(&x, "getex", &at_ms, &out->text)) {
+            watch_unchanged();
             return;
+        }
     }
     struct kv_entry *e = get_reply(s, r, p);
+    if (!e || (!at_ms && !(persist && e->exp)))
+        watch_unchanged(); /* no key, another type, or no change of its time to live asked */
     if (e && persist)
         expire_clear(e);
     else if (e && at_ms && at_ms <= kv_now_ms())
@@ -265,6 +279,7 @@ static void getex_part(struct kv_store *s, struct request *r, const struct part 
     return;
 syntax:
     resp_error(&out->text, "ERR syntax error");
+    watch_unchanged();
 }
 
 /* Redis's bound on a string that SETRANGE or APPEND makes (proto-max-bulk-len's default). */

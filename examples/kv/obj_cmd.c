@@ -6,6 +6,8 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "watch.h"
+
 int obj_lookup(struct kv_store *s, struct request *r, const struct part *p, enum kv_type type,
                struct kv_entry **e)
 {
@@ -13,6 +15,7 @@ int obj_lookup(struct kv_store *s, struct request *r, const struct part *p, enum
     if (*e && (*e)->type != type) {
         *e = NULL;
         resp_error(part_out(r, p), WRONGTYPE);
+        watch_unchanged(); /* every caller returns at once */
         return -EINVAL;
     }
     return 0;

@@ -171,12 +171,14 @@ void request_run_part_uncounted(shard_worker *w, struct part *p)
 {
     struct request *r = p->r;
     struct kv_store *s = store_of(w);
+    watch_part_unchanged = false;
     if (s)
         r->cmd->part(s, r, p);
     else
         part_error(r, -ENOMEM);
-    if (r->cmd->access == WRITES || (r->cmd->access == WRITES_FIRST && p->arg == 1))
-        watch_touch(p->hash); /* a part that writes its key (failed or not: server.h's access) */
+    /* A part that writes its key (server.h's access), unless it said it changed nothing (watch.h). */
+    if ((r->cmd->access == WRITES || (r->cmd->access == WRITES_FIRST && p->arg == 1)) && !watch_part_unchanged)
+        watch_touch(p->hash);
     if (part_failed(&r->part_reply[p->index]))
         part_error(r, -ENOMEM);
 }

@@ -9,6 +9,7 @@
 _Atomic uint32_t   watch_stamps[WATCH_STAMPS];
 _Atomic uint32_t   watch_watched[1u << WATCH_FILTER_BITS];
 struct watch_counts watch_counts;
+_Thread_local bool  watch_part_unchanged;
 
 /* One WATCH's keys: held by its connection until its watches end, and by the WATCH request until it
  * is freed (its parts write what they read); then by the EXEC that takes it (watch_take). A key's

@@ -5,10 +5,11 @@
  * in between, by any connection, this one included, or its time to live has run out; EXEC, DISCARD
  * and UNWATCH end every watch of the connection, and so does its closing. Written means: a keyed
  * command that writes k ran a part of it (server.h's access: every key of a write, but only the
- * destination of a *STORE, whose sets are read, as in Redis; whatever it changed: a SET NX that set
- * nothing counts, where Redis would not count it; so an EXEC may abort for nothing, never run over a
- * change), k was
- * deleted (DEL, an expiry by its timer or by a read that found it due), or the store was flushed.
+ * destination of a *STORE, whose sets are read, as in Redis), unless the part said it changed
+ * nothing (watch_unchanged below: the commands that say it are listed in docs/kv_server.md; any
+ * other counts whatever it changed, where Redis would not count a write that changed nothing: so an
+ * EXEC may abort for nothing, never run over a change); k was deleted (DEL, an expiry by its timer or
+ * by a read that found it due); or the store was flushed.
  *
  * How. A table of stamps, counters chosen by a key's store hash (its top bits), shared by every
  * worker: a write adds one to its key's. WATCH runs a part on each of its keys, as a job of the key
@@ -68,6 +69,18 @@ static inline void watch_touch(uint64_t hash)
         atomic_load_explicit(&watch_watched[hash >> (64 - WATCH_FILTER_BITS)], memory_order_relaxed) == 0)
         return;
     atomic_fetch_add_explicit(&watch_stamps[hash >> (64 - WATCH_STAMP_BITS)], 1, memory_order_relaxed);
+}
+
+/* Set by a part of a write that changed nothing of its key (a SET NX of a key there already, an
+ * EXPIRE whose condition does not hold, a WRONGTYPE error...), as Redis's commands signal a key
+ * modified only when they changed it: the part then counts as no write of it (request.c). Unset
+ * before each part; each command says it where it knows (kv_server counted every write: a client
+ * spinning on SET NX of a lock aborted, every time, the EXEC that was to release it). Context: the
+ * part's job. */
+extern _Thread_local bool watch_part_unchanged;
+static inline void watch_unchanged(void)
+{
+    watch_part_unchanged = true;
 }
 
 /* A write of every key (a flush): its part on one worker. Context: that worker's job. */

@@ -151,6 +151,48 @@ def stores(dst):
 # As Redis counts them: a *STORE writes its destination, and only reads its sets.
 case("a *STORE reading the watched sets", stores("w:dst"), [True])
 case("a *STORE onto a watched set", stores("w:s2"), None)
+
+
+def refused(f):
+    try:
+        f()
+    except redis.ResponseError:
+        return
+    sys.exit("FAIL: a command expected to fail (a wrong type, a syntax error) did not")
+
+
+def set_a(**kw):
+    return lambda: r.set("w:a", "1", **kw)
+
+
+# A write that changed nothing is no write, as Redis signals a key modified only when it changed it:
+# a client spinning on SET NX of a lock must not abort, every time, the EXEC that is to release it.
+for name, watched, between, setup, want in (
+        ("a SET NX of the key, there already", "w:a", lambda: other.set("w:a", "2", nx=True), set_a(), [True]),
+        ("a SET NX of the key, missing (it sets it)", "w:m", lambda: other.set("w:m", "2", nx=True), nothing, None),
+        ("a SET XX of the key, missing", "w:m", lambda: other.set("w:m", "2", xx=True), nothing, [True]),
+        ("a SETNX of the key, there already", "w:a", lambda: other.setnx("w:a", "2"), set_a(), [True]),
+        ("a SET with a syntax error", "w:a", lambda: refused(lambda: other.execute_command("SET", "w:a", "2", "BAD")),
+         set_a(), [True]),
+        ("an HSETNX of a field there already", "w:h", lambda: other.hsetnx("w:h", "f", "2"),
+         lambda: r.hset("w:h", "f", "1"), [True]),
+        ("an HSETNX of a new field", "w:h", lambda: other.hsetnx("w:h", "g", "2"), lambda: r.hset("w:h", "f", "1"),
+         None),
+        ("a PERSIST of the key without a time to live", "w:a", lambda: other.persist("w:a"), set_a(), [True]),
+        ("a PERSIST of the key with one", "w:a", lambda: other.persist("w:a"), set_a(ex=100), None),
+        ("an EXPIRE XX of the key without a time to live", "w:a", lambda: other.expire("w:a", 100, xx=True), set_a(),
+         [True]),
+        ("an EXPIRE of a missing key", "w:m", lambda: other.expire("w:m", 100), nothing, [True]),
+        ("a GETEX without options", "w:a", lambda: other.getex("w:a"), set_a(), [True]),
+        ("a GETEX PERSIST of the key without a time to live", "w:a", lambda: other.getex("w:a", persist=True),
+         set_a(), [True]),
+        ("a GETEX PERSIST of the key with one", "w:a", lambda: other.getex("w:a", persist=True), set_a(ex=100),
+         None),
+        ("a GETDEL of a missing key", "w:m", lambda: other.getdel("w:m"), nothing, [True]),
+        ("an LPUSH onto the key, a string (WRONGTYPE)", "w:a", lambda: refused(lambda: other.lpush("w:a", "x")),
+         set_a(), [True])):
+    r.delete("w:a", "w:m", "w:h")
+    case(name, exec_after([watched], between, setup=setup), want)
 # A watched key whose time has come aborts, though its timer has not run yet: EXEC is sent 0.2 ms past
 # the key's deadline (set before the SET's reply), many times, and its GET may never see it gone. A
 # try whose key had already expired when WATCHed (a slow server: then it was not there to watch, and
