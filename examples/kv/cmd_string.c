@@ -437,6 +437,8 @@ static void del_part(struct kv_store *s, struct request *r, const struct part *p
 {
     if (store_del(s, HASHED_KEY(r, p)))
         atomic_fetch_add_explicit(&r->sum, 1, memory_order_relaxed);
+    else
+        watch_unchanged(); /* a key deleted counted itself (store_del) */
 }
 
 static void exists_part(struct kv_store *s, struct request *r, const struct part *p)

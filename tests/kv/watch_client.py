@@ -189,6 +189,7 @@ for name, watched, between, setup, want in (
         ("a GETEX PERSIST of the key with one", "w:a", lambda: other.getex("w:a", persist=True), set_a(ex=100),
          None),
         ("a GETDEL of a missing key", "w:m", lambda: other.getdel("w:m"), nothing, [True]),
+        ("a DEL of a missing key (and another's)", "w:m", lambda: other.delete("w:m", "w:a"), set_a(), [True]),
         ("an LPUSH onto the key, a string (WRONGTYPE)", "w:a", lambda: refused(lambda: other.lpush("w:a", "x")),
          set_a(), [True])):
     r.delete("w:a", "w:m", "w:h")
