@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "obj_cmd.h"
+#include "watch.h"
 
 /* LPUSH, RPUSH, and with only_if LPUSHX and RPUSHX, which push only onto a list that exists (0 when
  * there is none). */
@@ -82,6 +83,7 @@ static void pop(struct kv_store *s, struct request *r, const struct part *p, boo
         return;
     if (!e) {
         buf_put(out, r->argc == 3 ? "*-1\r\n" : "$-1\r\n", 5);
+        watch_unchanged();
         return;
     }
     struct obj_list *l = e->obj;

@@ -20,6 +20,7 @@
 #include <strings.h>
 
 #include "obj_cmd.h"
+#include "watch.h"
 
 #define ERR_FLOAT "ERR value is not a valid float"
 
@@ -193,6 +194,8 @@ static void zrem(struct kv_store *s, struct request *r, const struct part *p)
     for (uint32_t i = 2; e && i < r->argc; i++)
         n += obj_zset_del(e->obj, r->argv[i].p, r->argv[i].len);
     zrem_done(s, r, p, e);
+    if (n == 0)
+        watch_unchanged();
     resp_int(part_out(r, p), n);
 }
 

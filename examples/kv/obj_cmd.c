@@ -119,6 +119,8 @@ void obj_map_remove(struct kv_store *s, struct request *r, const struct part *p,
         n += obj_map_del(e->obj, r->argv[i].p, r->argv[i].len);
     if (e && ((struct kvmap *)e->obj)->n == 0)
         obj_drop(s, r, p);
+    if (n == 0)
+        watch_unchanged();
     resp_int(part_out(r, p), n);
 }
 

@@ -190,10 +190,16 @@ for name, watched, between, setup, want in (
          None),
         ("a GETDEL of a missing key", "w:m", lambda: other.getdel("w:m"), nothing, [True]),
         ("a DEL of a missing key (and another's)", "w:m", lambda: other.delete("w:m", "w:a"), set_a(), [True]),
+        ("an HDEL, SREM and ZREM of members not there", ("w:h", "w:s", "w:z"),
+         lambda: (other.hdel("w:h", "x"), other.srem("w:s", "x"), other.zrem("w:z", "x")),
+         lambda: (r.hset("w:h", "f", "1"), r.sadd("w:s", "m"), r.zadd("w:z", {"m": 1})), [True]),
+        ("an SREM of a member there", "w:s", lambda: other.srem("w:s", "m"), lambda: r.sadd("w:s", "m", "n"), None),
+        ("an LPOP and RPOP of a missing key", "w:m", lambda: (other.lpop("w:m"), other.rpop("w:m", 2)), nothing,
+         [True]),
         ("an LPUSH onto the key, a string (WRONGTYPE)", "w:a", lambda: refused(lambda: other.lpush("w:a", "x")),
          set_a(), [True])):
-    r.delete("w:a", "w:m", "w:h")
-    case(name, exec_after([watched], between, setup=setup), want)
+    r.delete("w:a", "w:m", "w:h", "w:s", "w:z")
+    case(name, exec_after(list(watched) if isinstance(watched, tuple) else [watched], between, setup=setup), want)
 # A watched key whose time has come aborts, though its timer has not run yet: EXEC is sent 0.2 ms past
 # the key's deadline (set before the SET's reply), many times, and its GET may never see it gone. A
 # try whose key had already expired when WATCHed (a slow server: then it was not there to watch, and
