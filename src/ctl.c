@@ -1,5 +1,8 @@
 /* The control lock (d->ctl), which serialises membership changes, drain and destroy, and the rule
  * for who may take it. SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <sched.h>
+
 #include "ctl.h"
 #include "dispatcher_internal.h"
 #include "rcu.h"
@@ -36,4 +39,41 @@ void shard__ctl_unlock(shard_dispatcher *d)
 {
     ctl_holder = d->ctl_outer;
     pthread_mutex_unlock(&d->ctl);
+}
+
+/* Why the count. Destroy holds ctl while it stops everything, then lets it go and frees d: a
+ * membership call that came in meanwhile waited for ctl, and took it, wrote ctl_outer and read
+ * shutdown in freed memory (a review's program, under ASan, with drain, add, place and crash). Now
+ * a call looks at shutdown inside a read-side section and counts itself before it leaves it, as a
+ * waiting submitter does (space.c): destroy sets shutdown and waits a grace period, so every call
+ * that saw it unset is counted by then, and every other one has left d alone; the count goes down
+ * under ctl once the call has it, and destroy reads it under ctl, so the last one has let ctl go. */
+int shard__ctl_enter(shard_dispatcher *d)
+{
+    shard__rcu_read_lock();
+    bool shutdown = atomic_load_explicit(&d->shutdown, memory_order_seq_cst);
+    if (!shutdown)
+        atomic_fetch_add_explicit(&d->ctl_callers, 1, memory_order_relaxed);
+    shard__rcu_read_unlock();
+    if (shutdown)
+        return -ESHUTDOWN;
+    shard__ctl_lock(d);
+    atomic_fetch_sub_explicit(&d->ctl_callers, 1, memory_order_relaxed);
+    if (atomic_load_explicit(&d->shutdown, memory_order_relaxed)) {
+        shard__ctl_unlock(d);
+        return -ESHUTDOWN;
+    }
+    return 0;
+}
+
+void shard__ctl_wait_callers(shard_dispatcher *d)
+{
+    for (;;) {
+        pthread_mutex_lock(&d->ctl);
+        uint32_t left = atomic_load_explicit(&d->ctl_callers, memory_order_relaxed);
+        pthread_mutex_unlock(&d->ctl);
+        if (!left)
+            return;
+        sched_yield(); /* each of them takes ctl, sees shutdown and goes: a few turns of the lock */
+    }
 }

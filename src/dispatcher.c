@@ -113,7 +113,9 @@ SHARD_API void shard_dispatcher_destroy(shard_dispatcher *d)
     pthread_mutex_unlock(&d->lock);
     shard__membership_stop_all(d);
     shard__ctl_unlock(d);
-    /* Submitters sent back leave before the memory goes. */
+    /* Membership calls that waited for ctl meanwhile, and submitters sent back, leave before the
+     * memory goes. */
+    shard__ctl_wait_callers(d);
     shard__space_wait_empty(d);
     /* And so do submits that entered after shutdown was set: each reads d only inside its section. */
     shard__rcu_synchronize();

@@ -56,6 +56,8 @@ struct shard_dispatcher {
     struct shard_worker *gone;
 
     pthread_mutex_t  ctl;
+    _Atomic uint32_t ctl_callers;   /* A: membership calls between their look at shutdown and taking
+                                     * ctl (ctl.c's shard__ctl_enter): destroy waits for them */
     pthread_mutex_t  lock;
     pthread_cond_t   cond;          /* L: the last drain mark was processed, a removed worker exited,
                                      * or settled moved */

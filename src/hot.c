@@ -96,6 +96,7 @@ long shard__hot_read(struct hot *h, struct shard_hot_key *out, size_t n, uint64_
         *seq = h->published;
     pthread_mutex_unlock(&h->lock);
     qsort(copy, len, sizeof *copy, heavier_first);
-    memcpy(out, copy, (n < len ? n : len) * sizeof *copy);
+    if (n && len) /* out may be NULL with n 0 (dispatcher.h), which memcpy may not be given */
+        memcpy(out, copy, (n < len ? n : len) * sizeof *copy);
     return (long)len;
 }

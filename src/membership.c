@@ -148,11 +148,9 @@ int shard__membership_enter(shard_dispatcher *d)
         return -EINVAL;
     if (shard__ctl_forbidden(d))
         return -EDEADLK;
-    shard__ctl_lock(d);
-    if (atomic_load_explicit(&d->shutdown, memory_order_relaxed)) {
-        shard__ctl_unlock(d);
-        return -ESHUTDOWN;
-    }
+    int err = shard__ctl_enter(d);
+    if (err)
+        return err;
     shard__snap_reap(d);
     shard__registry_reap(d);
     return 0;

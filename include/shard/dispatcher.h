@@ -202,8 +202,11 @@ SHARD_API int shard_dispatcher_create(shard_dispatcher **out, const struct shard
  * Submits racing destroy: a submit already inside shard when destroy is called, or entering while it
  * runs, returns 0 (its job runs before destroy returns) or -ESHUTDOWN, and never touches freed
  * memory: a submit reads the dispatcher only inside an RCU read-side section or as a registered
- * waiter, and destroy frees it after a grace period that follows both. A submit that starts after
- * destroy has returned uses freed memory, as with any freed object.
+ * waiter, and destroy frees it after a grace period that follows both. So do membership calls racing
+ * destroy (shard_drain, shard_worker_add, _remove, _crash, _set_weight, shard_key_place and the
+ * others that answer -ESHUTDOWN): one that waits for destroy's changes to end then answers -ESHUTDOWN,
+ * and destroy frees nothing before it has (since 0.4). A call that starts after destroy has returned
+ * uses freed memory, as with any freed object.
  * Context: a thread that is not a worker, once. Called from a worker, from a control-thread hook of
  * this same dispatcher or inside an RCU read-side section it would deadlock: it is ignored there
  * (nothing is freed). From another dispatcher's hook it goes ahead. */
