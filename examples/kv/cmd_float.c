@@ -32,7 +32,8 @@ static bool parse_ld(const char *p, size_t len, long double *out)
     char *end;
     errno = 0;
     long double v = strtold(text, &end);
-    if (isspace((unsigned char)text[0]) || *end != '\0' || errno == EINVAL || isnan(v) ||
+    /* The whole argument: a NUL inside it ends the copy's text early (Redis refuses "1\0x"). */
+    if (isspace((unsigned char)text[0]) || end != text + len || errno == EINVAL || isnan(v) ||
         (errno == ERANGE && (v == HUGE_VALL || v == -HUGE_VALL || v == 0)))
         return false;
     *out = v;

@@ -272,6 +272,8 @@ static bool dispatch(struct conn *c, struct resp_arg *argv, uint32_t argc)
     atomic_store_explicit(&c->last_cmd, cmd, memory_order_relaxed);
     atomic_store_explicit(&c->active_ms, c->nt->now_ms, memory_order_relaxed);
     if (!command_args_ok(cmd, argc, why, sizeof why)) {
+        if (strcmp(cmd->name, "EXEC") == 0)
+            return txn_exec_refused(c, why); /* and the transaction ends, as in Redis */
         txn_refused(c);
         return conn_reply_error(c, why);
     }

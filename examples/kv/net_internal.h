@@ -115,6 +115,9 @@ bool conn_reply_text(struct conn *c, bool error, const char *text);
 bool txn_dispatch(struct conn *c, const struct command *cmd, struct resp_arg *argv, uint32_t argc);
 /* txn.c: a command refused while in MULTI (unknown, wrong arity): EXEC will abort. */
 void txn_refused(struct conn *c);
+/* txn.c: an EXEC refused (why: its error, "ERR ..."): as Redis, it answers EXECABORT with the reason
+ * and ends the transaction, if any, and every watch. Return: false without memory. */
+bool txn_exec_refused(struct conn *c, const char *why);
 /* txn.c: drops c's transaction, if any, and what it queued. */
 void txn_free(struct conn *c);
 /* txn.c: ends c's transaction, if any, and its watches (DISCARD, an aborted EXEC, its closing). */

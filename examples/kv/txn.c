@@ -219,6 +219,15 @@ void txn_end(struct conn *c)
     watch_clear(c);
 }
 
+bool txn_exec_refused(struct conn *c, const char *why)
+{
+    char msg[256]; /* an arity error: a command name and a sentence */
+    snprintf(msg, sizeof msg, "EXECABORT Transaction discarded because of: %s",
+             strncmp(why, "ERR ", 4) == 0 ? why + 4 : why);
+    txn_end(c);
+    return conn_reply_text(c, true, msg);
+}
+
 void txn_exec_out(struct conn *c, const struct request *h)
 {
     /* Nothing was parsed after h's transaction: its commands are the rest of the FIFO. */
@@ -279,6 +288,10 @@ static bool queue(struct conn *c, const struct command *cmd, struct resp_arg *ar
     if (cmd->kind == CMD_ADMIN) {
         t->dirty = true;
         return conn_reply_text(c, true, "ERR kv_server runs no admin or keyspace command inside MULTI");
+    }
+    if (strcmp(cmd->name, "SHUTDOWN") == 0) { /* Redis's one command of these not allowed in MULTI */
+        t->dirty = true;
+        return conn_reply_text(c, true, "ERR Command not allowed inside a transaction");
     }
     struct request *r = request_new(c, c->nt, c->nt->srv, cmd, argv, argc);
     if (!r)

@@ -205,6 +205,10 @@ CASES = [
     ["INCRBYFLOAT", "fi", "1.5"], ["SET", "ft", "1", "EX", "100"], ["INCRBYFLOAT", "ft", "1"], ["TTL", "ft"],
     ["INCRBYFLOAT", "fz", "-0.0"], ["INCRBYFLOAT", "fy", "1.7976931348623157e308"], ["INCRBYFLOAT", "fy", "1e308"],
     ["INCRBYFLOAT", "fx", "0.1"], ["INCRBYFLOAT", "fx", "0.2"], ["INCRBYFLOAT", "fw", "3.0000000000000000001"],
+    # a NUL inside a number (the whole argument is the number: none of these is one)
+    ["SETRANGE", "fn", "2", "1"], ["INCRBYFLOAT", "fn", "1"], ["SET", "fm", "1.5\x00junk"], ["INCRBYFLOAT", "fm", "1"],
+    ["INCRBYFLOAT", "fo", "\x00"], ["INCRBYFLOAT", "fo", "1\x00abc"], ["SET", "fp", "1e2\x00"], ["INCRBYFLOAT", "fp", "0"],
+    ["HSET", "hnul", "f", "1\x00x"], ["HINCRBYFLOAT", "hnul", "f", "1"], ["HINCRBYFLOAT", "hnul", "g", "1\x00x"],
     # LSET / LINSERT
     ["RPUSH", "ll", "a", "b", "c"], ["LSET", "ll", "0", "A"], ["LSET", "ll", "-1", "C"], ["LSET", "ll", "3", "x"],
     ["LSET", "ll", "-4", "x"], ["LSET", "ll", "x", "x"], ["LSET", "nolist", "0", "x"], ["LSET", "nolist", "x", "x"],

@@ -43,6 +43,18 @@ expect "an unknown command aborts EXEC" "EXECABORT Transaction discarded because
 expect "an admin command is refused inside MULTI" "ERR kv_server runs no admin or keyspace command inside MULTI" \
     "$(printf 'MULTI\nFLUSHDB\nDISCARD\n' | clis | sed -n 2p)"
 expect "WATCH inside MULTI" "ERR WATCH inside MULTI is not allowed" "$(printf 'MULTI\nWATCH a\nDISCARD\n' | clis | sed -n 2p)"
+# An EXEC with arguments aborts the transaction and ends it, as in Redis (it answered an arity error
+# and stayed in MULTI: the SET after it was queued and lost); SHUTDOWN is refused inside MULTI (it was
+# queued, and the EXEC shut the server down).
+expect "EXEC x inside MULTI ends it" \
+    "$(printf "OK\nQUEUED\nEXECABORT Transaction discarded because of: wrong number of arguments for 'exec' command\nOK\nERR EXEC without MULTI\n2")" \
+    "$(printf 'MULTI\nSET ea 1\nEXEC x\nSET eb 2\nEXEC\nGET eb\n' | clis)"
+expect "nothing of it ran" "" "$(cli GET ea)"
+expect "EXEC x outside MULTI" "EXECABORT Transaction discarded because of: wrong number of arguments for 'exec' command" \
+    "$(cli EXEC x)"
+expect "SHUTDOWN inside MULTI" \
+    "$(printf 'OK\nERR Command not allowed inside a transaction\nEXECABORT Transaction discarded because of previous errors.\nPONG')" \
+    "$(printf 'MULTI\nSHUTDOWN\nEXEC\nPING\n' | clis)"
 expect "WATCH, then an EXEC no write came between" "$(printf 'OK\nOK\nQUEUED\nOK')" \
     "$(printf 'WATCH a nosuch\nMULTI\nSET a 1\nEXEC\n' | clis)"
 expect "WATCH, then a write of its own, then EXEC: a null array (an empty line)" "$(printf 'OK\nOK\nOK\nQUEUED\n')" \
