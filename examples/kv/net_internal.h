@@ -25,6 +25,8 @@ struct conn {
     uint32_t           inflight;    /* requests in the FIFO */
     uint32_t           parse_holds; /* admin requests not yet done, and EXECs whose commands of no key
                                      * wait for their watches' check (txn.c): nothing after them is parsed */
+    struct request    *admin_wait;  /* an admin (keyspace) request waiting for those before it to be
+                                     * done before it goes to the admin thread (net.c), or NULL */
     size_t             held;        /* bytes charged to the requests in the FIFO (net.c) */
     bool               closing;
     bool               eof;

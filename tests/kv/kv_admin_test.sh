@@ -163,6 +163,24 @@ for ((i = 0; i < 100; i++)); do req+="GET flush:$i"$'\r\n' want+=$'$-1\n'; done
 printf '%s' "$req" >&"$sock"
 read_lines "$sock" 201 "pipelined FLUSHDB"
 [[ $GOT_LINES == "$want" ]] || fail "pipelined SETs, FLUSHDB, GETs: a GET found a key set before the FLUSHDB"
+# The same for commands of several keys, whose steps run once all their keys are held, after their
+# parts were queued: an MSET over the workers and a MULTI pipelined before a FLUSHALL are done before
+# it (they were not: the flush's job on a worker could come before their steps there, and 61-87 of 100
+# such rounds left keys behind).
+for ((round = 0; round < 20; round++)); do
+    req="MSET" want=$'+OK\n'
+    for ((i = 0; i < 32; i++)); do req+=" m:$i v"; done
+    req+=$'\r\nMULTI\r\n' want+=$'+OK\n'
+    for ((i = 0; i < 8; i++)); do req+="SET t:$i v"$'\r\n' want+=$'+QUEUED\n'; done
+    req+=$'EXEC\r\n' want+=$'*8\n'
+    for ((i = 0; i < 8; i++)); do want+=$'+OK\n'; done
+    req+=$'FLUSHALL\r\nEXISTS' want+=$'+OK\n:0\n'
+    for ((i = 0; i < 32; i++)); do req+=" m:$i"; done
+    for ((i = 0; i < 8; i++)); do req+=" t:$i"; done
+    printf '%s\r\n' "$req" >&"$sock"
+    read_lines "$sock" 21 "MSET, MULTI, FLUSHALL, EXISTS"
+    [[ $GOT_LINES == "$want" ]] || fail "round $round: an MSET or MULTI pipelined before a FLUSHALL left keys: $GOT_LINES"
+done
 # The rest of a pipeline in a later write, while the FLUSHDB may still run: the SET after it stays,
 # and a KEYS after the SET sees it.
 printf 'FLUSHDB\r\nSET after:flush v\r\n' >&"$sock"
