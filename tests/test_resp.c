@@ -61,6 +61,16 @@ Test(resp, inline_commands)
     cr_assert_eq(parse("   \r\n"), 5);
     cr_assert_eq(argc, 0, "an empty line is an empty request");
     cr_assert_eq(parse("GET key"), 0, "no newline yet");
+    /* isspace's bytes separate arguments, as in Redis (a CR inside the line was part of one). */
+    cr_assert_eq(parse("ECHO a\rb\r\n"), 10);
+    cr_assert_eq(argc, 3);
+    expect_arg(1, "a");
+    expect_arg(2, "b");
+    cr_assert_eq(parse("ECHO a\r\r\n"), 9);
+    cr_assert_eq(argc, 2, "the line's own CR, then one that ends the argument");
+    expect_arg(1, "a");
+    cr_assert_eq(parse("SET\vk\fv\n"), 8);
+    cr_assert_eq(argc, 3);
 }
 
 Test(resp, empty_multibulk)

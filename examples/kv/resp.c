@@ -107,9 +107,11 @@ static long parse_multibulk(const char *buf, size_t len, const struct resp_limit
     return (long)pos;
 }
 
+/* What separates inline arguments: isspace's bytes, as Redis's sdssplitargs (a CR inside the line
+ * ends an argument there: "ECHO a\rb" is three arguments; it was a part of "a\rb"). */
 static bool is_space(char c)
 {
-    return c == ' ' || c == '\t';
+    return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f' || c == '\n';
 }
 
 static int hex_value(char c)
