@@ -1,7 +1,6 @@
 /* The control lock (d->ctl), which serialises membership changes, drain and destroy, and the rule
  * for who may take it. SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
-#include <sched.h>
 
 #include "ctl.h"
 #include "dispatcher_internal.h"
@@ -58,8 +57,10 @@ int shard__ctl_enter(shard_dispatcher *d)
     if (shutdown)
         return -ESHUTDOWN;
     shard__ctl_lock(d);
-    atomic_fetch_sub_explicit(&d->ctl_callers, 1, memory_order_relaxed);
+    bool last = atomic_fetch_sub_explicit(&d->ctl_callers, 1, memory_order_relaxed) == 1;
     if (atomic_load_explicit(&d->shutdown, memory_order_relaxed)) {
+        if (last)
+            pthread_cond_signal(&d->ctl_cond); /* destroy waits for the last (below) */
         shard__ctl_unlock(d);
         return -ESHUTDOWN;
     }
@@ -68,12 +69,8 @@ int shard__ctl_enter(shard_dispatcher *d)
 
 void shard__ctl_wait_callers(shard_dispatcher *d)
 {
-    for (;;) {
-        pthread_mutex_lock(&d->ctl);
-        uint32_t left = atomic_load_explicit(&d->ctl_callers, memory_order_relaxed);
-        pthread_mutex_unlock(&d->ctl);
-        if (!left)
-            return;
-        sched_yield(); /* each of them takes ctl, sees shutdown and goes: a few turns of the lock */
-    }
+    pthread_mutex_lock(&d->ctl);
+    while (atomic_load_explicit(&d->ctl_callers, memory_order_relaxed))
+        pthread_cond_wait(&d->ctl_cond, &d->ctl);
+    pthread_mutex_unlock(&d->ctl);
 }

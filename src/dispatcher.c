@@ -51,6 +51,7 @@ SHARD_API int shard_dispatcher_create(shard_dispatcher **out, const struct shard
     d->cfg = c;
     d->capacity = c.queue_capacity ? c.queue_capacity : SHARD_DEFAULT_QUEUE_CAPACITY;
     pthread_mutex_init(&d->ctl, NULL);
+    pthread_cond_init(&d->ctl_cond, NULL);
     pthread_mutex_init(&d->lock, NULL);
     pthread_cond_init(&d->cond, NULL);
     pthread_mutex_init(&d->space_lock, NULL);
@@ -129,6 +130,7 @@ void shard__dispatcher_free(shard_dispatcher *d)
     if (d->gone)
         shard__worker_free(d->gone);
     pthread_mutex_destroy(&d->ctl);
+    pthread_cond_destroy(&d->ctl_cond);
     pthread_mutex_destroy(&d->lock);
     pthread_cond_destroy(&d->cond);
     pthread_mutex_destroy(&d->space_lock);

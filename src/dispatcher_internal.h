@@ -58,6 +58,7 @@ struct shard_dispatcher {
     pthread_mutex_t  ctl;
     _Atomic uint32_t ctl_callers;   /* A: membership calls between their look at shutdown and taking
                                      * ctl (ctl.c's shard__ctl_enter): destroy waits for them */
+    pthread_cond_t   ctl_cond;      /* with ctl: the last of them went, once shutdown is set */
     pthread_mutex_t  lock;
     pthread_cond_t   cond;          /* L: the last drain mark was processed, a removed worker exited,
                                      * or settled moved */

@@ -7,6 +7,7 @@
 #include "dispatcher_internal.h"
 #include "hash.h"
 #include "membership.h"
+#include "rcu.h"
 
 struct weight_edit {
     const char *name;
@@ -64,11 +65,21 @@ SHARD_API int shard_key_place_hash(shard_dispatcher *d, uint64_t hash, const cha
     return shard__membership_edit(d, place_edit, &e);
 }
 
+/* The key's hash, read inside a read-side section as a submit's is: a call racing destroy reads d
+ * only inside one until shard__ctl_enter has counted it (ctl.c). */
+static uint64_t key_hash(shard_dispatcher *d, const void *key, size_t len)
+{
+    shard__rcu_read_lock();
+    uint64_t hash = shard__hash_key_cfg(&d->cfg.ring, key, len);
+    shard__rcu_read_unlock();
+    return hash;
+}
+
 SHARD_API int shard_key_place(shard_dispatcher *d, const void *key, size_t len, const char *worker)
 {
     if (!d || (!key && len > 0))
         return -EINVAL;
-    return shard_key_place_hash(d, shard__hash_key_cfg(&d->cfg.ring, key, len), worker);
+    return shard_key_place_hash(d, key_hash(d, key, len), worker);
 }
 
 SHARD_API int shard_key_unplace_hash(shard_dispatcher *d, uint64_t hash)
@@ -83,5 +94,5 @@ SHARD_API int shard_key_unplace(shard_dispatcher *d, const void *key, size_t len
 {
     if (!d || (!key && len > 0))
         return -EINVAL;
-    return shard_key_unplace_hash(d, shard__hash_key_cfg(&d->cfg.ring, key, len));
+    return shard_key_unplace_hash(d, key_hash(d, key, len));
 }

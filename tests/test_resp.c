@@ -70,7 +70,10 @@ Test(resp, inline_commands)
     cr_assert_eq(argc, 2, "the line's own CR, then one that ends the argument");
     expect_arg(1, "a");
     cr_assert_eq(parse("SET\vk\fv\n"), 8);
-    cr_assert_eq(argc, 3);
+    cr_assert_eq(argc, 1, "a VT or FF ends no argument (it only goes before one)");
+    cr_assert_eq(parse("ECHO \va\fb \n"), 11);
+    cr_assert_eq(argc, 2);
+    expect_arg(1, "a\fb");
 }
 
 Test(resp, empty_multibulk)

@@ -107,11 +107,17 @@ static long parse_multibulk(const char *buf, size_t len, const struct resp_limit
     return (long)pos;
 }
 
-/* What separates inline arguments: isspace's bytes, as Redis's sdssplitargs (a CR inside the line
- * ends an argument there: "ECHO a\rb" is three arguments; it was a part of "a\rb"). */
+/* As Redis's sdssplitargs: isspace's bytes are skipped before an argument and must follow a closing
+ * quote, but an unquoted argument ends only at a space, tab, CR or LF (a CR inside the line ends one
+ * there: "ECHO a\rb" is three arguments; it was a part of "a\rb"; "a\vb" stays one). */
 static bool is_space(char c)
 {
     return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f' || c == '\n';
+}
+
+static bool ends_arg(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
 }
 
 static int hex_value(char c)
@@ -151,7 +157,7 @@ static long inline_arg(const char *buf, size_t end, size_t *i, char *out)
     char quote = 0;
     while (*i < end) {
         char c = buf[*i];
-        if (!quote && is_space(c))
+        if (!quote && ends_arg(c))
             break;
         if (!quote && (c == '"' || c == '\'')) {
             quote = c;
