@@ -21,6 +21,7 @@ static void push(struct kv_store *s, struct request *r, const struct part *p, bo
         return;
     if (!e && only_if) {
         resp_int(out, 0);
+        watch_unchanged();
         return;
     }
     struct obj_list *l = e ? e->obj : obj_list_new();
@@ -311,6 +312,8 @@ static void lrem(struct kv_store *s, struct request *r, const struct part *p)
         if (obj_list_len(l) == 0)
             obj_drop(s, r, p);
     }
+    if (removed == 0)
+        watch_unchanged();
     resp_int(part_out(r, p), (int64_t)removed);
 }
 

@@ -220,6 +220,8 @@ static void pop_end(struct kv_store *s, struct request *r, const struct part *p,
         zrem_node(z, end);
     }
     zrem_done(s, r, p, e);
+    if (n == 0)
+        watch_unchanged();
 }
 
 static void zpopmin(struct kv_store *s, struct request *r, const struct part *p)

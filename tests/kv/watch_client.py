@@ -196,9 +196,16 @@ for name, watched, between, setup, want in (
         ("an SREM of a member there", "w:s", lambda: other.srem("w:s", "m"), lambda: r.sadd("w:s", "m", "n"), None),
         ("an LPOP and RPOP of a missing key", "w:m", lambda: (other.lpop("w:m"), other.rpop("w:m", 2)), nothing,
          [True]),
+        ("an LPUSHX and RPUSHX of a missing key", "w:m", lambda: (other.lpushx("w:m", "x"), other.rpushx("w:m", "y")),
+         nothing, [True]),
+        ("an LREM that removed nothing", "w:l", lambda: other.lrem("w:l", 0, "zz"), lambda: r.rpush("w:l", "a", "b"),
+         [True]),
+        ("an LREM that removed one", "w:l", lambda: other.lrem("w:l", 0, "a"), lambda: r.rpush("w:l", "a", "b"), None),
+        ("a ZPOPMIN and ZPOPMAX of a missing key", "w:m", lambda: (other.zpopmin("w:m"), other.zpopmax("w:m", 2)),
+         nothing, [True]),
         ("an LPUSH onto the key, a string (WRONGTYPE)", "w:a", lambda: refused(lambda: other.lpush("w:a", "x")),
          set_a(), [True])):
-    r.delete("w:a", "w:m", "w:h", "w:s", "w:z")
+    r.delete("w:a", "w:m", "w:h", "w:s", "w:z", "w:l")
     case(name, exec_after(list(watched) if isinstance(watched, tuple) else [watched], between, setup=setup), want)
 # A watched key whose time has come aborts, though its timer has not run yet: EXEC is sent 0.2 ms past
 # the key's deadline (set before the SET's reply), many times, and its GET may never see it gone. A
