@@ -24,7 +24,10 @@
  *      named in the stats, pinned on its worker, and every other member's weight is multiplied by
  *      ISOLATION_FACTOR, so that worker carries few cold keys (skipped when the ring would pass
  *      ISOLATION_MAX_POINTS). The weights saved then are restored after ISOLATION_CALM rounds
- *      without such a key. The isolated worker is left out of max and mean.
+ *      without such a key, and the key's pin, if no one had placed it, becomes one of its own
+ *      placements. The isolated worker is left out of max and mean, and is no source: instead each
+ *      of its other steady hot keys heavier than (threshold - 1) times the others' mean goes to the
+ *      least busy member, whatever its load (another key no worker can share is better apart).
  * A round's moves, unplacements and weights are one ring edit, published as one change: one handoff
  * a round, whose moved keys are only those whose owner the whole round changes.
  *

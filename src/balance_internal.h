@@ -65,6 +65,7 @@ struct plan {
      * ISOLATION_FACTOR; or, restore, set the weights saved when it began. */
     const char *isolate;
     uint64_t    isolated_hash;
+    bool        isolated_unplaced; /* no one had placed isolated_hash */
     const struct saved_weight *restore;
     size_t      nrestore;
 };
@@ -85,6 +86,7 @@ struct balancer {
     /* An isolation in force: the worker, its key, and every member's weight before it. */
     char                        isolated[SHARD_NAME_MAX + 1]; /* "" when none */
     uint64_t                    isolated_hash;
+    bool                        isolated_unplaced; /* its pin is its own once the isolation ends */
     struct saved_weight         saved[MAX_MEMBERS];
     size_t                      nsaved;
     uint32_t                    calm; /* rounds since it last saw an unsplittable key */

@@ -37,6 +37,20 @@ static bool user_placed(const struct balancer *b, const shard_ring *r, uint64_t 
     return shard_ring_pin_of(r, hash) && own_index(b, hash) < 0;
 }
 
+/* Plans moving w's hot key i to v (p's next move): the loads follow, and the key leaves w's list. */
+static void plan_move(struct member *w, long i, struct member *v, struct plan *p)
+{
+    double l = w->steady[i];
+    p->hash[p->nmoves] = w->hot[i].hash;
+    p->to[p->nmoves++] = v->s->name;
+    w->load -= l;
+    v->load += l;
+    w->hot[i] = w->hot[w->nhot - 1];
+    w->hot_load[i] = w->hot_load[w->nhot - 1];
+    w->heavy[i] = w->heavy[w->nhot - 1];
+    w->steady[i] = w->steady[--w->nhot];
+}
+
 /* Plans moving one of w's steady hot keys to v: never one heavier than the mean, the isolated one, or
  * one the user placed. Return: whether it did. */
 static bool move_one(struct balancer *b, const shard_ring *r, struct member *w, struct member *v, double mean,
@@ -61,14 +75,7 @@ static bool move_one(struct balancer *b, const shard_ring *r, struct member *w, 
     }
     if (pick < 0 || p->nmoves == SHARD_MAX_HOT_KEYS)
         return false;
-    p->hash[p->nmoves] = w->hot[pick].hash;
-    p->to[p->nmoves++] = v->s->name;
-    w->load -= best;
-    v->load += best;
-    w->hot[pick] = w->hot[w->nhot - 1];
-    w->hot_load[pick] = w->hot_load[w->nhot - 1];
-    w->heavy[pick] = w->heavy[w->nhot - 1];
-    w->steady[pick] = w->steady[--w->nhot];
+    plan_move(w, pick, v, p);
     return true;
 }
 
@@ -136,13 +143,26 @@ static void save_weights(struct balancer *b, const shard_ring *r)
     }
 }
 
-/* The key has cooled: the weights return to what they were, and its worker takes cold keys again.
- * Return: 1 when it did (the stats count isolations begun and ended). */
-static uint64_t end_isolation(struct balancer *b)
+/* The key has cooled: the weights return to what they were, and its worker takes cold keys again. Its
+ * pin of the key, if the key was placed by no one before and is still where it pinned it, becomes one
+ * of its own placements (moved again or sent back to the ring as they are); were it left as it is,
+ * every later round would take it for the user's and never move it. With OWN_MAX of them already, it
+ * goes back to the ring in the same change. Return: 1 when it did (the stats count isolations begun
+ * and ended). */
+static uint64_t end_isolation(struct balancer *b, const shard_ring *r)
 {
     struct plan p = { .restore = b->saved, .nrestore = b->nsaved };
+    const char *at = shard_ring_pin_of(r, b->isolated_hash);
+    bool ours = b->isolated_unplaced && at && strcmp(at, b->isolated) == 0 && own_index(b, b->isolated_hash) < 0;
+    bool adopt = ours && b->nown < OWN_MAX;
+    if (ours && !adopt)
+        p.unpin[p.nunpins++] = b->isolated_hash;
     if (shard__membership_edit(b->d, apply_plan, &p) != 0)
         return 0;
+    if (adopt) {
+        b->own_to[b->nown] = name_hash(b->isolated);
+        b->own[b->nown++] = b->isolated_hash;
+    }
     b->isolated[0] = '\0';
     return 1;
 }
@@ -226,22 +246,54 @@ static bool judge_members(struct balancer *b, struct member *m, struct round *rd
     return over;
 }
 
-/* From the busiest of the workers over the threshold all those intervals, to the least busy, at most
- * max_moves keys. Return: the moves planned. */
+/* The least busy member, the isolated one left out. */
+static struct member *least_busy(struct member *m, const struct round *rd)
+{
+    struct member *v = NULL;
+    for (long i = 0; i < rd->n; i++)
+        if (i != rd->isolated && (!v || m[i].load < v->load))
+            v = &m[i];
+    return v;
+}
+
+/* The worker isolated for a key carries that key and little else: each other steady hot key of it
+ * heavier than the slack the threshold leaves the others ((threshold - 1) times the target) goes to
+ * the least busy member, whatever its load (two keys no worker can share are better apart), unless
+ * the user placed it. The isolated worker is no source and a key over the mean is never moved
+ * otherwise, so such a key would stay with it (three hot keys on one worker, the first isolated and
+ * the ring's new weights leaving the other two where they were). Return: the moves planned. */
+static uint64_t plan_shed(struct balancer *b, const shard_ring *r, struct member *m, const struct round *rd,
+                          struct plan *p)
+{
+    if (rd->isolated < 0)
+        return 0;
+    struct member *w = &m[rd->isolated];
+    double slack = (b->cfg.threshold - 1) * rd->target;
+    uint64_t moves = 0;
+    for (long i = 0; i < w->nhot && moves < b->cfg.max_moves && p->nmoves < SHARD_MAX_HOT_KEYS;) {
+        struct member *v = least_busy(m, rd);
+        if (!v || w->steady[i] <= slack || w->hot[i].hash == b->isolated_hash ||
+            user_placed(b, r, w->hot[i].hash)) {
+            i++;
+            continue;
+        }
+        plan_move(w, i, v, p); /* the list's last key takes its place: i again */
+        moves++;
+    }
+    return moves;
+}
+
+/* From the busiest of the workers over the threshold all those intervals, to the least busy, up to
+ * max_moves keys a round (done of them planned already). Return: the moves planned. */
 static uint64_t plan_moves(struct balancer *b, const shard_ring *r, struct member *m, const struct round *rd,
-                           struct plan *p)
+                           struct plan *p, uint64_t done)
 {
     uint64_t moves = 0;
-    for (uint32_t k = 0; k < b->cfg.max_moves; k++) {
-        struct member *w = NULL, *v = NULL;
-        for (long i = 0; i < rd->n; i++) {
-            if (i == rd->isolated)
-                continue;
-            if (m[i].source && (!w || m[i].load > w->load))
+    for (uint64_t k = done; k < b->cfg.max_moves; k++) {
+        struct member *w = NULL, *v = least_busy(m, rd);
+        for (long i = 0; i < rd->n; i++)
+            if (i != rd->isolated && m[i].source && (!w || m[i].load > w->load))
                 w = &m[i];
-            if (!v || m[i].load < v->load)
-                v = &m[i];
-        }
         if (!w || w == v || w->load <= b->cfg.threshold * rd->target || !move_one(b, r, w, v, rd->target, p))
             break;
         moves++;
@@ -285,6 +337,7 @@ static bool commit_plan(struct balancer *b, struct member *m, const struct round
         memcpy(b->isolated, p->isolate, len);
         b->isolated[len] = '\0';
         b->isolated_hash = p->isolated_hash;
+        b->isolated_unplaced = p->isolated_unplaced;
     }
     return true;
 }
@@ -307,7 +360,7 @@ static void round_on(struct balancer *b, struct member *m, const shard_ring *r, 
     if (rd->total < floor) {
         for (long i = 0; i < rd->n; i++)
             m[i].s->over = 0;
-        uint64_t weights = b->isolated[0] && ++b->calm >= ISOLATION_CALM ? end_isolation(b) : 0;
+        uint64_t weights = b->isolated[0] && ++b->calm >= ISOLATION_CALM ? end_isolation(b, r) : 0;
         report(b, rd->ratio, 0, 0, 0, weights);
         return;
     }
@@ -315,23 +368,22 @@ static void round_on(struct balancer *b, struct member *m, const shard_ring *r, 
     if (rd->holder)
         b->calm = 0;
     if (!rd->holder && b->isolated[0] && ++b->calm >= ISOLATION_CALM) {
-        report(b, rd->ratio, 0, 0, 0, end_isolation(b));
+        report(b, rd->ratio, 0, 0, 0, end_isolation(b, r));
         return;
     }
     double share = rd->total > 0 ? rd->unsplittable_load / rd->total : 0;
     bool over = judge_members(b, m, rd);
     bool isolate = rd->holder && !b->isolated[0] && isolation_fits(r, rd->holder);
-    if (!over && !isolate) {
-        report(b, rd->ratio, rd->unsplittable, share, 0, 0);
-        return;
-    }
     struct plan p = { 0 };
-    uint64_t moves = over ? plan_moves(b, r, m, rd, &p) : 0;
+    uint64_t moves = plan_shed(b, r, m, rd, &p);
+    if (over)
+        moves += plan_moves(b, r, m, rd, &p, moves);
     /* A key no worker can share: its worker keeps it (pinned) and sends its cold keys away (the
      * others' weights times ISOLATION_FACTOR), until the key cools. In the same change as the moves. */
     if (isolate) {
         p.isolate = rd->holder;
         p.isolated_hash = rd->unsplittable;
+        p.isolated_unplaced = !shard_ring_pin_of(r, rd->unsplittable);
         save_weights(b, r);
     }
     plan_own_bound(b, &p);

@@ -236,3 +236,112 @@ Test(balance, an_even_load_and_an_idle_one_name_no_unsplittable_key)
     cr_assert_eq(st.unsplittable_hash, 0, "an idle dispatcher named an unsplittable key");
     shard_dispatcher_destroy(d);
 }
+
+/* Two keys on one worker that stay on it when the other members' weights are multiplied by 8 (an
+ * isolation's weights): found with the ring in force and a copy reweighted. */
+static void heavy_pair_staying(shard_dispatcher *d, unsigned pair[2])
+{
+    shard_ring *r, *iso;
+    cr_assert_eq(shard_dispatcher_ring(d, &r), 0);
+    cr_assert_eq(shard_ring_clone(r, &iso), 0);
+    for (size_t i = 0; i < shard_ring_member_count(r); i++) {
+        const char *name = shard_ring_member(r, i);
+        if (strcmp(name, "w0") != 0)
+            cr_assert_eq(shard_ring_set_weight(iso, name, shard_ring_weight(r, name) * 8), 0);
+    }
+    char k[24];
+    unsigned n = 0;
+    for (unsigned i = 0; i < KEYS && n < 2; i++)
+        if (strcmp(shard_ring_owner(r, k, kname(k, i)), "w0") == 0 && strcmp(shard_ring_owner(iso, k, kname(k, i)), "w0") == 0)
+            pair[n++] = i;
+    cr_assert_eq(n, 2, "no two keys of w0 stay on it when it is isolated");
+    shard_ring_destroy(iso);
+    shard_ring_destroy(r);
+}
+
+/* Two keys each heavier than a worker's share, on one worker that the isolation of the one leaves the
+ * other with: they end apart (before: the isolated worker was no source and a key over the mean was
+ * never moved, so the second stayed with the first for good). */
+Test(balance, two_keys_no_worker_can_share_end_apart)
+{
+    shard_dispatcher *d;
+    struct shard_config cfg = { .workers = 4, .balance = { .interval_ms = 20, .rounds = 2, .by_jobs = true } };
+    cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
+    unsigned pair[2];
+    heavy_pair_staying(d, pair);
+    static uint64_t seq[KEYS];
+    char k0[24], k1[24];
+    uint64_t x = 9, start = now_ns();
+    bool apart = false;
+    struct shard_stats st;
+    do {
+        submit_mix(d, pair, 2, 0.7, seq, &x, 2000); /* 35 % each: over a worker's 25 % */
+        shard_ring *r;
+        cr_assert_eq(shard_dispatcher_ring(d, &r), 0);
+        apart = strcmp(shard_ring_owner(r, k0, kname(k0, pair[0])), shard_ring_owner(r, k1, kname(k1, pair[1]))) != 0;
+        shard_ring_destroy(r);
+        shard_dispatcher_stats(d, &st);
+    } while (!apart && now_ns() - start < 20000000000ull);
+    cr_assert_eq(shard_drain(d), 0);
+    cr_assert_gt(st.balance_weights, 0, "neither key was isolated");
+    cr_assert(apart, "both keys still on one worker after 20 s (%llu moves)", (unsigned long long)st.balance_moves);
+    cr_assert_eq(atomic_load(&misordered), 0);
+    cr_assert_eq(atomic_load(&overlapped), 0);
+    shard_dispatcher_destroy(d);
+}
+
+/* Key i's worker now, into out. */
+static void owner_of(shard_dispatcher *d, unsigned i, char out[SHARD_NAME_MAX + 1])
+{
+    shard_ring *r;
+    char k[24];
+    cr_assert_eq(shard_dispatcher_ring(d, &r), 0);
+    snprintf(out, SHARD_NAME_MAX + 1, "%s", shard_ring_owner(r, k, kname(k, i)));
+    shard_ring_destroy(r);
+}
+
+/* Once an isolation ends, the pin it put on its key is the balancer's own placement, moved again when
+ * the load asks for it (before: taken for the user's, the key could never move again). */
+Test(balance, a_key_once_isolated_can_move_again)
+{
+    shard_dispatcher *d;
+    struct shard_config cfg = { .workers = 4, .balance = { .interval_ms = 10, .rounds = 1, .by_jobs = true } };
+    cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
+    unsigned hot[3];
+    hot_on_one(d, hot);
+    static uint64_t seq[KEYS];
+    char k[24];
+    struct shard_stats st;
+    uint64_t start = now_ns();
+    do
+        st = drive(d, hot, 1, 0.6, seq);
+    while (st.balance_weights == 0 && now_ns() - start < 20000000000ull);
+    cr_assert_eq(st.balance_weights, 1, "the hot key's worker was never isolated");
+    char w[SHARD_NAME_MAX + 1];
+    owner_of(d, hot[0], w);
+    /* An even load until the isolation ends. */
+    uint64_t x = 3;
+    start = now_ns();
+    do {
+        submit_mix(d, NULL, 0, 0, seq, &x, 4000);
+        shard_dispatcher_stats(d, &st);
+        cr_assert_lt(now_ns() - start, 20000000000ull, "the isolation never ended");
+    } while (st.balance_weights < 2);
+    /* Two keys the user places with it (15 % each), and the once isolated one at 20 %: its worker is
+     * the busiest by far, and of the keys the balancer may move, the once isolated one narrows the gap
+     * most. */
+    unsigned mix[10] = { hot[0], hot[0], hot[0], hot[0], hot[1], hot[1], hot[1], hot[2], hot[2], hot[2] };
+    cr_assert_eq(shard_key_place(d, k, kname(k, hot[1]), w), 0);
+    cr_assert_eq(shard_key_place(d, k, kname(k, hot[2]), w), 0);
+    char now[SHARD_NAME_MAX + 1];
+    start = now_ns();
+    do {
+        submit_mix(d, mix, 10, 0.5, seq, &x, 2000);
+        owner_of(d, hot[0], now);
+    } while (strcmp(now, w) == 0 && now_ns() - start < 20000000000ull);
+    cr_assert_eq(shard_drain(d), 0);
+    cr_assert_str_neq(now, w, "the key once isolated never left %s", w);
+    cr_assert_eq(atomic_load(&misordered), 0);
+    cr_assert_eq(atomic_load(&overlapped), 0);
+    shard_dispatcher_destroy(d);
+}
