@@ -160,6 +160,18 @@ static void free_keys(void *heap)
     free(heap);
 }
 
+/* A job whose keys are all one: a plain submit, inside the caller's section (one section from the
+ * keys' hashes on). heap: the keys' array to free if the thread is cancelled while it waits. In a
+ * function of its own: the cleanup handler's setjmp would clobber the caller's locals. */
+static int submit_one(shard_dispatcher *d, uint64_t hash, shard_job_fn fn, void *arg, bool wait, void *heap)
+{
+    int rc;
+    pthread_cleanup_push(free_keys, heap);
+    rc = shard__submit_hashed(d, hash, fn, arg, ORIGIN_USER, wait);
+    pthread_cleanup_pop(0);
+    return rc;
+}
+
 static int submit_multi(shard_dispatcher *d, struct keys keys, size_t n, shard_job_fn fn, shard_multi_step_fn step,
                         void *arg, bool wait)
 {
@@ -172,17 +184,17 @@ static int submit_multi(shard_dispatcher *d, struct keys keys, size_t n, shard_j
     if (!h)
         return -ENOMEM;
     uint32_t few_owners[FEW_KEYS], *owner = h == few ? few_owners : (uint32_t *)(h + n);
+    /* d is read only inside one read-side section from here on (the keys' hashes read d->cfg), as in
+     * submit (submit.c): a section ended and another begun would let destroy free d in between. */
+    shard__rcu_read_lock();
     int k = distinct_hashes(d, keys, n, h);
     if (k < 0 || (k == 1 && !step)) {
-        uint64_t one = k == 1 ? h[0].hash : 0;
+        int rc = k == 1 ? submit_one(d, h[0].hash, fn, arg, wait, h != few ? h : NULL) : k;
+        shard__rcu_read_unlock();
         if (h != few)
             free(h);
-        if (k < 0)
-            return k;
-        return wait ? shard_submit_hash(d, one, fn, arg) : shard_try_submit_hash(d, one, fn, arg);
+        return rc;
     }
-    /* d is read only inside a read-side section from here on, as in submit (submit.c). */
-    shard__rcu_read_lock();
     struct shard_worker *me = shard__worker_here(d);
     bool worker = me != NULL;
     int rc = 0;

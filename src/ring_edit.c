@@ -38,20 +38,27 @@ SHARD_API int shard_worker_set_weight(shard_dispatcher *d, const char *name, uin
 struct place_edit {
     uint64_t    hash;
     const char *name; /* NULL: unplace */
+    const void *key;  /* by_key: the key's bytes, hashed under ctl */
+    size_t      len;
+    bool        by_key;
 };
 
 static int place_edit(shard_ring *r, const void *ctx, bool *changed)
 {
     const struct place_edit *e = ctx;
+    /* The key is hashed here, holding ctl (counted by shard__ctl_enter), by the ring's copy of
+     * d->cfg.ring: a section of its own before shard__ctl_enter's would leave a gap in which destroy
+     * could free d. */
+    uint64_t hash = e->by_key ? shard_ring_hash(r, e->key, e->len) : e->hash;
     if (!e->name) {
         *changed = true;
-        return shard_ring_unpin(r, e->hash);
+        return shard_ring_unpin(r, hash);
     }
     if (!shard_ring_weight(r, e->name)) /* every member weighs at least 1 */
         return -ENOENT;
-    const char *now = shard_ring_pin_of(r, e->hash);
+    const char *now = shard_ring_pin_of(r, hash);
     *changed = !now || strcmp(now, e->name) != 0;
-    return *changed ? shard_ring_pin(r, e->hash, e->name) : 0;
+    return *changed ? shard_ring_pin(r, hash, e->name) : 0;
 }
 
 SHARD_API int shard_key_place_hash(shard_dispatcher *d, uint64_t hash, const char *worker)
@@ -61,32 +68,26 @@ SHARD_API int shard_key_place_hash(shard_dispatcher *d, uint64_t hash, const cha
         return err == -ENAMETOOLONG ? -ENOENT : err;
     if (!d)
         return -EINVAL;
-    struct place_edit e = { hash, worker };
+    struct place_edit e = { .hash = hash, .name = worker };
     return shard__membership_edit(d, place_edit, &e);
-}
-
-/* The key's hash, read inside a read-side section as a submit's is: a call racing destroy reads d
- * only inside one until shard__ctl_enter has counted it (ctl.c). */
-static uint64_t key_hash(shard_dispatcher *d, const void *key, size_t len)
-{
-    shard__rcu_read_lock();
-    uint64_t hash = shard__hash_key_cfg(&d->cfg.ring, key, len);
-    shard__rcu_read_unlock();
-    return hash;
 }
 
 SHARD_API int shard_key_place(shard_dispatcher *d, const void *key, size_t len, const char *worker)
 {
     if (!d || (!key && len > 0))
         return -EINVAL;
-    return shard_key_place_hash(d, key_hash(d, key, len), worker);
+    int err = shard__ring_check_name(worker);
+    if (err)
+        return err == -ENAMETOOLONG ? -ENOENT : err;
+    struct place_edit e = { .name = worker, .key = key, .len = len, .by_key = true };
+    return shard__membership_edit(d, place_edit, &e);
 }
 
 SHARD_API int shard_key_unplace_hash(shard_dispatcher *d, uint64_t hash)
 {
     if (!d)
         return -EINVAL;
-    struct place_edit e = { hash, NULL };
+    struct place_edit e = { .hash = hash };
     return shard__membership_edit(d, place_edit, &e);
 }
 
@@ -94,5 +95,6 @@ SHARD_API int shard_key_unplace(shard_dispatcher *d, const void *key, size_t len
 {
     if (!d || (!key && len > 0))
         return -EINVAL;
-    return shard_key_unplace_hash(d, key_hash(d, key, len));
+    struct place_edit e = { .key = key, .len = len, .by_key = true };
+    return shard__membership_edit(d, place_edit, &e);
 }

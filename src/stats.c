@@ -37,7 +37,8 @@ SHARD_API int shard_dispatcher_stats(shard_dispatcher *d, struct shard_stats *ou
     out->ring_checksum = shard_ring_checksum(s->ring);
     out->workers = shard_ring_member_count(s->ring);
     out->placements = shard_ring_pin_count(s->ring);
-    shard__rcu_read_unlock();
+    /* The rest inside the section too, so that a call racing destroy never reads freed memory (the
+     * locks: no holder of either waits for a grace period). */
     pthread_mutex_lock(&d->lock);
     out->changes = d->changes;
     out->last_moved_share = d->last_moved;
@@ -56,6 +57,7 @@ SHARD_API int shard_dispatcher_stats(shard_dispatcher *d, struct shard_stats *ou
     out->unsplittable_hash = rep->unsplittable;
     out->unsplittable_share = rep->unsplittable_share;
     pthread_mutex_unlock(&rep->lock);
+    shard__rcu_read_unlock();
     return 0;
 }
 
@@ -109,6 +111,7 @@ long shard__hot_keys_of(shard_dispatcher *d, const char *name, struct shard_hot_
     long rc = -ENOENT;
     /* The registry under d->lock: a worker leaves it under that lock (and ctl) and is freed only after.
      * A name may be a ring member and a removed worker still finishing: the member first. */
+    shard__rcu_read_lock(); /* as the stats: d->lock inside a section */
     pthread_mutex_lock(&d->lock);
     struct shard_worker *found = NULL;
     for (size_t i = 0; i < d->nworkers; i++) {
@@ -121,6 +124,7 @@ long shard__hot_keys_of(shard_dispatcher *d, const char *name, struct shard_hot_
     if (found)
         rc = found->hot ? shard__hot_read(found->hot, out, n, window_busy_ns, window_jobs, window_seq) : 0;
     pthread_mutex_unlock(&d->lock);
+    shard__rcu_read_unlock();
     return rc;
 }
 
@@ -128,7 +132,10 @@ SHARD_API uint64_t shard_dispatcher_key_hash(shard_dispatcher *d, const void *ke
 {
     if (!d || (!key && len > 0))
         return 0;
-    return shard__hash_key_cfg(&d->cfg.ring, key, len);
+    shard__rcu_read_lock(); /* as submit: d is read inside a section */
+    uint64_t hash = shard__hash_key_cfg(&d->cfg.ring, key, len);
+    shard__rcu_read_unlock();
+    return hash;
 }
 
 SHARD_API long shard_dispatcher_worker_stats(shard_dispatcher *d, struct shard_worker_stats *out, size_t n)
