@@ -23,11 +23,14 @@
  *   4. A key over the mean now and in each of the last STEADY hot-key windows cannot be split: it is
  *      named in the stats, pinned on its worker, and every other member's weight is multiplied by
  *      ISOLATION_FACTOR, so that worker carries few cold keys (skipped when the ring would pass
- *      ISOLATION_MAX_POINTS). The weights saved then are restored after ISOLATION_CALM rounds
- *      without such a key, and the key's pin, if no one had placed it, becomes one of its own
- *      placements. The isolated worker is left out of max and mean, and is no source: instead each
- *      of its other steady hot keys heavier than (threshold - 1) times the others' mean goes to the
- *      least busy member, whatever its load (another key no worker can share is better apart).
+ *      ISOLATION_MAX_POINTS). The weights saved then are restored after ISOLATION_CALM rounds in
+ *      which the isolated worker held no such key (another worker's may be isolated next), and the
+ *      key's pin, if no one had placed it and the user placed no key meanwhile, becomes one of its
+ *      own placements. The isolated worker is left out of max and mean, and is no source: instead
+ *      each of its other steady hot keys (still its own in the ring: a window can be older than the
+ *      last change) heavier than max(threshold - 1, 0.25) times the larger of the mean and the
+ *      others' mean goes to the least busy member, whatever its load (another key no worker can
+ *      share is better apart). Moves, too, take only keys the ring still gives their worker.
  * A round's moves, unplacements and weights are one ring edit, published as one change: one handoff
  * a round, whose moved keys are only those whose owner the whole round changes.
  *

@@ -65,7 +65,17 @@ struct plan {
      * ISOLATION_FACTOR; or, restore, set the weights saved when it began. */
     const char *isolate;
     uint64_t    isolated_hash;
-    bool        isolated_unplaced; /* no one had placed isolated_hash */
+    /* Read by the edit, under ctl, where user placements are counted (d->user_places): beginning an
+     * isolation, whether no one had placed isolated_hash and the count then; ending one, whether its
+     * pin of end_hash on end_worker is still there with no user placement since places_seen, then
+     * adopted (*adopt, with end_room) or sent back to the ring. */
+    const _Atomic uint64_t *places;
+    bool       *isolated_unplaced;
+    uint64_t   *isolated_places;
+    uint64_t    end_hash, places_seen;
+    const char *end_worker;        /* NULL: no isolation ends */
+    bool        end_room;
+    bool       *adopt;
     const struct saved_weight *restore;
     size_t      nrestore;
 };
@@ -87,6 +97,7 @@ struct balancer {
     char                        isolated[SHARD_NAME_MAX + 1]; /* "" when none */
     uint64_t                    isolated_hash;
     bool                        isolated_unplaced; /* its pin is its own once the isolation ends */
+    uint64_t                    isolated_places;   /* d->user_places before it began */
     struct saved_weight         saved[MAX_MEMBERS];
     size_t                      nsaved;
     uint32_t                    calm; /* rounds since it last saw an unsplittable key */

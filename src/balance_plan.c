@@ -51,6 +51,14 @@ static void plan_move(struct member *w, long i, struct member *v, struct plan *p
     w->steady[i] = w->steady[--w->nhot];
 }
 
+/* Whether hash is w's in r: a hot-key window can be older than the last change (a window longer than
+ * the interval, or read again), and list a key the balancer has moved away already. */
+static bool still_on(const shard_ring *r, const struct member *w, uint64_t hash)
+{
+    const char *at = shard_ring_owner_of_hash(r, hash);
+    return at && strcmp(at, w->s->name) == 0;
+}
+
 /* Plans moving one of w's steady hot keys to v: never one heavier than the mean, the isolated one, or
  * one the user placed. Return: whether it did. */
 static bool move_one(struct balancer *b, const shard_ring *r, struct member *w, struct member *v, double mean,
@@ -62,7 +70,7 @@ static bool move_one(struct balancer *b, const shard_ring *r, struct member *w, 
         for (long i = 0; i < w->nhot; i++) {
             double l = w->steady[i];
             if (l <= 0 || l > mean || (b->isolated[0] && w->hot[i].hash == b->isolated_hash) ||
-                user_placed(b, r, w->hot[i].hash))
+                user_placed(b, r, w->hot[i].hash) || !still_on(r, w, w->hot[i].hash))
                 continue;
             /* First pass: the heaviest within half the gap (narrows it most without overshooting);
              * second: the lightest that still lowers the maximum. */
@@ -99,6 +107,8 @@ static int apply_plan(shard_ring *r, const void *ctx, bool *changed)
         *changed |= !err;
     }
     if (p->isolate && !err) {
+        *p->isolated_unplaced = !shard_ring_pin_of(r, p->isolated_hash);
+        *p->isolated_places = atomic_load_explicit(p->places, memory_order_relaxed);
         err = shard_ring_pin(r, p->isolated_hash, p->isolate);
         *changed |= !err;
         for (size_t i = 0; i < shard_ring_member_count(r) && !err; i++) {
@@ -115,6 +125,18 @@ static int apply_plan(shard_ring *r, const void *ctx, bool *changed)
             err = shard_ring_set_weight(r, p->restore[i].name, p->restore[i].weight);
             *changed |= !err;
         }
+    }
+    if (p->end_worker && !err) {
+        /* Under ctl, where user placements are counted (ring_edit.c): one since the isolation began
+         * may have placed the key where the isolation pinned it, which the ring cannot tell apart. */
+        const char *at = shard_ring_pin_of(r, p->end_hash);
+        bool ours = at && strcmp(at, p->end_worker) == 0 &&
+                    atomic_load_explicit(p->places, memory_order_relaxed) == p->places_seen;
+        if (ours && !p->end_room) {
+            err = shard_ring_unpin(r, p->end_hash);
+            *changed |= !err;
+        }
+        *p->adopt = ours && p->end_room && !err;
     }
     return err;
 }
@@ -144,19 +166,19 @@ static void save_weights(struct balancer *b, const shard_ring *r)
 }
 
 /* The key has cooled: the weights return to what they were, and its worker takes cold keys again. Its
- * pin of the key, if the key was placed by no one before and is still where it pinned it, becomes one
- * of its own placements (moved again or sent back to the ring as they are); were it left as it is,
- * every later round would take it for the user's and never move it. With OWN_MAX of them already, it
- * goes back to the ring in the same change. Return: 1 when it did (the stats count isolations begun
- * and ended). */
-static uint64_t end_isolation(struct balancer *b, const shard_ring *r)
+ * pin of the key, if no one had placed the key before, it is still where it pinned it and the user has
+ * placed or unplaced no key since the isolation began, becomes one of its own placements (moved again
+ * or sent back to the ring as they are); were it left as it is, every later round would take it for
+ * the user's and never move it. With OWN_MAX of them already, it goes back to the ring in the same
+ * change. Return: 1 when it did (the stats count isolations begun and ended). */
+static uint64_t end_isolation(struct balancer *b)
 {
+    bool adopt = false;
     struct plan p = { .restore = b->saved, .nrestore = b->nsaved };
-    const char *at = shard_ring_pin_of(r, b->isolated_hash);
-    bool ours = b->isolated_unplaced && at && strcmp(at, b->isolated) == 0 && own_index(b, b->isolated_hash) < 0;
-    bool adopt = ours && b->nown < OWN_MAX;
-    if (ours && !adopt)
-        p.unpin[p.nunpins++] = b->isolated_hash;
+    if (b->isolated_unplaced && own_index(b, b->isolated_hash) < 0)
+        p = (struct plan){ .restore = b->saved, .nrestore = b->nsaved, .places = &b->d->user_places,
+                           .end_hash = b->isolated_hash, .places_seen = b->isolated_places,
+                           .end_worker = b->isolated, .end_room = b->nown < OWN_MAX, .adopt = &adopt };
     if (shard__membership_edit(b->d, apply_plan, &p) != 0)
         return 0;
     if (adopt) {
@@ -201,6 +223,7 @@ struct round {
     uint64_t    unsplittable; /* the heaviest key no worker can share, or 0 */
     double      unsplittable_load;
     const char *holder;       /* its worker, or NULL */
+    bool        isolated_holds; /* the isolated worker has such a key (its isolation is still needed) */
     long        isolated;     /* the member isolated for such a key, or -1 */
     double      target;       /* what each other member should carry */
 };
@@ -211,8 +234,10 @@ static void find_unsplittable(struct balancer *b, struct member *m, struct round
     for (long i = 0; i < rd->n; i++) {
         shard__balance_read_hot(b, &m[i], rd->mean);
         for (long k = 0; k < m[i].nhot; k++) {
-            if (m[i].heavy[k] >= b->steady && m[i].hot_load[k] > rd->mean &&
-                m[i].hot_load[k] > rd->unsplittable_load) {
+            bool unsplittable = m[i].heavy[k] >= b->steady && m[i].hot_load[k] > rd->mean;
+            if (unsplittable && b->isolated[0] && strcmp(m[i].s->name, b->isolated) == 0)
+                rd->isolated_holds = true;
+            if (unsplittable && m[i].hot_load[k] > rd->unsplittable_load) {
                 rd->unsplittable = m[i].hot[k].hash;
                 rd->unsplittable_load = m[i].hot_load[k];
                 rd->holder = m[i].s->name;
@@ -268,12 +293,17 @@ static uint64_t plan_shed(struct balancer *b, const shard_ring *r, struct member
     if (rd->isolated < 0)
         return 0;
     struct member *w = &m[rd->isolated];
-    double slack = (b->cfg.threshold - 1) * rd->target;
+    /* Not (threshold - 1) times the target alone: the target is 0 when the others were idle (a
+     * submitter blocked on the isolated worker's full queue), and a threshold may be 1.0; either made
+     * every steady key of the isolated worker "heavy" (by time, cold keys moved every few rounds for
+     * good). At least a quarter of the mean share. */
+    double share = rd->target > rd->mean ? rd->target : rd->mean;
+    double slack = (b->cfg.threshold - 1 > 0.25 ? b->cfg.threshold - 1 : 0.25) * share;
     uint64_t moves = 0;
     for (long i = 0; i < w->nhot && moves < b->cfg.max_moves && p->nmoves < SHARD_MAX_HOT_KEYS;) {
         struct member *v = least_busy(m, rd);
         if (!v || w->steady[i] <= slack || w->hot[i].hash == b->isolated_hash ||
-            user_placed(b, r, w->hot[i].hash)) {
+            user_placed(b, r, w->hot[i].hash) || !still_on(r, w, w->hot[i].hash)) {
             i++;
             continue;
         }
@@ -337,7 +367,8 @@ static bool commit_plan(struct balancer *b, struct member *m, const struct round
         memcpy(b->isolated, p->isolate, len);
         b->isolated[len] = '\0';
         b->isolated_hash = p->isolated_hash;
-        b->isolated_unplaced = p->isolated_unplaced;
+        b->isolated_unplaced = *p->isolated_unplaced;
+        b->isolated_places = *p->isolated_places;
     }
     return true;
 }
@@ -360,21 +391,23 @@ static void round_on(struct balancer *b, struct member *m, const shard_ring *r, 
     if (rd->total < floor) {
         for (long i = 0; i < rd->n; i++)
             m[i].s->over = 0;
-        uint64_t weights = b->isolated[0] && ++b->calm >= ISOLATION_CALM ? end_isolation(b, r) : 0;
+        uint64_t weights = b->isolated[0] && ++b->calm >= ISOLATION_CALM ? end_isolation(b) : 0;
         report(b, rd->ratio, 0, 0, 0, weights);
         return;
     }
     find_unsplittable(b, m, rd);
-    if (rd->holder)
+    if (rd->isolated_holds)
         b->calm = 0;
-    if (!rd->holder && b->isolated[0] && ++b->calm >= ISOLATION_CALM) {
-        report(b, rd->ratio, 0, 0, 0, end_isolation(b, r));
+    if (!rd->isolated_holds && b->isolated[0] && ++b->calm >= ISOLATION_CALM) {
+        report(b, rd->ratio, 0, 0, 0, end_isolation(b));
         return;
     }
     double share = rd->total > 0 ? rd->unsplittable_load / rd->total : 0;
     bool over = judge_members(b, m, rd);
     bool isolate = rd->holder && !b->isolated[0] && isolation_fits(r, rd->holder);
     struct plan p = { 0 };
+    bool iso_unplaced = false;
+    uint64_t iso_places = 0;
     uint64_t moves = plan_shed(b, r, m, rd, &p);
     if (over)
         moves += plan_moves(b, r, m, rd, &p, moves);
@@ -383,7 +416,9 @@ static void round_on(struct balancer *b, struct member *m, const shard_ring *r, 
     if (isolate) {
         p.isolate = rd->holder;
         p.isolated_hash = rd->unsplittable;
-        p.isolated_unplaced = !shard_ring_pin_of(r, rd->unsplittable);
+        p.places = &b->d->user_places;
+        p.isolated_unplaced = &iso_unplaced;
+        p.isolated_places = &iso_places;
         save_weights(b, r);
     }
     plan_own_bound(b, &p);

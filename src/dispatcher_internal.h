@@ -93,6 +93,8 @@ struct shard_dispatcher {
     struct timer_table timers;      /* keyed timers' records (its own lock) */
     struct balancer  *balancer;     /* I: NULL when off (balance.c) */
     struct balance_report balance_report; /* the balancer's figures for shard_dispatcher_stats */
+    _Atomic uint64_t user_places;  /* shard_key_place and _unplace calls, counted in their edit under ctl:
+                                    * the balancer adopts an isolation's pin only if none came since */
     /* Multi-key jobs (multi.c): their parts enter the queues under multi_lock, so that any two meet
      * every key they share in one order. A leaf but for the side locks and allocation it takes. */
     pthread_mutex_t  multi_lock;

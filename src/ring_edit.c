@@ -36,6 +36,7 @@ SHARD_API int shard_worker_set_weight(shard_dispatcher *d, const char *name, uin
 }
 
 struct place_edit {
+    shard_dispatcher *d;
     uint64_t    hash;
     const char *name; /* NULL: unplace */
     const void *key;  /* by_key: the key's bytes, hashed under ctl */
@@ -50,6 +51,8 @@ static int place_edit(shard_ring *r, const void *ctx, bool *changed)
      * d->cfg.ring: a section of its own before shard__ctl_enter's would leave a gap in which destroy
      * could free d. */
     uint64_t hash = e->by_key ? shard_ring_hash(r, e->key, e->len) : e->hash;
+    /* Counted under ctl, as the balancer's edits run (balance_plan.c's end_isolation). */
+    atomic_fetch_add_explicit(&e->d->user_places, 1, memory_order_relaxed);
     if (!e->name) {
         *changed = true;
         return shard_ring_unpin(r, hash);
@@ -68,7 +71,7 @@ SHARD_API int shard_key_place_hash(shard_dispatcher *d, uint64_t hash, const cha
         return err == -ENAMETOOLONG ? -ENOENT : err;
     if (!d)
         return -EINVAL;
-    struct place_edit e = { .hash = hash, .name = worker };
+    struct place_edit e = { .d = d, .hash = hash, .name = worker };
     return shard__membership_edit(d, place_edit, &e);
 }
 
@@ -79,7 +82,7 @@ SHARD_API int shard_key_place(shard_dispatcher *d, const void *key, size_t len, 
     int err = shard__ring_check_name(worker);
     if (err)
         return err == -ENAMETOOLONG ? -ENOENT : err;
-    struct place_edit e = { .name = worker, .key = key, .len = len, .by_key = true };
+    struct place_edit e = { .d = d, .name = worker, .key = key, .len = len, .by_key = true };
     return shard__membership_edit(d, place_edit, &e);
 }
 
@@ -87,7 +90,7 @@ SHARD_API int shard_key_unplace_hash(shard_dispatcher *d, uint64_t hash)
 {
     if (!d)
         return -EINVAL;
-    struct place_edit e = { .hash = hash };
+    struct place_edit e = { .d = d, .hash = hash };
     return shard__membership_edit(d, place_edit, &e);
 }
 
@@ -95,6 +98,6 @@ SHARD_API int shard_key_unplace(shard_dispatcher *d, const void *key, size_t len
 {
     if (!d || (!key && len > 0))
         return -EINVAL;
-    struct place_edit e = { .key = key, .len = len, .by_key = true };
+    struct place_edit e = { .d = d, .key = key, .len = len, .by_key = true };
     return shard__membership_edit(d, place_edit, &e);
 }
