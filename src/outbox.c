@@ -29,6 +29,8 @@ static int outbox_add(struct shard_worker *w, const struct outbox_entry *e)
     return 0;
 }
 
+static bool outbox_deliver(struct shard_worker *w, bool others_only);
+
 int shard__outbox_gather(struct shard_worker *w, uint64_t hash, shard_job_fn fn, void *arg, uint8_t origin)
 {
     /* acquire: pairs with the release store that published the snapshot (membership.c's publish). */
@@ -43,7 +45,7 @@ int shard__outbox_gather(struct shard_worker *w, uint64_t hash, shard_job_fn fn,
     if (!rc && to != w &&
         (atomic_load_explicit(&to->park.sleeping, memory_order_relaxed) ||
          atomic_load_explicit(&to->park.polling, memory_order_relaxed)))
-        shard__outbox_deliver(w);
+        outbox_deliver(w, true);
     return rc;
 }
 
@@ -82,7 +84,8 @@ static void deliver_to(struct outbox *ob, struct shard_worker **to, bool *keep, 
 
 /* Delivers ob's entries in [from, end) under the ring in force, but those a rescue delivered already
  * (fn NULL), marking in keep[] those that stay. Context: busy held. */
-static void deliver_range(shard_dispatcher *d, struct outbox *ob, uint32_t from, uint32_t end, bool *keep)
+static void deliver_range(shard_dispatcher *d, struct outbox *ob, uint32_t from, uint32_t end, bool *keep,
+                          const struct shard_worker *skip)
 {
     SHARD_CHECK(atomic_load_explicit(&ob->busy, memory_order_relaxed));
     shard__rcu_read_lock();
@@ -95,6 +98,14 @@ static void deliver_range(shard_dispatcher *d, struct outbox *ob, uint32_t from,
         size_t owner = e->epoch == s->epoch ? e->owner : shard__ring_owner_index(s->ring, e->hash);
         to[i] = e->fn ? snap_worker(s, owner) : NULL;
         keep[i] = false;
+        /* An early delivery (a parked or polling destination) leaves what is bound for the delivering
+         * worker itself gathered: its owner is busy (running this job), and delivered into its own
+         * queue it would be dropped by a DROP crash of it, where the job's own submits are promised to
+         * be delivered when it returns and its batch's earlier ones by the crash. */
+        if (skip && to[i] == skip) {
+            to[i] = NULL;
+            keep[i] = true;
+        }
     }
     /* A destination at a time, in the order of its first entry: O(entries x destinations), at most
      * 64 x 64 steps, where a sort would cost as much at these sizes. */
@@ -119,6 +130,11 @@ static void busy_unlock(struct outbox *ob)
 
 bool shard__outbox_deliver(struct shard_worker *w)
 {
+    return outbox_deliver(w, false);
+}
+
+static bool outbox_deliver(struct shard_worker *w, bool others_only)
+{
     SHARD_CHECK_ON(w);
     struct outbox *ob = &w->outbox;
     if (!ob->n)
@@ -126,14 +142,18 @@ bool shard__outbox_deliver(struct shard_worker *w)
     shard_dispatcher *d = w->d;
     bool keep[OUTBOX_MAX];
     busy_lock(ob);
-    deliver_range(d, ob, 0, ob->n, keep);
-    uint32_t kept = 0;
+    deliver_range(d, ob, 0, ob->n, keep, others_only ? w : NULL);
+    uint32_t kept = 0, sealed = atomic_load_explicit(&ob->sealed, memory_order_relaxed), kept_sealed = 0;
     for (uint32_t k = 0; k < ob->n; k++)
-        if (keep[k])
+        if (keep[k]) {
+            /* Kept only for want of memory, what stays is left to this thread; kept by an early
+             * delivery, what returned jobs sealed stays sealed (the rescue of a crash delivers it). */
+            if (others_only && k < sealed)
+                kept_sealed++;
             ob->e[kept++] = ob->e[k];
+        }
     ob->n = kept;
-    /* What stays is left to this thread: a rescue delivers only what a job sealed after this. */
-    atomic_store_explicit(&ob->sealed, 0, memory_order_relaxed);
+    atomic_store_explicit(&ob->sealed, kept_sealed, memory_order_relaxed);
     if (!kept) {
         /* seq_cst, then shutdown read: destroy sets shutdown and then reads `open` (dispatcher.c), so
          * either it sees the outbox closed or this sees shutdown and wakes it. */
@@ -156,7 +176,7 @@ void shard__outbox_rescue(struct shard_worker *x)
     busy_lock(ob);
     /* acquire: pairs with shard__outbox_seal's release; the entries below are written. */
     uint32_t upto = atomic_load_explicit(&ob->sealed, memory_order_acquire);
-    deliver_range(x->d, ob, 0, upto, keep);
+    deliver_range(x->d, ob, 0, upto, keep, NULL);
     /* Delivered ones are cleared (fn NULL) for the worker's own delivery to skip; the rest it delivers. */
     for (uint32_t k = 0; k < upto; k++)
         if (!keep[k])

@@ -249,7 +249,10 @@ SHARD_API void shard_dispatcher_destroy(shard_dispatcher *d);
  * (which it should not: it holds its worker meanwhile) calls shard_flush first. A long job delays the
  * delivery of what the jobs before it in the batch submitted until it returns; when its worker is
  * crashed, those are delivered by the crash, and the job delivers what it submitted itself when it
- * returns.
+ * returns (a delivery sooner, for a parked owner, leaves what goes to the job's own worker gathered,
+ * since 0.4). What the job delivers itself before it returns (shard_flush; its try-submits, timers
+ * and multi-key submits deliver what it gathered first) goes into the queues like any submit: a DROP
+ * crash of its own worker drops what went into that worker's queue.
  * Context: any thread, including a running job. Return: 0; -EINVAL (d or fn NULL, or key NULL with
  * len > 0); -ESHUTDOWN (destroy has begun); -EAGAIN (try_submit: queue full, key throttled, or
  * its worker full of set-aside jobs during a change);
