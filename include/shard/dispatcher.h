@@ -212,7 +212,9 @@ SHARD_API int shard_dispatcher_create(shard_dispatcher **out, const struct shard
  * uses freed memory, as with any freed object.
  * Context: a thread that is not a worker, once. Called from a worker, from a control-thread hook of
  * this same dispatcher or inside an RCU read-side section it would deadlock: it is ignored there
- * (nothing is freed). From another dispatcher's hook it goes ahead. */
+ * (nothing is freed). A worker is one of any dispatcher: called from a job or a worker hook
+ * (on_worker_start, _idle, _stop, on_release) of another dispatcher it is ignored too; from another
+ * dispatcher's control-thread hook (on_dropped, a ring hook) it goes ahead (docs/contexts.md). */
 SHARD_API void shard_dispatcher_destroy(shard_dispatcher *d);
 
 /** Runs fn(worker, arg) on the worker that owns key. Jobs of one key submitted by one thread run in
