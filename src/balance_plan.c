@@ -119,9 +119,11 @@ static int apply_plan(shard_ring *r, const void *ctx, bool *changed)
             *changed |= !err;
         }
     }
+    /* Only the weights the isolation set (ISOLATION_FACTOR times the saved one): one the user set
+     * meanwhile (shard_worker_set_weight) is the user's, and the isolated worker's was never changed. */
     for (size_t i = 0; i < p->nrestore && !err; i++) {
         uint32_t now = shard_ring_weight(r, p->restore[i].name);
-        if (now && now != p->restore[i].weight) {
+        if (now && now != p->restore[i].weight && now == p->restore[i].weight * ISOLATION_FACTOR) {
             err = shard_ring_set_weight(r, p->restore[i].name, p->restore[i].weight);
             *changed |= !err;
         }

@@ -99,7 +99,8 @@ SHARD_API bool shard_handoff_moves_hash(const struct shard_handoff *h, uint64_t 
  * order promise): it is pinned on its worker, every other member's ring weight is multiplied by 8 so
  * that fewer cold keys share it (not when the ring would pass 4M points), shard_stats names it
  * (unsplittable_hash), and the weights as they were are restored once that worker has held no such
- * key for 20 intervals (quiet ones included); meanwhile its other hot keys heavier than
+ * key for 20 intervals (quiet ones included), but a weight the user set meanwhile, which stays;
+ * meanwhile its other hot keys heavier than
  * max(threshold - 1, 0.25) times a worker's mean load leave it, whatever their load, and once it
  * ends the pin is one of the balancer's own placements (unless the user placed or unplaced any key
  * meanwhile: then it stays the user's). What does not repeat is not acted on: on a machine with more
