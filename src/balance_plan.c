@@ -123,7 +123,7 @@ static int apply_plan(shard_ring *r, const void *ctx, bool *changed)
      * meanwhile (shard_worker_set_weight) is the user's, and the isolated worker's was never changed. */
     for (size_t i = 0; i < p->nrestore && !err; i++) {
         uint32_t now = shard_ring_weight(r, p->restore[i].name);
-        if (now && now != p->restore[i].weight && now == p->restore[i].weight * ISOLATION_FACTOR) {
+        if (now == p->restore[i].weight * ISOLATION_FACTOR) {
             err = shard_ring_set_weight(r, p->restore[i].name, p->restore[i].weight);
             *changed |= !err;
         }
@@ -176,11 +176,11 @@ static void save_weights(struct balancer *b, const shard_ring *r)
 static uint64_t end_isolation(struct balancer *b)
 {
     bool adopt = false;
-    struct plan p = { .restore = b->saved, .nrestore = b->nsaved };
+    struct plan p = { .restore = b->saved, .nrestore = b->nsaved, .places = &b->d->user_places,
+                      .end_hash = b->isolated_hash, .places_seen = b->isolated_places,
+                      .end_room = b->nown < OWN_MAX, .adopt = &adopt };
     if (b->isolated_unplaced && own_index(b, b->isolated_hash) < 0)
-        p = (struct plan){ .restore = b->saved, .nrestore = b->nsaved, .places = &b->d->user_places,
-                           .end_hash = b->isolated_hash, .places_seen = b->isolated_places,
-                           .end_worker = b->isolated, .end_room = b->nown < OWN_MAX, .adopt = &adopt };
+        p.end_worker = b->isolated; /* the question is asked only then */
     if (shard__membership_edit(b->d, apply_plan, &p) != 0)
         return 0;
     if (adopt) {
@@ -284,8 +284,7 @@ static struct member *least_busy(struct member *m, const struct round *rd)
 }
 
 /* The worker isolated for a key carries that key and little else: each other steady hot key of it
- * heavier than the slack the threshold leaves the others ((threshold - 1) times the target) goes to
- * the least busy member, whatever its load (two keys no worker can share are better apart), unless
+ * still its own in the ring and heavier than a slack (below) goes to the least busy member, whatever its load (two keys no worker can share are better apart), unless
  * the user placed it. The isolated worker is no source and a key over the mean is never moved
  * otherwise, so such a key would stay with it (three hot keys on one worker, the first isolated and
  * the ring's new weights leaving the other two where they were). Return: the moves planned. */

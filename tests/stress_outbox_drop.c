@@ -75,11 +75,12 @@ static size_t key_of(const char *name, const char *prefix, char *buf, size_t cap
     shard_ring *r;
     CHECK(shard_dispatcher_ring(d, &r) == 0, "ring");
     size_t len = 0;
-    for (int i = 0; i < 100000; i++) {
+    bool found = false;
+    for (int i = 0; i < 100000 && !found; i++) {
         len = (size_t)snprintf(buf, cap, "%s-%d", prefix, i);
-        if (strcmp(shard_ring_owner(r, buf, len), name) == 0)
-            break;
+        found = strcmp(shard_ring_owner(r, buf, len), name) == 0;
     }
+    CHECK(found, "no key of %s", name);
     shard_ring_destroy(r);
     return len;
 }
