@@ -318,10 +318,14 @@ static void isolated_then_cooled(shard_dispatcher *d, unsigned hot[3], uint64_t 
     char k[24];
     struct shard_stats st;
     uint64_t start = now_ns();
-    do
-        st = drive(d, hot, 1, 0.6, seq);
-    while (st.balance_weights == 0 && now_ns() - start < 20000000000ull);
-    cr_assert_eq(st.balance_weights, 1, "the hot key's worker was never isolated");
+    /* Until an isolation is in force (begun and not ended: an odd count). Not drive(), which goes on
+     * for 20 rounds: on a loaded machine quiet rounds in them could end it again (they count). */
+    do {
+        submit_mix(d, hot, 1, 0.6, seq, x, 2000);
+        shard_dispatcher_stats(d, &st);
+    } while (st.balance_weights % 2 == 0 && now_ns() - start < 20000000000ull);
+    cr_assert(st.balance_weights % 2 == 1, "the hot key's worker was never isolated");
+    uint64_t began = st.balance_weights;
     owner_of(d, hot[0], w);
     if (meanwhile)
         meanwhile(d, hot, w);
@@ -330,7 +334,7 @@ static void isolated_then_cooled(shard_dispatcher *d, unsigned hot[3], uint64_t 
         submit_mix(d, NULL, 0, 0, seq, x, 4000);
         shard_dispatcher_stats(d, &st);
         cr_assert_lt(now_ns() - start, 20000000000ull, "the isolation never ended");
-    } while (st.balance_weights < 2);
+    } while (st.balance_weights == began);
     cr_assert_eq(shard_key_place(d, k, kname(k, hot[1]), w), 0);
     cr_assert_eq(shard_key_place(d, k, kname(k, hot[2]), w), 0);
 }
@@ -443,9 +447,24 @@ static void submit_wide(shard_dispatcher *d, double share, uint64_t *x, int n)
     }
 }
 
+/* How many of submit_wide's cold keys w owns now. */
+static int cold_keys_of(shard_dispatcher *d, const char *w)
+{
+    shard_ring *r;
+    char k[24];
+    int n = 0;
+    cr_assert_eq(shard_dispatcher_ring(d, &r), 0);
+    for (unsigned i = 0; i < 4000; i++)
+        n += strcmp(shard_ring_owner(r, k, (size_t)snprintf(k, sizeof k, "ck-%u", i)), w) == 0;
+    shard_ring_destroy(r);
+    return n;
+}
+
 /* With threshold 1.0 (no slack), the isolated worker's cold keys stay with it: only a key heavy enough
  * to matter leaves it (a review: 37-40 cold keys moved off it every 1.5 s, for good, 4 workers and
- * 4,000 keys; none before the isolated worker could shed keys, none now). */
+ * 4,000 keys; none before the isolated worker could shed keys, none now). Counted as the keys it
+ * owns: moves among the other workers (threshold 1.0 moves at any imbalance, more on a loaded
+ * machine) are not this test's. */
 Test(balance, an_isolated_worker_keeps_its_cold_keys_with_no_slack)
 {
     shard_dispatcher *d;
@@ -457,8 +476,14 @@ Test(balance, an_isolated_worker_keeps_its_cold_keys_with_no_slack)
         submit_wide(d, 0.3, &x, 4000); /* 30 %: over a worker's 25 % */
         shard_dispatcher_stats(d, &st);
     } while (st.balance_weights == 0 && now_ns() - start < 20000000000ull);
-    cr_assert_eq(st.balance_weights, 1, "the key's worker was never isolated");
-    /* 150 rounds of the same load once the isolation is in force: (almost) nothing moves. */
+    cr_assert(st.balance_weights % 2 == 1, "the key's worker was never isolated");
+    char w[SHARD_NAME_MAX + 1];
+    shard_ring *r;
+    cr_assert_eq(shard_dispatcher_ring(d, &r), 0);
+    snprintf(w, sizeof w, "%s", shard_ring_owner(r, "hot", 3));
+    shard_ring_destroy(r);
+    int before = cold_keys_of(d, w);
+    /* 150 rounds of the same load once the isolation is in force: its worker keeps its cold keys. */
     uint64_t moves = st.balance_moves, until = st.balance_rounds + 150;
     start = now_ns();
     do {
@@ -466,8 +491,9 @@ Test(balance, an_isolated_worker_keeps_its_cold_keys_with_no_slack)
         shard_dispatcher_stats(d, &st);
     } while (st.balance_rounds < until && now_ns() - start < 20000000000ull);
     cr_assert_eq(shard_drain(d), 0);
-    cr_assert_leq(st.balance_moves - moves, 8, "%llu keys moved in 150 rounds of a steady load",
-                  (unsigned long long)(st.balance_moves - moves));
+    int after = cold_keys_of(d, w);
+    cr_assert_geq(after, before - 2, "%d of the isolated worker's %d cold keys left it in 150 rounds (%llu moves)",
+                  before - after, before, (unsigned long long)(st.balance_moves - moves));
     shard_dispatcher_destroy(d);
 }
 
