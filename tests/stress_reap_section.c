@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <urcu.h>
 
+#include "dispatcher_internal.h"
 #include "stress_common.h"
 
 static shard_dispatcher *d;
@@ -73,20 +74,30 @@ int main(void)
     CHECK(shard_drain(d) == 0, "drain"); /* its start lets go of the snapshots naming w0 */
     sem_post(&gate);                     /* w0's job returns: its thread exits */
     sem_wait(&stopped);
-    /* w0 is finished once its thread, back from on_worker_stop, has marked it under d->lock, which
-     * stats takes: a few rounds of it let that happen (if not, the add below reaps nothing, and the
-     * run passes without testing the reap). */
-    struct shard_stats st;
-    for (int i = 0; i < 100; i++) {
-        CHECK(shard_dispatcher_stats(d, &st) == 0, "stats");
-        sched_yield();
+    /* w0 is finished once its thread, back from on_worker_stop, has marked it under d->lock: wait for
+     * that (10 s at most), or the add below reaps nothing and the run passes without testing the reap.
+     * Read from the library's own state: no public call tells, and a drain would reap w0 itself. */
+    bool finished = false;
+    for (int tries = 0; tries < 10000 && !finished; tries++) {
+        pthread_mutex_lock(&d->lock);
+        for (size_t i = 0; i < d->nworkers; i++)
+            if (strcmp(d->workers[i]->name, "w0") == 0)
+                finished = d->workers[i]->leaving.finished;
+        pthread_mutex_unlock(&d->lock);
+        if (!finished)
+            stress_pause_ms(1);
     }
+    CHECK(finished, "w0 not finished 10 s after its thread's on_worker_stop");
+    struct shard_stats st;
+    CHECK(shard_dispatcher_stats(d, &st) == 0, "stats");
     epoch0 = st.epoch;
     pthread_t u;
     pthread_create(&u, NULL, user_thread, NULL);
     while (!atomic_load(&in_section))
         sched_yield();
     CHECK(shard_worker_add(d, "w2", 1) == 0, "add"); /* reaps w0 first */
+    long listed = shard_dispatcher_worker_stats(d, NULL, 0);
+    CHECK(listed == 2, "%ld workers listed after the add: w0 was not reaped", listed);
     pthread_join(u, NULL);
     shard_dispatcher_destroy(d);
     return stress_result("stress_reap_section");

@@ -304,6 +304,9 @@ Test(multi, a_stuck_key_holds_its_job_and_drain_returns, .timeout = 60)
     do
         cr_assert_eq(shard_drain(d), 0);
     while (atomic_load(&order_at) < 2);
+    /* mark counts itself before it stores its place: mark(2) may still run, on a live worker now that
+     * nothing is stuck, so this drain waits for it. */
+    cr_assert_eq(shard_drain(d), 0);
     cr_assert_eq(order[0], 1);
     cr_assert_eq(order[1], 2);
     shard_dispatcher_destroy(d);
