@@ -121,7 +121,7 @@ struct job *shard__queue_pop_sc(struct queue *q, struct job *scratch)
     scratch->hash = s->hash;
     scratch->epoch = s->epoch;
     scratch->kind = JOB_RUN;
-    scratch->origin = s->origin;
+    scratch->origin = shard__slot_origin(s);
     scratch->owed_to = NULL;
     scratch->wait_snap = NULL;
     scratch->moved_epoch = 0;

@@ -29,13 +29,29 @@
  * nor another producer's (40-byte slots straddled lines; a line each measured 1->1 empty jobs 40 ->
  * 50 M/s and 2->2 with a real job 7.0 -> 7.5 M/s). Memory: 64 bytes a unit of queue capacity. */
 struct slot {
-    alignas(SHARD_CACHELINE) _Atomic uint64_t seq; /* pos + 1 once the job of pos is written; the worker never writes it */
+    alignas(SHARD_CACHELINE) _Atomic uint64_t seq; /* pos + 1 once the job of pos is written, in the low 56
+                                                    * bits, and the job's origin above; the worker never writes it */
     shard_job_fn     fn;
     void            *arg;
     uint64_t         hash;
     uint64_t         epoch;
-    uint8_t          origin;  /* enum job_origin */
 };
+
+/* The origin rides in seq's top byte, not in a field of its own: a producer that outruns its worker
+ * writes slots whose lines the worker holds, and only as many slots are in flight as its store buffer
+ * holds their stores while those lines come over. A byte of its own was a fifth store a slot (hash
+ * and epoch go as one): bench_peers 1to1_burst 40.7-41.7 -> 31.6-33.5 M jobs/s (6b72bfa against its
+ * parent), a 64-bit field no better; in the epoch's top byte it cost single submits 8 % (1to1_empty),
+ * for reasons not found; here neither. Positions are compared modulo 2^56 (wrap-safe; a queue holds
+ * far fewer). */
+#define SHARD_SLOT_ORIGIN_SHIFT 56
+#define SHARD_SLOT_POS_MASK     ((UINT64_C(1) << SHARD_SLOT_ORIGIN_SHIFT) - 1)
+
+/* The origin of the job in a slot that shard__queue_peek_sc returned. */
+static inline uint8_t shard__slot_origin(const struct slot *s)
+{
+    return (uint8_t)(atomic_load_explicit(&s->seq, memory_order_relaxed) >> SHARD_SLOT_ORIGIN_SHIFT);
+}
 
 /* Each line written by one side only: read-only fields, the producers' line, the consumer's line. */
 struct queue {
@@ -103,9 +119,9 @@ static inline void shard__queue_write(struct queue *q, uint64_t pos, shard_job_f
     s->arg = arg;
     s->hash = hash;
     s->epoch = epoch;
-    s->origin = origin;
     /* release (E1, docs/protocol.md): the consumer that sees pos + 1 sees the job. */
-    atomic_store_explicit(&s->seq, pos + 1, memory_order_release);
+    atomic_store_explicit(&s->seq, ((pos + 1) & SHARD_SLOT_POS_MASK) | (uint64_t)origin << SHARD_SLOT_ORIGIN_SHIFT,
+                          memory_order_release);
 }
 
 /* One job. Return: false when the ring is full (nothing written). */
@@ -146,7 +162,8 @@ bool shard__queue_nonempty_sc(struct queue *q);
 static inline const struct slot *shard__queue_peek_sc(const struct queue *q, uint64_t pos)
 {
     const struct slot *s = &q->slots[pos & q->mask];
-    return atomic_load_explicit(&s->seq, memory_order_acquire) == pos + 1 ? s : NULL;
+    uint64_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
+    return (seq & SHARD_SLOT_POS_MASK) == ((pos + 1) & SHARD_SLOT_POS_MASK) ? s : NULL;
 }
 /* The position of the first side item, UINT64_MAX when none: a slot at a lower position goes first.
  * A side item pushed while a slot was claimed may land on either side of it (push_side). */

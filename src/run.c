@@ -118,7 +118,7 @@ static bool batch_may_run(shard_dispatcher *d, struct shard_worker *w, uint64_t 
      * have ended and its block gone: a whole job's keys are read only under the lock (the batch's
      * first item), or after its position is taken. Beyond the first, it runs in the batch only while
      * the crash table is empty. */
-    if (s->origin == ORIGIN_MULTI_WHOLE)
+    if (shard__slot_origin(s) == ORIGIN_MULTI_WHOLE)
         return locked ? whole_unclaimed(d, s->arg) : !shard__crash_any(&d->crash);
     return !shard__crash_may_block(&d->crash, s->hash);
 }
@@ -161,7 +161,7 @@ bool shard__run_batch(struct shard_worker *w)
             break;
         shard_job_fn fn = s->fn;
         void *arg = s->arg;
-        bool whole = s->origin == ORIGIN_MULTI_WHOLE;
+        bool whole = shard__slot_origin(s) == ORIGIN_MULTI_WHOLE;
         w->batch.hash[pos & 1] = s->hash;
         if (whole)
             atomic_store_explicit(&w->batch.whole[pos & 1], arg, memory_order_relaxed);

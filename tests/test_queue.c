@@ -107,6 +107,34 @@ Test(ring_queue, a_side_record_keeps_the_origin)
     shard__queue_destroy(&q);
 }
 
+/* A slot's seq holds the position in its low 56 bits and the job's origin above (queue.h): positions
+ * that cross 2^56 still come out in order, each once, with their origins, and a slot not yet written
+ * for its position is not taken. */
+Test(ring_queue, positions_across_the_origin_bits)
+{
+    struct queue q;
+    cr_assert_eq(shard__queue_init(&q, 4), 0);
+    uint64_t start = (UINT64_C(1) << 56) - 6;
+    atomic_store(&q.tail, start);
+    atomic_store(&q.head_cache, start);
+    q.head = start;
+    atomic_store(&q.head_pub, start);
+    struct job scratch;
+    cr_assert_null(shard__queue_pop_sc(&q, &scratch), "a slot never written was taken");
+    for (uint64_t i = 0; i < 12; i++) {
+        uint8_t origin = (uint8_t)(ORIGIN_MULTI_WHOLE - i % 5);
+        cr_assert(shard__queue_push_mp(&q, fn_a, (void *)(uintptr_t)i, i, 3, origin), "push %lu", (unsigned long)i);
+        struct job *j = shard__queue_pop_sc(&q, &scratch);
+        cr_assert_not_null(j, "position %lu's job not taken", (unsigned long)(start + i));
+        cr_assert_eq((uintptr_t)j->arg, i);
+        cr_assert_eq(j->origin, origin, "position %lu: origin %u, not %u", (unsigned long)(start + i), j->origin, origin);
+        cr_assert_null(shard__queue_pop_sc(&q, &scratch), "position %lu taken twice, or before it was written",
+                       (unsigned long)(start + i + 1));
+        shard__queue_publish_head_sc(&q);
+    }
+    shard__queue_destroy(&q);
+}
+
 static struct job mk(uint64_t hash, uint64_t epoch)
 {
     struct job j = { 0 };
