@@ -15,7 +15,7 @@ int shard__queue_init(struct queue *q, uint32_t capacity)
     if (!q->slots)
         return -ENOMEM;
     for (uint64_t i = 0; i < n; i++)
-        atomic_init(&q->slots[i].seq, 0); /* 0 matches no position + 1 */
+        atomic_init(&q->slots[i].seq, 0); /* no position + 1 below 2^56 - 1; slot i is written at position i */
     q->mask = n - 1;
     uint64_t batch = n / 8 > 32 ? 32 : n / 8 ? n / 8 : 1;
     q->release_mask = batch - 1;

@@ -47,7 +47,9 @@ struct slot {
 #define SHARD_SLOT_ORIGIN_SHIFT 56
 #define SHARD_SLOT_POS_MASK     ((UINT64_C(1) << SHARD_SLOT_ORIGIN_SHIFT) - 1)
 
-/* The origin of the job in a slot that shard__queue_peek_sc returned. */
+/* The origin of the job in a slot that shard__queue_peek_sc returned, while the slot is still the
+ * caller's: a batch's later slot, read without w->lock, may have been taken back by a crash and
+ * written again; its answer counts only if the batch's CAS then takes the position (run.c). */
 static inline uint8_t shard__slot_origin(const struct slot *s)
 {
     return (uint8_t)(atomic_load_explicit(&s->seq, memory_order_relaxed) >> SHARD_SLOT_ORIGIN_SHIFT);
@@ -119,7 +121,7 @@ static inline void shard__queue_write(struct queue *q, uint64_t pos, shard_job_f
     s->arg = arg;
     s->hash = hash;
     s->epoch = epoch;
-    /* release (E1, docs/protocol.md): the consumer that sees pos + 1 sees the job. */
+    /* release (E1, docs/protocol.md): the consumer that sees pos + 1 (mod 2^56, the low bits) sees the job. */
     atomic_store_explicit(&s->seq, ((pos + 1) & SHARD_SLOT_POS_MASK) | (uint64_t)origin << SHARD_SLOT_ORIGIN_SHIFT,
                           memory_order_release);
 }
