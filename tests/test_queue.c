@@ -110,7 +110,8 @@ Test(ring_queue, a_side_record_keeps_the_origin)
 /* A slot's seq holds the position in its low 56 bits and the job's origin above (queue.h): positions
  * that cross 2^56 still come out in order, each once, with their origins, and a slot that holds an
  * earlier lap's job is not taken for the next position. (A queue starts at position 0, where a slot
- * never written cannot be met at 2^56 - 1; this one starts near it, its slots written before.) */
+ * never written cannot be met at 2^56 - 1; this one starts 6 below it, so that each slot is
+ * written before that position comes.) */
 Test(ring_queue, positions_across_the_origin_bits)
 {
     struct queue q;
