@@ -123,7 +123,7 @@ static int apply_plan(shard_ring *r, const void *ctx, bool *changed)
      * meanwhile (shard_worker_set_weight) is the user's, and the isolated worker's was never changed. */
     for (size_t i = 0; i < p->nrestore && !err; i++) {
         uint32_t now = shard_ring_weight(r, p->restore[i].name);
-        if (now == p->restore[i].weight * ISOLATION_FACTOR) {
+        if (now == (uint64_t)p->restore[i].weight * ISOLATION_FACTOR) {
             err = shard_ring_set_weight(r, p->restore[i].name, p->restore[i].weight);
             *changed |= !err;
         }
@@ -283,11 +283,12 @@ static struct member *least_busy(struct member *m, const struct round *rd)
     return v;
 }
 
-/* The worker isolated for a key carries that key and little else: each other steady hot key of it
- * still its own in the ring and heavier than a slack (below) goes to the least busy member, whatever its load (two keys no worker can share are better apart), unless
- * the user placed it. The isolated worker is no source and a key over the mean is never moved
- * otherwise, so such a key would stay with it (three hot keys on one worker, the first isolated and
- * the ring's new weights leaving the other two where they were). Return: the moves planned. */
+/* The worker isolated for a key carries that key and little else: each other steady hot key of it,
+ * still its own in the ring and heavier than a slack (below), goes to the least busy member, whatever
+ * its load (two keys no worker can share are better apart), unless the user placed it. The isolated
+ * worker is no source and a key over the mean is never moved otherwise, so such a key would stay with
+ * it (three hot keys on one worker, the first isolated and the ring's new weights leaving the other
+ * two where they were). Return: the moves planned. */
 static uint64_t plan_shed(struct balancer *b, const shard_ring *r, struct member *m, const struct round *rd,
                           struct plan *p)
 {

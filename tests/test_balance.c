@@ -309,73 +309,80 @@ static void place_it_there(shard_dispatcher *d, const unsigned hot[3], const cha
     cr_assert_eq(shard_key_place(d, k, kname(k, hot[0]), w), 0); /* "keep it there" */
 }
 
-/* hot[0] (60 % of the jobs) isolated on its worker, named into w; meanwhile (if not NULL) runs then;
- * then an even load until the isolation ends; then the user places hot[1] and hot[2] on w too. */
-static void isolated_then_cooled(shard_dispatcher *d, unsigned hot[3], uint64_t *seq, uint64_t *x,
-                                 char w[SHARD_NAME_MAX + 1], meanwhile_fn meanwhile)
+/* A dispatcher of 4 workers balancing by jobs every 10 ms, after isolated_then_cooled. */
+struct cooled {
+    shard_dispatcher *d;
+    unsigned hot[3];
+    uint64_t seq[KEYS];
+    uint64_t x;
+    char w[SHARD_NAME_MAX + 1]; /* the worker isolated for hot[0] */
+};
+
+/* Makes c's dispatcher; hot[0] (60 % of the jobs) isolated on its worker, named into w; meanwhile (if
+ * not NULL) runs then; then an even load until the isolation ends; then the user places hot[1] and
+ * hot[2] on w too. */
+static void isolated_then_cooled(struct cooled *c, meanwhile_fn meanwhile)
 {
-    hot_on_one(d, hot);
+    *c = (struct cooled){ .x = 3 };
+    struct shard_config cfg = { .workers = 4, .balance = { .interval_ms = 10, .rounds = 1, .by_jobs = true } };
+    cr_assert_eq(shard_dispatcher_create(&c->d, &cfg), 0);
+    shard_dispatcher *d = c->d;
+    hot_on_one(d, c->hot);
     char k[24];
     struct shard_stats st;
     uint64_t start = now_ns();
     /* Until an isolation is in force (begun and not ended: an odd count). Not drive(), which goes on
      * for 20 rounds: on a loaded machine quiet rounds in them could end it again (they count). */
     do {
-        submit_mix(d, hot, 1, 0.6, seq, x, 2000);
+        submit_mix(d, c->hot, 1, 0.6, c->seq, &c->x, 2000);
         shard_dispatcher_stats(d, &st);
     } while (st.balance_weights % 2 == 0 && now_ns() - start < 20000000000ull);
     cr_assert(st.balance_weights % 2 == 1, "the hot key's worker was never isolated");
     uint64_t began = st.balance_weights;
-    owner_of(d, hot[0], w);
+    owner_of(d, c->hot[0], c->w);
     if (meanwhile)
-        meanwhile(d, hot, w);
+        meanwhile(d, c->hot, c->w);
     start = now_ns();
     do {
-        submit_mix(d, NULL, 0, 0, seq, x, 4000);
+        submit_mix(d, NULL, 0, 0, c->seq, &c->x, 4000);
         shard_dispatcher_stats(d, &st);
         cr_assert_lt(now_ns() - start, 20000000000ull, "the isolation never ended");
     } while (st.balance_weights == began);
-    cr_assert_eq(shard_key_place(d, k, kname(k, hot[1]), w), 0);
-    cr_assert_eq(shard_key_place(d, k, kname(k, hot[2]), w), 0);
+    cr_assert_eq(shard_key_place(d, k, kname(k, c->hot[1]), c->w), 0);
+    cr_assert_eq(shard_key_place(d, k, kname(k, c->hot[2]), c->w), 0);
 }
 
 /* The load after isolated_then_cooled: hot[1] and hot[2] at 15 % each, placed by the user on w, and
  * hot[0] at 20 %: w is the busiest by far, and of the keys the balancer may move hot[0] narrows the
  * gap most. Runs until hot[0] leaves w, `rounds` balancer rounds pass or 20 s. Return: whether it left. */
-static bool leaves(shard_dispatcher *d, const unsigned hot[3], uint64_t *seq, uint64_t *x, const char *w,
-                   uint64_t rounds)
+static bool leaves(struct cooled *c, uint64_t rounds)
 {
+    const unsigned *hot = c->hot;
     unsigned mix[10] = { hot[0], hot[0], hot[0], hot[0], hot[1], hot[1], hot[1], hot[2], hot[2], hot[2] };
     char now[SHARD_NAME_MAX + 1];
     struct shard_stats st;
-    shard_dispatcher_stats(d, &st);
+    shard_dispatcher_stats(c->d, &st);
     uint64_t until = rounds > UINT64_MAX - st.balance_rounds ? UINT64_MAX : st.balance_rounds + rounds, start = now_ns();
     do {
-        submit_mix(d, mix, 10, 0.5, seq, x, 2000);
-        owner_of(d, hot[0], now);
-        shard_dispatcher_stats(d, &st);
-    } while (strcmp(now, w) == 0 && st.balance_rounds < until && now_ns() - start < 20000000000ull);
-    return strcmp(now, w) != 0;
+        submit_mix(c->d, mix, 10, 0.5, c->seq, &c->x, 2000);
+        owner_of(c->d, hot[0], now);
+        shard_dispatcher_stats(c->d, &st);
+    } while (strcmp(now, c->w) == 0 && st.balance_rounds < until && now_ns() - start < 20000000000ull);
+    return strcmp(now, c->w) != 0;
 }
 
 /* Once an isolation ends, the pin it put on its key is the balancer's own placement, moved again when
  * the load asks for it (before: taken for the user's, the key could never move again). */
 Test(balance, a_key_once_isolated_can_move_again)
 {
-    shard_dispatcher *d;
-    struct shard_config cfg = { .workers = 4, .balance = { .interval_ms = 10, .rounds = 1, .by_jobs = true } };
-    cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
-    unsigned hot[3];
-    static uint64_t seq[KEYS];
-    uint64_t x = 3;
-    char w[SHARD_NAME_MAX + 1];
-    isolated_then_cooled(d, hot, seq, &x, w, NULL);
-    bool left = leaves(d, hot, seq, &x, w, UINT64_MAX);
-    cr_assert_eq(shard_drain(d), 0);
-    cr_assert(left, "the key once isolated never left %s", w);
+    struct cooled c;
+    isolated_then_cooled(&c, NULL);
+    bool left = leaves(&c, UINT64_MAX);
+    cr_assert_eq(shard_drain(c.d), 0);
+    cr_assert(left, "the key once isolated never left %s", c.w);
     cr_assert_eq(atomic_load(&misordered), 0);
     cr_assert_eq(atomic_load(&overlapped), 0);
-    shard_dispatcher_destroy(d);
+    shard_dispatcher_destroy(c.d);
 }
 
 /* Drives the two keys of pair (share each) until they are apart (or 20 s). Return: whether they are. */
@@ -540,19 +547,13 @@ Test(balance, an_isolation_ends_when_its_worker_holds_no_heavy_key)
  * the isolation ends (a review: the pin was adopted as the balancer's own and the key moved, 3 of 3). */
 Test(balance, a_key_the_user_placed_during_an_isolation_stays)
 {
-    shard_dispatcher *d;
-    struct shard_config cfg = { .workers = 4, .balance = { .interval_ms = 10, .rounds = 1, .by_jobs = true } };
-    cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
-    unsigned hot[3];
-    static uint64_t seq[KEYS];
-    uint64_t x = 3;
-    char w[SHARD_NAME_MAX + 1];
-    isolated_then_cooled(d, hot, seq, &x, w, place_it_there);
-    bool left = leaves(d, hot, seq, &x, w, 150); /* a_key_once_isolated_can_move_again's load */
-    cr_assert_eq(shard_drain(d), 0);
+    struct cooled c;
+    isolated_then_cooled(&c, place_it_there);
+    bool left = leaves(&c, 150); /* a_key_once_isolated_can_move_again's load */
+    cr_assert_eq(shard_drain(c.d), 0);
     cr_assert_not(left, "the balancer moved a key the user placed");
     cr_assert_eq(atomic_load(&misordered), 0);
-    shard_dispatcher_destroy(d);
+    shard_dispatcher_destroy(c.d);
 }
 
 /* A weight the user sets during an isolation is the user's: the isolation's end restores only the
@@ -570,14 +571,10 @@ static void set_a_weight(shard_dispatcher *d, const unsigned hot[3], const char 
 
 Test(balance, a_weight_set_during_an_isolation_stays)
 {
-    shard_dispatcher *d;
-    struct shard_config cfg = { .workers = 4, .balance = { .interval_ms = 10, .rounds = 1, .by_jobs = true } };
-    cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
-    unsigned hot[3];
-    static uint64_t seq[KEYS];
-    uint64_t x = 3;
-    char w[SHARD_NAME_MAX + 1];
-    isolated_then_cooled(d, hot, seq, &x, w, set_a_weight);
+    struct cooled c;
+    isolated_then_cooled(&c, set_a_weight);
+    shard_dispatcher *d = c.d;
+    const char *w = c.w;
     /* Idle, no isolation can begin; one that began again after the first ended ends (an odd count
      * means one in force, whose weights are not the ones to check). */
     cr_assert_eq(shard_drain(d), 0);

@@ -100,10 +100,9 @@ SHARD_API bool shard_handoff_moves_hash(const struct shard_handoff *h, uint64_t 
  * that fewer cold keys share it (not when the ring would pass 4M points), shard_stats names it
  * (unsplittable_hash), and the weights as they were are restored once that worker has held no such
  * key for 20 intervals (quiet ones included), but a weight the user set meanwhile, which stays;
- * meanwhile its other hot keys heavier than
- * max(threshold - 1, 0.25) times a worker's mean load leave it, whatever their load, and once it
- * ends the pin is one of the balancer's own placements (unless the user placed or unplaced any key
- * meanwhile: then it stays the user's). What does not repeat is not acted on: on a machine with more
+ * meanwhile its other hot keys heavier than max(threshold - 1, 0.25) times a worker's mean load leave
+ * it, whatever their load, and once it ends the pin is one of the balancer's own placements (unless
+ * the user placed or unplaced any key meanwhile: then it stays the user's). What does not repeat is not acted on: on a machine with more
  * threads than cores, an even load (many keys of equal cost) is left alone by time as by jobs.
  * Intervals in which the workers were busy under 5 % of the time (were given under 100 jobs each,
  * by_jobs) decide nothing else. Its own placements stay until it moves them again, the user places
