@@ -171,6 +171,11 @@ void shard__crash_record_init(struct crash_record *c)
     c->stuck.embedded = true;
 }
 
+void shard__crash_owner_init(struct crash_record *c)
+{
+    atomic_init(&c->owed, 0);
+}
+
 /* Context: the lock of j's stripe held. The relaxed counts are published by the caller's later
  * release store (see crash.h); they are read with acquire below for the same chain. owe_seq orders a
  * key's entries only, so its stripe's count does. */

@@ -107,6 +107,10 @@ struct crash_record {
 void shard__crash_table_init(struct crash_table *t);
 void shard__crash_table_destroy(struct crash_table *t);
 void shard__crash_record_init(struct crash_record *c);
+/* A record that only ever owes claims (a multi-key job's owner): its count alone is made. Its stuck
+ * entry is a crashed worker's and never made for it; the table only compares an entry's address
+ * with it (crash.c's is_stuck_entry), so its lines are never touched. */
+void shard__crash_owner_init(struct crash_record *c);
 
 /* Whether an older entry of j's key stands before j. Context: any thread; lock-free when j's bucket
  * holds no entry. */

@@ -87,6 +87,11 @@ struct job {
     uint32_t     wait_member;
 };
 
+/* The bytes of a record that the crash table reads as an entry (struct job's comment): fn to
+ * links[KEYMAP_CRASH]. It also writes next, in a walk, before it reads it (crash.c's claim_visit). A
+ * record that is only ever an entry, a multi-key job's claim, needs no more of it made. */
+#define JOB_TABLE_BYTES (offsetof(struct job, links) + (KEYMAP_CRASH + 1) * sizeof(struct keylink))
+
 /* A list of jobs linked through next, appended at its tail: a worker's inbox, a crashed worker's
  * leftovers, its jobs for one new owner. */
 struct job_list {

@@ -47,6 +47,7 @@
  * with the last reference, the multi's own or a record's).
  * Blocks of jobs of few keys are kept in the dispatcher for the next job (d->pool). */
 #include <stdalign.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -198,11 +199,17 @@ void shard__multi_parts_ready(struct multi *m)
 {
     if (m->parts_ready)
         return;
+    _Static_assert(offsetof(struct multi_part, claim) + JOB_TABLE_BYTES <= 2 * LINE, "a claim's entry on two lines");
     m->parts_ready = true;
-    shard__crash_record_init(&m->owner);
-    memset(m->parts, 0, m->n * sizeof *m->parts);
+    /* Only what is read: the owner's count, and each part up to the end of what the table reads of
+     * its claim (its first two lines). The submitter writes these lines, and then a part's worker
+     * reads them (the others stay untouched): zeroing whole parts and the owner's stuck entry, never
+     * made, wrote seven more lines a 2-key job, each one asked for from wherever the block's last
+     * job left it, and waited for at the submitter's next lock. */
+    shard__crash_owner_init(&m->owner);
     for (uint32_t i = 0; i < m->n; i++) {
         struct multi_part *p = &m->parts[i];
+        memset(p, 0, offsetof(struct multi_part, claim) + JOB_TABLE_BYTES);
         p->m = m;
         p->key = m->keys[i].index;
         p->claim.hash = m->keys[i].hash;
