@@ -15,8 +15,8 @@
  * Meanwhile a probe thread submits a job of an unrelated key every 50 us (alternating workers; it
  * sleeps between) and records its latency, submit to start: what a pair's atomic step costs everyone
  * else.
- *   bench=multi mode=M ops=N ns_per_op=X cpu_ns_per_op=Y x_single_cpu=R probe_cpu_ns_per_op=C
- *               probe_p50_us=P probe_p99_us=Q
+ *   bench=multi mode=M ops=N ns_per_op=X cpu_ns_per_op=Y x_single_cpu=R submitter_cpu_ns_per_op=S
+ *               probe_cpu_ns_per_op=C probe_p50_us=P probe_p99_us=Q
  * With --rate=R the producer offers R operations a second instead (a burst every 100 us, sleeping
  * between), below what every mode but multi_hot sustains, which is left out: the queues stay short,
  * so the probe's latency is what a mode's jobs do to an unrelated key's, not a backlog's length
@@ -26,7 +26,9 @@
  * probe thread's own, which is shown apart (probe_cpu_ns_per_op): the probe wakes every 50 us
  * whatever the mode, so its CPU grows with a mode's run time, not with its work, and on this
  * machine's 50 us sleeps it is up to a third of a slow mode's CPU. x_single_cpu is cpu_ns_per_op
- * against single's, in the same round. Rounds interleave the modes. */
+ * against single's, in the same round; submitter_cpu_ns_per_op is the part of it that the producer's thread
+ * spent (the rest is the workers': what a job costs where it runs, and their idle spinning). Rounds
+ * interleave the modes. */
 #include <pthread.h>
 #include <shard.h>
 #include <stdatomic.h>
@@ -167,7 +169,7 @@ static uint64_t cpu_ns(void)
            (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000u;
 }
 
-/* The CPU thread t has used so far, ns (read from another thread: the probe's own, not the work). */
+/* The CPU thread t has used so far, ns (the probe's, read from another thread, and the submitter's own). */
 static uint64_t thread_cpu_ns(pthread_t t)
 {
     clockid_t c;
@@ -178,7 +180,7 @@ static uint64_t thread_cpu_ns(pthread_t t)
 }
 
 struct result {
-    double ns, cpu, probe_cpu, p50, p99;
+    double ns, cpu, submitter_cpu, probe_cpu, p50, p99;
 };
 
 static struct result run(enum mode m, long ops)
@@ -187,7 +189,7 @@ static struct result run(enum mode m, long ops)
     atomic_store(&probe_stop, 0);
     pthread_t probe;
     pthread_create(&probe, NULL, probe_main, NULL);
-    uint64_t c0 = cpu_ns(), t0 = bench_now_ns(), p0 = thread_cpu_ns(probe);
+    uint64_t c0 = cpu_ns(), t0 = bench_now_ns(), p0 = thread_cpu_ns(probe), s0 = thread_cpu_ns(pthread_self());
     struct timespec start;
     clock_gettime(CLOCK_MONOTONIC, &start);
     for (long i = 0; i < ops; i++) {
@@ -214,7 +216,7 @@ static struct result run(enum mode m, long ops)
             abort();
     }
     shard_drain(d);
-    uint64_t t1 = bench_now_ns(), c1 = cpu_ns(), p1 = thread_cpu_ns(probe);
+    uint64_t t1 = bench_now_ns(), c1 = cpu_ns(), p1 = thread_cpu_ns(probe), s1 = thread_cpu_ns(pthread_self());
     atomic_store(&probe_stop, 1);
     pthread_join(probe, NULL);
     shard_drain(d);
@@ -223,7 +225,7 @@ static struct result run(enum mode m, long ops)
         n = PROBES_MAX;
     qsort(probe_lat, (size_t)n, sizeof *probe_lat, cmp_u64);
     struct result r = { (double)(t1 - t0) / (double)ops, (double)(c1 - c0 - (p1 - p0)) / (double)ops,
-                        (double)(p1 - p0) / (double)ops, n ? (double)probe_lat[n / 2] / 1000 : 0, n ? (double)probe_lat[n * 99 / 100] / 1000 : 0 };
+                        (double)(s1 - s0) / (double)ops, (double)(p1 - p0) / (double)ops, n ? (double)probe_lat[n / 2] / 1000 : 0, n ? (double)probe_lat[n * 99 / 100] / 1000 : 0 };
     return r;
 }
 
@@ -310,9 +312,10 @@ int main(int argc, char **argv)
             printf("bench=%s mode=%s", rate ? "multi_paced" : "multi", mode_name[m]);
             if (rate)
                 printf(" rate=%ld", rate);
-            printf(" ops=%ld ns_per_op=%.0f cpu_ns_per_op=%.0f x_single_cpu=%.2f probe_cpu_ns_per_op=%.0f "
-                   "probe_p50_us=%.1f probe_p99_us=%.1f\n",
-                   ops, res[m].ns, res[m].cpu, res[m].cpu / res[SINGLE].cpu, res[m].probe_cpu, res[m].p50, res[m].p99);
+            printf(" ops=%ld ns_per_op=%.0f cpu_ns_per_op=%.0f x_single_cpu=%.2f submitter_cpu_ns_per_op=%.0f "
+                   "probe_cpu_ns_per_op=%.0f probe_p50_us=%.1f probe_p99_us=%.1f\n",
+                   ops, res[m].ns, res[m].cpu, res[m].cpu / res[SINGLE].cpu, res[m].submitter_cpu, res[m].probe_cpu,
+                   res[m].p50, res[m].p99);
         }
     }
     shard_dispatcher_destroy(d);
