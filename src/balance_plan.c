@@ -333,8 +333,17 @@ static uint64_t plan_moves(struct balancer *b, const shard_ring *r, struct membe
     return moves;
 }
 
+/* Whether hash is the key of the isolation in force, or of the one p begins. */
+static bool isolated_key(const struct balancer *b, const struct plan *p, uint64_t hash)
+{
+    return (b->isolated[0] && hash == b->isolated_hash) || (p->isolate && hash == p->isolated_hash);
+}
+
 /* Its placements stay bounded: a key it moves again is no longer its old placement, and past OWN_MAX
- * the oldest go back to the ring in the same change. */
+ * the oldest go back to the ring in the same change, but not an isolated key, which one of them may
+ * be (moved, then grown heavier than a share): sent back to the ring, where the other workers' weights
+ * are ISOLATION_FACTOR times the isolated one's, it would leave the worker isolated for it, and land
+ * among another's cold keys. */
 static void plan_own_bound(struct balancer *b, struct plan *p)
 {
     for (uint32_t i = 0; i < p->nmoves; i++) {
@@ -343,8 +352,9 @@ static void plan_own_bound(struct balancer *b, struct plan *p)
             own_drop(b, (uint32_t)at);
     }
     uint32_t over_cap = b->nown + p->nmoves > OWN_MAX ? b->nown + p->nmoves - OWN_MAX : 0;
-    for (uint32_t i = 0; i < over_cap && i < b->nown; i++)
-        p->unpin[p->nunpins++] = b->own[i];
+    for (uint32_t i = 0; p->nunpins < over_cap && i < b->nown; i++)
+        if (!isolated_key(b, p, b->own[i]))
+            p->unpin[p->nunpins++] = b->own[i];
 }
 
 /* The plan, applied as one change; on success the balancer's own records follow it. Return: whether
@@ -357,7 +367,7 @@ static bool commit_plan(struct balancer *b, struct member *m, const struct round
     for (long i = 0; i < rd->n; i++)
         m[i].s->over = 0;
     for (uint32_t i = 0; i < p->nunpins; i++)
-        own_drop(b, 0);
+        own_drop(b, (uint32_t)own_index(b, p->unpin[i])); /* each one of its own (plan_own_bound) */
     for (uint32_t i = 0; i < p->nmoves; i++) {
         b->own_to[b->nown] = name_hash(p->to[i]);
         b->own[b->nown++] = p->hash[i];

@@ -1,0 +1,88 @@
+/* The balancer's own placements past OWN_MAX while an isolation is in force whose key is one of them
+ * (a key it moved, then grown heavier than a share): the oldest go back to the ring, but never the
+ * isolated key. src/balance_plan.c is compiled in (its plan and commit are static), on a real
+ * dispatcher's ring, without the balancer's thread: the test makes each round's plan itself.
+ * Linked with the static library, whose copy of the file is then not pulled in. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+
+#include "balance_plan.c"
+
+#define K 0x5eed5eed5eed5eedull /* the key isolated on w1 */
+
+/* Applies plan p as a round would: its bound on the balancer's own placements, then the commit. */
+static void apply(struct balancer *b, struct plan *p)
+{
+    struct round rd = { .n = 0 };
+    plan_own_bound(b, p);
+    cr_assert(commit_plan(b, NULL, &rd, p), "the plan's ring edit failed");
+}
+
+static const char *pin_of(shard_dispatcher *d, uint64_t hash, char out[SHARD_NAME_MAX + 1])
+{
+    shard_ring *r;
+    cr_assert_eq(shard_dispatcher_ring(d, &r), 0);
+    const char *at = shard_ring_pin_of(r, hash);
+    if (at)
+        snprintf(out, SHARD_NAME_MAX + 1, "%s", at);
+    shard_ring_destroy(r);
+    return at ? out : NULL;
+}
+
+/* K placed on w1 by the balancer (its oldest placement), isolated there (begin_with_cap: only in the
+ * plan that also passes OWN_MAX), and OWN_MAX - 1 more placements; then one more. */
+static void run(bool begin_with_cap)
+{
+    shard_dispatcher *d;
+    struct shard_config cfg = { .workers = 3 };
+    cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
+    struct balancer *b = calloc(1, sizeof *b);
+    cr_assert_not_null(b);
+    b->d = d;
+    struct plan p = { .nmoves = 1, .hash = { K }, .to = { "w1" } };
+    apply(b, &p);
+    bool unplaced = false;
+    uint64_t places = 0;
+    struct plan iso = { .isolate = "w1", .isolated_hash = K, .places = &d->user_places,
+                        .isolated_unplaced = &unplaced, .isolated_places = &places };
+    if (!begin_with_cap) {
+        apply(b, &iso);
+        cr_assert_str_eq(b->isolated, "w1");
+    }
+    for (uint64_t k = 1; k < OWN_MAX;) {
+        p = (struct plan){ 0 };
+        for (; p.nmoves < SHARD_MAX_HOT_KEYS && k < OWN_MAX; k++) {
+            p.hash[p.nmoves] = k * 0x9e3779b97f4a7c15ull;
+            p.to[p.nmoves++] = k % 2 ? "w0" : "w2";
+        }
+        apply(b, &p);
+    }
+    cr_assert_eq(b->nown, OWN_MAX);
+    cr_assert_eq(b->own[0], K, "K is the oldest of the balancer's placements");
+    uint64_t second = b->own[1];
+    p = begin_with_cap ? iso : (struct plan){ 0 };
+    p.nmoves = 1;
+    p.hash[0] = 0xfeedull;
+    p.to[0] = "w0";
+    apply(b, &p);
+    char at[SHARD_NAME_MAX + 1];
+    cr_assert_str_eq(b->isolated, "w1");
+    cr_assert_not_null(pin_of(d, K, at), "the isolated key went back to the ring");
+    cr_assert_str_eq(at, "w1");
+    cr_assert_null(pin_of(d, second, at), "the oldest placement that is not isolated stays placed");
+    cr_assert_eq(b->nown, OWN_MAX);
+    cr_assert_geq(own_index(b, K), 0);
+    cr_assert_lt(own_index(b, second), 0);
+    free(b);
+    shard_dispatcher_destroy(d);
+}
+
+Test(balance_own, the_isolated_key_stays_when_the_oldest_placements_go_back)
+{
+    run(false);
+}
+
+Test(balance_own, nor_in_the_round_that_isolates_it)
+{
+    run(true);
+}
