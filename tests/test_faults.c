@@ -559,3 +559,133 @@ Test(dispatcher, destroy_sends_waiters_back_before_it_waits_for_gathered_submits
     cr_assert_eq(atomic_load(&dw_waiter_rc), -ESHUTDOWN);
     cr_assert_eq(atomic_load(&dw_ran), 5, "the 4 queued jobs and the gathered one ran");
 }
+
+/* A job's submits are gathered and delivered when its batch ends, sooner when a destination is parked
+ * (an early delivery, which leaves what the batch's returned jobs submitted sealed); when the worker is
+ * crashed, the crash delivers what its returned jobs submitted, and a job stuck on it what it
+ * submitted itself when it returns (dispatcher.h, shard_submit). Here the two rare paths meet: J1, the
+ * batch's first job, submits A to X, a worker held in a job with its queue full; J2, the next, submits
+ * B to the parked P, whose early delivery finds no record for A beyond X's full queue and keeps it;
+ * then J2 is stuck and W crashed. The crash must deliver A (sealed: J1 returned), before J2 returns,
+ * and A must run once, not again when J2's worker delivers what is left. */
+static struct {
+    char   w[24], x[24], p[24];
+    size_t wl, xl, pl;
+    sem_t  w_in, w_go, x_in, x_go, j2_in, j2_go, a_ran_sem;
+    atomic_int a_ran, b_ran;
+    long   j2_hits;
+} ek;
+
+static void ek_wait(sem_t *in, sem_t *go)
+{
+    sem_post(in);
+    sem_wait(go);
+}
+
+static void ek_block_w(shard_worker *w, void *arg)
+{
+    (void)w, (void)arg;
+    ek_wait(&ek.w_in, &ek.w_go);
+}
+
+static void ek_block_x(shard_worker *w, void *arg)
+{
+    (void)w, (void)arg;
+    ek_wait(&ek.x_in, &ek.x_go);
+}
+
+static void ek_a(shard_worker *w, void *arg)
+{
+    (void)w, (void)arg;
+    atomic_fetch_add(&ek.a_ran, 1);
+    sem_post(&ek.a_ran_sem);
+}
+
+static void ek_b(shard_worker *w, void *arg)
+{
+    (void)w, (void)arg;
+    atomic_fetch_add(&ek.b_ran, 1);
+}
+
+static void ek_j1(shard_worker *w, void *arg)
+{
+    (void)arg;
+    cr_assert_eq(shard_submit(shard_worker_dispatcher(w), ek.x, ek.xl, ek_a, NULL), 0); /* gathered */
+}
+
+static void ek_j2(shard_worker *w, void *arg)
+{
+    (void)arg;
+    shard__worker_drop_spares(w); /* W's next record comes from calloc, */
+    arm(1);                       /* which fails: A's, beyond X's full queue, in the early delivery */
+    cr_assert_eq(shard_submit(shard_worker_dispatcher(w), ek.p, ek.pl, ek_b, NULL), 0);
+    ek.j2_hits = failures_hit;
+    arm(0);
+    ek_wait(&ek.j2_in, &ek.j2_go);
+}
+
+static size_t ek_key_of(shard_dispatcher *d, const char *owner, const char *prefix, char out[24])
+{
+    shard_ring *r;
+    cr_assert_eq(shard_dispatcher_ring(d, &r), 0);
+    size_t len = 0;
+    for (int i = 0; !len; i++) {
+        size_t n = (size_t)snprintf(out, 24, "%s%d", prefix, i);
+        if (strcmp(shard_ring_owner(r, out, n), owner) == 0)
+            len = n;
+    }
+    shard_ring_destroy(r);
+    return len;
+}
+
+static bool ek_parked(shard_dispatcher *d, const char *name)
+{
+    struct shard_worker_stats st[3];
+    long n = shard_dispatcher_worker_stats(d, st, 3);
+    for (long i = 0; i < n; i++)
+        if (strcmp(st[i].name, name) == 0)
+            return st[i].parked > 0 && st[i].executed == 0;
+    return false;
+}
+
+Test(faults, a_crash_delivers_what_an_early_delivery_kept_for_want_of_memory, .timeout = 60)
+{
+    sem_t *sems[] = { &ek.w_in, &ek.w_go, &ek.x_in, &ek.x_go, &ek.j2_in, &ek.j2_go, &ek.a_ran_sem };
+    for (size_t i = 0; i < sizeof sems / sizeof sems[0]; i++)
+        sem_init(sems[i], 0, 0);
+    shard_dispatcher *d;
+    struct shard_config cfg = { .workers = 3, .queue_capacity = 4 };
+    cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
+    ek.wl = ek_key_of(d, "w0", "w", ek.w);
+    ek.xl = ek_key_of(d, "w1", "x", ek.x);
+    ek.pl = ek_key_of(d, "w2", "p", ek.p);
+    while (!ek_parked(d, "w2"))
+        sched_yield(); /* its first park: it has had nothing to do, so it stays parked until B */
+    /* X held, its queue of 4 full behind it. */
+    cr_assert_eq(shard_submit(d, ek.x, ek.xl, ek_block_x, NULL), 0);
+    sem_wait(&ek.x_in);
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(shard_try_submit(d, ek.x, ek.xl, noop, NULL), 0);
+    cr_assert_eq(shard_try_submit(d, ek.x, ek.xl, noop, NULL), -EAGAIN, "X's queue is full");
+    /* J1 and J2 queued behind a job that holds W: one batch once it returns. */
+    cr_assert_eq(shard_submit(d, ek.w, ek.wl, ek_block_w, NULL), 0);
+    sem_wait(&ek.w_in);
+    cr_assert_eq(shard_submit(d, ek.w, ek.wl, ek_j1, NULL), 0);
+    cr_assert_eq(shard_submit(d, ek.w, ek.wl, ek_j2, NULL), 0);
+    sem_post(&ek.w_go);
+    sem_wait(&ek.j2_in);
+    cr_assert_eq(ek.j2_hits, 1, "the early delivery met the failed allocation");
+    cr_assert_eq(atomic_load(&ek.a_ran), 0);
+    cr_assert_eq(shard_worker_crash(d, "w0", SHARD_CRASH_REROUTE), 0);
+    sem_post(&ek.x_go);
+    struct timespec by;
+    clock_gettime(CLOCK_REALTIME, &by);
+    by.tv_sec += 20;
+    int got = sem_timedwait(&ek.a_ran_sem, &by);
+    sem_post(&ek.j2_go); /* J2 returns: its worker delivers what is left, A no more */
+    cr_assert_eq(got, 0, "A, the returned J1's submit, was not delivered by the crash while J2 was stuck");
+    cr_assert_eq(shard_drain(d), 0);
+    shard_dispatcher_destroy(d); /* which waits for J2's worker to deliver what it still held */
+    cr_assert_eq(atomic_load(&ek.a_ran), 1, "A ran %d times", atomic_load(&ek.a_ran));
+    cr_assert_eq(atomic_load(&ek.b_ran), 1);
+}
