@@ -9,6 +9,7 @@
 #include <xxhash.h>
 
 #include "balance_internal.h"
+#include "check.h"
 #include "membership.h"
 
 static long own_index(const struct balancer *b, uint64_t hash)
@@ -339,21 +340,31 @@ static bool isolated_key(const struct balancer *b, const struct plan *p, uint64_
     return (b->isolated[0] && hash == b->isolated_hash) || (p->isolate && hash == p->isolated_hash);
 }
 
+/* Whether hash is one of p's moves. */
+static bool moved_by(const struct plan *p, uint64_t hash)
+{
+    for (uint32_t i = 0; i < p->nmoves; i++)
+        if (p->hash[i] == hash)
+            return true;
+    return false;
+}
+
 /* Its placements stay bounded: a key it moves again is no longer its old placement, and past OWN_MAX
  * the oldest go back to the ring in the same change, but not an isolated key, which one of them may
  * be (moved, then grown heavier than a share): sent back to the ring, where the other workers' weights
  * are ISOLATION_FACTOR times the isolated one's, it would leave the worker isolated for it, and land
- * among another's cold keys. */
-static void plan_own_bound(struct balancer *b, struct plan *p)
+ * among another's cold keys. Plans only: b's records follow when the edit is applied (commit_plan), so
+ * an edit that fails (a worker gone meanwhile, no memory) leaves them as the ring still is; dropped
+ * before, a key moved in a failed edit kept its pin and lost its record, and was taken for the user's
+ * for good (a review). */
+static void plan_own_bound(const struct balancer *b, struct plan *p)
 {
-    for (uint32_t i = 0; i < p->nmoves; i++) {
-        long at = own_index(b, p->hash[i]);
-        if (at >= 0)
-            own_drop(b, (uint32_t)at);
-    }
-    uint32_t over_cap = b->nown + p->nmoves > OWN_MAX ? b->nown + p->nmoves - OWN_MAX : 0;
+    uint32_t stay = b->nown;
+    for (uint32_t i = 0; i < p->nmoves; i++)
+        stay -= own_index(b, p->hash[i]) >= 0;
+    uint32_t over_cap = stay + p->nmoves > OWN_MAX ? stay + p->nmoves - OWN_MAX : 0;
     for (uint32_t i = 0; p->nunpins < over_cap && i < b->nown; i++)
-        if (!isolated_key(b, p, b->own[i]))
+        if (!isolated_key(b, p, b->own[i]) && !moved_by(p, b->own[i]))
             p->unpin[p->nunpins++] = b->own[i];
 }
 
@@ -366,8 +377,16 @@ static bool commit_plan(struct balancer *b, struct member *m, const struct round
     /* What it changed shows in the next interval's figures, not in these: count again. */
     for (long i = 0; i < rd->n; i++)
         m[i].s->over = 0;
-    for (uint32_t i = 0; i < p->nunpins; i++)
-        own_drop(b, (uint32_t)own_index(b, p->unpin[i])); /* each one of its own (plan_own_bound) */
+    for (uint32_t i = 0; i < p->nunpins; i++) {
+        long at = own_index(b, p->unpin[i]);
+        SHARD_CHECK(at >= 0); /* each one of its own (plan_own_bound) */
+        own_drop(b, (uint32_t)at);
+    }
+    for (uint32_t i = 0; i < p->nmoves; i++) {
+        long at = own_index(b, p->hash[i]); /* placed again: its old record goes */
+        if (at >= 0)
+            own_drop(b, (uint32_t)at);
+    }
     for (uint32_t i = 0; i < p->nmoves; i++) {
         b->own_to[b->nown] = name_hash(p->to[i]);
         b->own[b->nown++] = p->hash[i];

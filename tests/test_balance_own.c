@@ -1,8 +1,9 @@
-/* The balancer's own placements past OWN_MAX while an isolation is in force whose key is one of them
- * (a key it moved, then grown heavier than a share): the oldest go back to the ring, but never the
- * isolated key. src/balance_plan.c is compiled in (its plan and commit are static), on a real
- * dispatcher's ring, without the balancer's thread: the test makes each round's plan itself.
- * Linked with the static library, whose copy of the file is then not pulled in. */
+/* The balancer's own placements (the keys it placed, which it alone moves again or sends back):
+ * past OWN_MAX while an isolation is in force whose key is one of them (a key it moved, then grown
+ * heavier than a share), the oldest go back to the ring, but never the isolated key; and an edit that
+ * fails leaves its records as the ring still is. src/balance_plan.c is compiled in (its plan and
+ * commit are static), on a real dispatcher's ring, without the balancer's thread: the test makes each
+ * round's plan itself. Linked with the static library, whose copy of the file is then not pulled in. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 
@@ -82,7 +83,40 @@ Test(balance_own, the_isolated_key_stays_when_the_oldest_placements_go_back)
     run(false);
 }
 
+/* The plan that begins the isolation passes the cap: its edit unplaces before it pins, so K would
+ * have stayed on w1 even before the fix, but its record went in place of the oldest other one, whose
+ * placement stayed past the bound. */
 Test(balance_own, nor_in_the_round_that_isolates_it)
 {
     run(true);
+}
+
+/* A move whose edit fails (here its worker is gone; or no memory) changes none of its records: the
+ * key it would have moved again stays its own, where it is. Before, the record went at the plan, the
+ * pin stayed, and the balancer took the key for the user's for good. */
+Test(balance_own, a_failed_edit_keeps_its_records)
+{
+    shard_dispatcher *d;
+    struct shard_config cfg = { .workers = 2 };
+    cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
+    struct balancer *b = calloc(1, sizeof *b);
+    cr_assert_not_null(b);
+    b->d = d;
+    struct plan p = { .nmoves = 1, .hash = { K }, .to = { "w1" } };
+    apply(b, &p);
+    p = (struct plan){ .nmoves = 1, .hash = { K }, .to = { "gone" } };
+    struct round rd = { .n = 0 };
+    plan_own_bound(b, &p);
+    cr_assert_not(commit_plan(b, NULL, &rd, &p), "a move to a worker not in the ring is refused");
+    char at[SHARD_NAME_MAX + 1];
+    cr_assert_not_null(pin_of(d, K, at));
+    cr_assert_str_eq(at, "w1");
+    cr_assert_eq(b->nown, 1);
+    cr_assert_eq(own_index(b, K), 0, "the key is still the balancer's placement");
+    shard_ring *r;
+    cr_assert_eq(shard_dispatcher_ring(d, &r), 0);
+    cr_assert_not(user_placed(b, r, K));
+    shard_ring_destroy(r);
+    free(b);
+    shard_dispatcher_destroy(d);
 }
