@@ -231,13 +231,17 @@ struct round {
     double      target;       /* what each other member should carry */
 };
 
-/* Unsplittable: over the mean now and in each of the last STEADY windows (Noise, above). */
-static void find_unsplittable(struct balancer *b, struct member *m, struct round *rd)
+/* Unsplittable: over the mean now and in each of the last STEADY windows (Noise, above), and still
+ * its worker's in r: a window can be older than the last change (a key the balancer moved away is
+ * listed where it was), and an isolation on that worker would pin the key back there, where it no
+ * longer runs, and make the pin nobody's (the key's record named the worker it had been moved to). The
+ * members' hot keys are read (shard__balance_read_hot) before. */
+static void find_unsplittable(const struct balancer *b, const shard_ring *r, const struct member *m, struct round *rd)
 {
     for (long i = 0; i < rd->n; i++) {
-        shard__balance_read_hot(b, &m[i], rd->mean);
         for (long k = 0; k < m[i].nhot; k++) {
-            bool unsplittable = m[i].heavy[k] >= b->steady && m[i].hot_load[k] > rd->mean;
+            bool unsplittable = m[i].heavy[k] >= b->steady && m[i].hot_load[k] > rd->mean &&
+                                still_on(r, &m[i], m[i].hot[k].hash);
             if (unsplittable && b->isolated[0] && strcmp(m[i].s->name, b->isolated) == 0)
                 rd->isolated_holds = true;
             if (unsplittable && m[i].hot_load[k] > rd->unsplittable_load) {
@@ -426,7 +430,9 @@ static void round_on(struct balancer *b, struct member *m, const shard_ring *r, 
         report(b, rd->ratio, 0, 0, 0, weights);
         return;
     }
-    find_unsplittable(b, m, rd);
+    for (long i = 0; i < rd->n; i++)
+        shard__balance_read_hot(b, &m[i], rd->mean);
+    find_unsplittable(b, r, m, rd);
     if (rd->isolated_holds)
         b->calm = 0;
     if (!rd->isolated_holds && b->isolated[0] && ++b->calm >= ISOLATION_CALM) {

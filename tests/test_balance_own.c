@@ -120,3 +120,40 @@ Test(balance_own, a_failed_edit_keeps_its_records)
     free(b);
     shard_dispatcher_destroy(d);
 }
+
+/* A hot-key window can be older than the last change: w0's lists K, heavy, after the balancer moved K
+ * to w1. K is no worker's unsplittable key on w0's word (an isolation of w0 would pin K back where
+ * it no longer runs, and its record, naming w1, would go: the pin nobody's); on w1's it is. */
+Test(balance_own, a_key_listed_where_it_no_longer_runs_is_not_isolated_there)
+{
+    shard_dispatcher *d;
+    struct shard_config cfg = { .workers = 2 };
+    cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
+    struct balancer *b = calloc(1, sizeof *b);
+    cr_assert_not_null(b);
+    b->d = d;
+    b->steady = STEADY_MIN;
+    struct plan p = { .nmoves = 1, .hash = { K }, .to = { "w1" } };
+    apply(b, &p);
+    static struct seen s[2] = { { .name = "w0" }, { .name = "w1" } };
+    static struct member m[2];
+    m[0] = (struct member){ .s = &s[0], .nhot = 1, .hot = { { .hash = K } }, .hot_load = { 3.0 }, .heavy = { 5 } };
+    m[1] = (struct member){ .s = &s[1] };
+    shard_ring *r;
+    cr_assert_eq(shard_dispatcher_ring(d, &r), 0);
+    struct round rd = { .n = 2, .mean = 1.0 };
+    find_unsplittable(b, r, m, &rd);
+    cr_assert_null(rd.holder, "K was found unsplittable on %s, where it no longer runs", rd.holder);
+    cr_assert_eq(rd.unsplittable, 0);
+    m[1] = m[0];
+    m[1].s = &s[1];
+    m[0] = (struct member){ .s = &s[0] };
+    rd = (struct round){ .n = 2, .mean = 1.0 };
+    find_unsplittable(b, r, m, &rd);
+    cr_assert_not_null(rd.holder);
+    cr_assert_str_eq(rd.holder, "w1");
+    cr_assert_eq(rd.unsplittable, K);
+    shard_ring_destroy(r);
+    free(b);
+    shard_dispatcher_destroy(d);
+}
