@@ -20,8 +20,9 @@
  *      overload), nor an isolated one, nor one the user placed (shard_key_place): only its own
  *      placements are its to change. Its own placements are bounded: past OWN_MAX the oldest go
  *      back to the ring.
- *   4. A key over the mean now and in each of the last STEADY hot-key windows cannot be split: it is
- *      named in the stats, pinned on its worker, and every other member's weight is multiplied by
+ *   4. A key over the mean now and in each of the last STEADY hot-key windows, on the worker the ring
+ *      gives it now (a window can be older than a move), cannot be split: it is named in the stats,
+ *      pinned on its worker, and every other member's weight is multiplied by
  *      ISOLATION_FACTOR, so that worker carries few cold keys (skipped when the ring would pass
  *      ISOLATION_MAX_POINTS). The weights saved then are restored after ISOLATION_CALM rounds in
  *      which the isolated worker held no such key (another worker's may be isolated next), and the

@@ -30,18 +30,35 @@ static const char *pin_of(shard_dispatcher *d, uint64_t hash, char out[SHARD_NAM
     return at ? out : NULL;
 }
 
-/* K placed on w1 by the balancer (its oldest placement), isolated there (begin_with_cap: only in the
- * plan that also passes OWN_MAX), and OWN_MAX - 1 more placements; then one more. */
-static void run(bool begin_with_cap)
+/* A dispatcher of n workers, and a balancer record of it without its thread, whose first placement
+ * is K on w1 (placed by a plan of its own). */
+static struct balancer *balancer_with_k(unsigned n)
 {
     shard_dispatcher *d;
-    struct shard_config cfg = { .workers = 3 };
+    struct shard_config cfg = { .workers = n };
     cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
     struct balancer *b = calloc(1, sizeof *b);
     cr_assert_not_null(b);
     b->d = d;
+    b->steady = STEADY_MIN;
     struct plan p = { .nmoves = 1, .hash = { K }, .to = { "w1" } };
     apply(b, &p);
+    return b;
+}
+
+static void balancer_free(struct balancer *b)
+{
+    shard_dispatcher_destroy(b->d);
+    free(b);
+}
+
+/* K placed on w1 by the balancer (its oldest placement), isolated there (begin_with_cap: only in the
+ * plan that also passes OWN_MAX), and OWN_MAX - 1 more placements; then one more. */
+static void run(bool begin_with_cap)
+{
+    struct balancer *b = balancer_with_k(3);
+    shard_dispatcher *d = b->d;
+    struct plan p;
     bool unplaced = false;
     uint64_t places = 0;
     struct plan iso = { .isolate = "w1", .isolated_hash = K, .places = &d->user_places,
@@ -74,8 +91,7 @@ static void run(bool begin_with_cap)
     cr_assert_eq(b->nown, OWN_MAX);
     cr_assert_geq(own_index(b, K), 0);
     cr_assert_lt(own_index(b, second), 0);
-    free(b);
-    shard_dispatcher_destroy(d);
+    balancer_free(b);
 }
 
 Test(balance_own, the_isolated_key_stays_when_the_oldest_placements_go_back)
@@ -96,15 +112,9 @@ Test(balance_own, nor_in_the_round_that_isolates_it)
  * pin stayed, and the balancer took the key for the user's for good. */
 Test(balance_own, a_failed_edit_keeps_its_records)
 {
-    shard_dispatcher *d;
-    struct shard_config cfg = { .workers = 2 };
-    cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
-    struct balancer *b = calloc(1, sizeof *b);
-    cr_assert_not_null(b);
-    b->d = d;
-    struct plan p = { .nmoves = 1, .hash = { K }, .to = { "w1" } };
-    apply(b, &p);
-    p = (struct plan){ .nmoves = 1, .hash = { K }, .to = { "gone" } };
+    struct balancer *b = balancer_with_k(2);
+    shard_dispatcher *d = b->d;
+    struct plan p = { .nmoves = 1, .hash = { K }, .to = { "gone" } };
     struct round rd = { .n = 0 };
     plan_own_bound(b, &p);
     cr_assert_not(commit_plan(b, NULL, &rd, &p), "a move to a worker not in the ring is refused");
@@ -117,8 +127,7 @@ Test(balance_own, a_failed_edit_keeps_its_records)
     cr_assert_eq(shard_dispatcher_ring(d, &r), 0);
     cr_assert_not(user_placed(b, r, K));
     shard_ring_destroy(r);
-    free(b);
-    shard_dispatcher_destroy(d);
+    balancer_free(b);
 }
 
 /* A hot-key window can be older than the last change: w0's lists K, heavy, after the balancer moved K
@@ -126,21 +135,13 @@ Test(balance_own, a_failed_edit_keeps_its_records)
  * it no longer runs, and its record, naming w1, would go: the pin nobody's); on w1's it is. */
 Test(balance_own, a_key_listed_where_it_no_longer_runs_is_not_isolated_there)
 {
-    shard_dispatcher *d;
-    struct shard_config cfg = { .workers = 2 };
-    cr_assert_eq(shard_dispatcher_create(&d, &cfg), 0);
-    struct balancer *b = calloc(1, sizeof *b);
-    cr_assert_not_null(b);
-    b->d = d;
-    b->steady = STEADY_MIN;
-    struct plan p = { .nmoves = 1, .hash = { K }, .to = { "w1" } };
-    apply(b, &p);
+    struct balancer *b = balancer_with_k(2);
     static struct seen s[2] = { { .name = "w0" }, { .name = "w1" } };
     static struct member m[2];
     m[0] = (struct member){ .s = &s[0], .nhot = 1, .hot = { { .hash = K } }, .hot_load = { 3.0 }, .heavy = { 5 } };
     m[1] = (struct member){ .s = &s[1] };
     shard_ring *r;
-    cr_assert_eq(shard_dispatcher_ring(d, &r), 0);
+    cr_assert_eq(shard_dispatcher_ring(b->d, &r), 0);
     struct round rd = { .n = 2, .mean = 1.0 };
     find_unsplittable(b, r, m, &rd);
     cr_assert_null(rd.holder, "K was found unsplittable on %s, where it no longer runs", rd.holder);
@@ -154,6 +155,5 @@ Test(balance_own, a_key_listed_where_it_no_longer_runs_is_not_isolated_there)
     cr_assert_str_eq(rd.holder, "w1");
     cr_assert_eq(rd.unsplittable, K);
     shard_ring_destroy(r);
-    free(b);
-    shard_dispatcher_destroy(d);
+    balancer_free(b);
 }
