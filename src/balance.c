@@ -19,7 +19,7 @@
  *      lightest that still lowers the maximum. Never a key over the mean (it would move its
  *      overload), nor an isolated one, nor one the user placed (shard_key_place): only its own
  *      placements are its to change. Its own placements are bounded: past OWN_MAX the oldest go
- *      back to the ring.
+ *      back to the ring (never an isolated key).
  *   4. A key over the mean now and in each of the last STEADY hot-key windows, on the worker the ring
  *      gives it now (a window can be older than a move), cannot be split: it is named in the stats,
  *      pinned on its worker, and every other member's weight is multiplied by

@@ -12,7 +12,7 @@
 #include "dispatcher_internal.h"
 
 #define MAX_MEMBERS 128 /* workers it looks at: the first this many ring members by name */
-#define OWN_MAX     1024 /* keys it keeps placed; beyond, the oldest go back to the ring */
+#define OWN_MAX     1024 /* keys it keeps placed; beyond, the oldest go back to the ring (balance_plan.c) */
 #define ISOLATION_FACTOR     8       /* the other members' weights during an isolation, times theirs */
 #define ISOLATION_MAX_POINTS (1u << 22) /* no isolation that would make the ring larger than this */
 #define ISOLATION_CALM       20      /* rounds without an unsplittable key before weights return */
@@ -60,7 +60,8 @@ struct plan {
     uint32_t    nmoves, nunpins;
     uint64_t    hash[SHARD_MAX_HOT_KEYS];
     const char *to[SHARD_MAX_HOT_KEYS];
-    uint64_t    unpin[SHARD_MAX_HOT_KEYS]; /* its oldest own placements, past OWN_MAX */
+    uint64_t    unpin[SHARD_MAX_HOT_KEYS]; /* its oldest own placements, past OWN_MAX, neither isolated
+                                             * nor moved by this plan (balance_plan.c's plan_own_bound) */
     /* Isolation: pin isolated_hash on isolate, multiply every other member's weight by
      * ISOLATION_FACTOR; or, restore, set the weights saved when it began. */
     const char *isolate;

@@ -232,10 +232,11 @@ struct round {
 };
 
 /* Unsplittable: over the mean now and in each of the last STEADY windows (Noise, above), and still
- * its worker's in r: a window can be older than the last change (a key the balancer moved away is
- * listed where it was), and an isolation on that worker would pin the key back there, where it no
- * longer runs, and make the pin nobody's (the key's record named the worker it had been moved to). The
- * members' hot keys are read (shard__balance_read_hot) before. */
+ * its worker's in r: a window can be older than the last change (a key the balancer or the user moved
+ * away, or a change of members or weights, leaves it listed where it was), and an isolation on that
+ * worker would pin the key back there, where it no longer runs: over the user's placement, or making
+ * the pin nobody's (the key's record named the worker it had been moved to). The members' hot keys are
+ * read (shard__balance_read_hot) before. */
 static void find_unsplittable(const struct balancer *b, const shard_ring *r, const struct member *m, struct round *rd)
 {
     for (long i = 0; i < rd->n; i++) {
@@ -363,6 +364,11 @@ static bool moved_by(const struct plan *p, uint64_t hash)
  * for good (a review). */
 static void plan_own_bound(const struct balancer *b, struct plan *p)
 {
+    /* Each commit leaves at most OWN_MAX, so the unpins are at most the moves (SHARD_MAX_HOT_KEYS,
+     * p->unpin's size); and a plan never both moves and isolates a key (moves take no key over the
+     * mean, which an unsplittable one is in each of its last windows). */
+    SHARD_CHECK(b->nown <= OWN_MAX);
+    SHARD_CHECK(!p->isolate || !moved_by(p, p->isolated_hash));
     uint32_t stay = b->nown;
     for (uint32_t i = 0; i < p->nmoves; i++)
         stay -= own_index(b, p->hash[i]) >= 0;
@@ -384,7 +390,8 @@ static bool commit_plan(struct balancer *b, struct member *m, const struct round
     for (uint32_t i = 0; i < p->nunpins; i++) {
         long at = own_index(b, p->unpin[i]);
         SHARD_CHECK(at >= 0); /* each one of its own (plan_own_bound) */
-        own_drop(b, (uint32_t)at);
+        if (at >= 0)
+            own_drop(b, (uint32_t)at);
     }
     for (uint32_t i = 0; i < p->nmoves; i++) {
         long at = own_index(b, p->hash[i]); /* placed again: its old record goes */

@@ -91,11 +91,11 @@ struct job {
  * links[KEYMAP_CRASH]. It also writes next, in a walk, before it reads it (crash.c's claim_visit). A
  * record that is only ever an entry, a multi-key job's claim, needs no more of it made. */
 #define JOB_TABLE_BYTES (offsetof(struct job, links) + (KEYMAP_CRASH + 1) * sizeof(struct keylink))
-_Static_assert(offsetof(struct job, pos) < JOB_TABLE_BYTES && offsetof(struct job, sibling) < JOB_TABLE_BYTES &&
-                   offsetof(struct job, in_table) < JOB_TABLE_BYTES && offsetof(struct job, kind) < JOB_TABLE_BYTES &&
-                   offsetof(struct job, owed_to) < JOB_TABLE_BYTES && offsetof(struct job, epoch) < JOB_TABLE_BYTES,
+#define JOB_IN_TABLE_BYTES(f) (offsetof(struct job, f) + sizeof(((struct job *)0)->f) <= JOB_TABLE_BYTES)
+_Static_assert(JOB_IN_TABLE_BYTES(pos) && JOB_IN_TABLE_BYTES(sibling) && JOB_IN_TABLE_BYTES(in_table) &&
+                   JOB_IN_TABLE_BYTES(kind) && JOB_IN_TABLE_BYTES(owed_to) && JOB_IN_TABLE_BYTES(epoch),
                "what a walk reads of a claim that has never been an entry (crash.c: pos, sibling, in_table) "
-               "and what an entry's reader reads is made with it");
+               "and what an entry's reader reads lie within JOB_TABLE_BYTES");
 
 /* A list of jobs linked through next, appended at its tail: a worker's inbox, a crashed worker's
  * leftovers, its jobs for one new owner. */

@@ -52,23 +52,27 @@ static void balancer_free(struct balancer *b)
     free(b);
 }
 
-/* K placed on w1 by the balancer (its oldest placement), isolated there (begin_with_cap: only in the
- * plan that also passes OWN_MAX), and OWN_MAX - 1 more placements; then one more. */
-static void run(bool begin_with_cap)
+/* The plan that isolates K on w1. */
+static bool iso_unplaced;
+static uint64_t iso_places;
+static struct plan isolation(shard_dispatcher *d)
+{
+    return (struct plan){ .isolate = "w1", .isolated_hash = K, .places = &d->user_places,
+                          .isolated_unplaced = &iso_unplaced, .isolated_places = &iso_places };
+}
+
+/* K placed on w1 by the balancer (its oldest placement), isolated there unless isolate is false, and
+ * OWN_MAX - 1 more placements on w0 and w2: the cap reached. */
+static struct balancer *at_cap(bool isolate)
 {
     struct balancer *b = balancer_with_k(3);
-    shard_dispatcher *d = b->d;
-    struct plan p;
-    bool unplaced = false;
-    uint64_t places = 0;
-    struct plan iso = { .isolate = "w1", .isolated_hash = K, .places = &d->user_places,
-                        .isolated_unplaced = &unplaced, .isolated_places = &places };
-    if (!begin_with_cap) {
+    if (isolate) {
+        struct plan iso = isolation(b->d);
         apply(b, &iso);
         cr_assert_str_eq(b->isolated, "w1");
     }
     for (uint64_t k = 1; k < OWN_MAX;) {
-        p = (struct plan){ 0 };
+        struct plan p = { 0 };
         for (; p.nmoves < SHARD_MAX_HOT_KEYS && k < OWN_MAX; k++) {
             p.hash[p.nmoves] = k * 0x9e3779b97f4a7c15ull;
             p.to[p.nmoves++] = k % 2 ? "w0" : "w2";
@@ -77,8 +81,16 @@ static void run(bool begin_with_cap)
     }
     cr_assert_eq(b->nown, OWN_MAX);
     cr_assert_eq(b->own[0], K, "K is the oldest of the balancer's placements");
+    return b;
+}
+
+/* At the cap, with K isolated (begin_with_cap: by the plan that passes it), one more placement. */
+static void run(bool begin_with_cap)
+{
+    struct balancer *b = at_cap(!begin_with_cap);
+    shard_dispatcher *d = b->d;
     uint64_t second = b->own[1];
-    p = begin_with_cap ? iso : (struct plan){ 0 };
+    struct plan p = begin_with_cap ? isolation(d) : (struct plan){ 0 };
     p.nmoves = 1;
     p.hash[0] = 0xfeedull;
     p.to[0] = "w0";
@@ -155,5 +167,43 @@ Test(balance_own, a_key_listed_where_it_no_longer_runs_is_not_isolated_there)
     cr_assert_str_eq(rd.holder, "w1");
     cr_assert_eq(rd.unsplittable, K);
     shard_ring_destroy(r);
+    balancer_free(b);
+}
+
+/* How many of the balancer's records are of hash. */
+static int records_of(const struct balancer *b, uint64_t hash)
+{
+    int n = 0;
+    for (uint32_t i = 0; i < b->nown; i++)
+        n += b->own[i] == hash;
+    return n;
+}
+
+/* At the cap, a key of its own placed again is one record, naming its new worker, and is not among
+ * those sent back: moved alone, nothing goes back; with a new key, the oldest other placement does
+ * (not K, isolated, nor the key moved). */
+Test(balance_own, a_key_placed_again_at_the_cap_is_one_record)
+{
+    struct balancer *b = at_cap(true);
+    uint64_t again = b->own[1], third = b->own[2];
+    char at[SHARD_NAME_MAX + 1];
+    const char *to = strcmp(pin_of(b->d, again, at), "w0") == 0 ? "w2" : "w0";
+    struct plan p = { .nmoves = 1, .hash = { again }, .to = { to } };
+    apply(b, &p);
+    cr_assert_eq(p.nunpins, 0, "a key placed again takes no room: nothing goes back");
+    cr_assert_eq(b->nown, OWN_MAX);
+    cr_assert_eq(records_of(b, again), 1);
+    cr_assert_eq(b->own_to[own_index(b, again)], name_hash(to));
+    cr_assert_str_eq(pin_of(b->d, again, at), to);
+    to = strcmp(to, "w0") == 0 ? "w2" : "w0";
+    p = (struct plan){ .nmoves = 2, .hash = { again, 0xfeedull }, .to = { to, "w0" } };
+    apply(b, &p);
+    cr_assert_eq(p.nunpins, 1);
+    cr_assert_eq(p.unpin[0], third, "the oldest placement neither isolated nor moved goes back");
+    cr_assert_null(pin_of(b->d, third, at));
+    cr_assert_eq(b->nown, OWN_MAX);
+    cr_assert_eq(records_of(b, again), 1);
+    cr_assert_eq(b->own_to[own_index(b, again)], name_hash(to));
+    cr_assert_eq(records_of(b, K), 1);
     balancer_free(b);
 }

@@ -107,7 +107,7 @@ SHARD_API bool shard_handoff_moves_hash(const struct shard_handoff *h, uint64_t 
  * Intervals in which the workers were busy under 5 % of the time (were given under 100 jobs each,
  * by_jobs) decide nothing else. Its own placements stay until it moves them again, the user places
  * or unplaces the key, their worker leaves, or it has over 1,024 of them (the oldest go back to the
- * ring). It needs hot keys (shard_config.hot_keys; 16 when 0, over windows of interval_ms when
+ * ring, but never the key of an isolation in force). It needs hot keys (shard_config.hot_keys; 16 when 0, over windows of interval_ms when
  * hot_window_ms is 0). */
 struct shard_balance_config {
     uint32_t interval_ms; /**< how often it looks; 0: no balancer */
