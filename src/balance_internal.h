@@ -66,6 +66,13 @@ struct plan {
      * ISOLATION_FACTOR; or, restore, set the weights saved when it began. */
     const char *isolate;
     uint64_t    isolated_hash;
+    /* A round's plan: its balancer, whose records say what each key it moves or unplaces was when the
+     * round copied the ring (its own placement, or none), and the worker isolated_hash was pinned on
+     * then (the XXH3 of its name; 0: none). The edit is refused (-EAGAIN) if any of them is no longer
+     * so in the ring in force: the user placed or unplaced it since (balance_plan.c's as_planned).
+     * NULL in an isolation's end. */
+    const struct balancer *b;
+    uint64_t    isolated_pin;
     /* Read by the edit, under ctl, where user placements are counted (d->user_places): beginning an
      * isolation, whether no one had placed isolated_hash and the count then; ending one, whether its
      * pin of end_hash on end_worker is still there with no user placement since places_seen, then

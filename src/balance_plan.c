@@ -88,10 +88,37 @@ static bool move_one(struct balancer *b, const shard_ring *r, struct member *w, 
     return true;
 }
 
+/* The XXH3 of the worker hash is pinned on in r; 0: none. */
+static uint64_t pin_hash(const shard_ring *r, uint64_t hash)
+{
+    const char *at = shard_ring_pin_of(r, hash);
+    return at ? name_hash(at) : 0;
+}
+
+/* Whether every key p moves, unplaces or isolates is still pinned in r as when the round copied the
+ * ring: the round plans on that copy, and the edit applies to the ring in force, which a user's
+ * shard_key_place or _unplace may have changed between (counted under ctl, as this edit runs). A key
+ * it moves or unplaces was its own placement then (its record's worker) or placed by none (a key the
+ * user placed is never planned); the isolated one, as p says. Unchecked, a move replaced a placement
+ * the user had just made and took it for its own, an unplacement removed it, an isolation pinned the
+ * key back over it (a review). */
+static bool as_planned(const struct plan *p, const shard_ring *r)
+{
+    for (uint32_t i = 0; i < p->nmoves + p->nunpins; i++) {
+        uint64_t hash = i < p->nmoves ? p->hash[i] : p->unpin[i - p->nmoves];
+        long at = own_index(p->b, hash);
+        if (pin_hash(r, hash) != (at >= 0 ? p->b->own_to[at] : 0))
+            return false;
+    }
+    return !p->isolate || pin_hash(r, p->isolated_hash) == p->isolated_pin;
+}
+
 /* Applies a plan to a clone of the ring (shard__membership_edit's edit). */
 static int apply_plan(shard_ring *r, const void *ctx, bool *changed)
 {
     const struct plan *p = ctx;
+    if (p->b && !as_planned(p, r))
+        return -EAGAIN; /* b's records are as they were: the next round plans again */
     int err = 0;
     for (uint32_t i = 0; i < p->nunpins && !err; i++) {
         err = shard_ring_unpin(r, p->unpin[i]);
@@ -449,7 +476,7 @@ static void round_on(struct balancer *b, struct member *m, const shard_ring *r, 
     double share = rd->total > 0 ? rd->unsplittable_load / rd->total : 0;
     bool over = judge_members(b, m, rd);
     bool isolate = rd->holder && !b->isolated[0] && isolation_fits(r, rd->holder);
-    struct plan p = { 0 };
+    struct plan p = { .b = b };
     bool iso_unplaced = false;
     uint64_t iso_places = 0;
     uint64_t moves = plan_shed(b, r, m, rd, &p);
@@ -460,6 +487,7 @@ static void round_on(struct balancer *b, struct member *m, const shard_ring *r, 
     if (isolate) {
         p.isolate = rd->holder;
         p.isolated_hash = rd->unsplittable;
+        p.isolated_pin = pin_hash(r, rd->unsplittable);
         p.places = &b->d->user_places;
         p.isolated_unplaced = &iso_unplaced;
         p.isolated_places = &iso_places;

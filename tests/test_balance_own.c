@@ -1,7 +1,8 @@
 /* The balancer's own placements (the keys it placed, which it alone moves again or sends back):
  * past OWN_MAX while an isolation is in force whose key is one of them (a key it moved, then grown
  * heavier than a share), the oldest go back to the ring, but never the isolated key; and an edit that
- * fails leaves its records as the ring still is. src/balance_plan.c is compiled in (its plan and
+ * fails leaves its records as the ring still is; a key the user placed or unplaced between a round's
+ * plan and its edit stays as the user left it. src/balance_plan.c is compiled in (its plan and
  * commit are static), on a real dispatcher's ring, without the balancer's thread: the test makes each
  * round's plan itself. Linked with the static library, whose copy of the file is then not pulled in. */
 #include <criterion/criterion.h>
@@ -11,12 +12,32 @@
 
 #define K 0x5eed5eed5eed5eedull /* the key isolated on w1 */
 
-/* Applies plan p as a round would: its bound on the balancer's own placements, then the commit. */
-static void apply(struct balancer *b, struct plan *p)
+/* Plans p as a round would, on the ring in force: its balancer, the isolated key's pin, its bound on
+ * the balancer's own placements. */
+static void plan(struct balancer *b, struct plan *p)
+{
+    p->b = b;
+    if (p->isolate) {
+        shard_ring *r;
+        cr_assert_eq(shard_dispatcher_ring(b->d, &r), 0);
+        p->isolated_pin = pin_hash(r, p->isolated_hash);
+        shard_ring_destroy(r);
+    }
+    plan_own_bound(b, p);
+}
+
+/* Whether plan p's edit was applied (its commit). */
+static bool commit(struct balancer *b, const struct plan *p)
 {
     struct round rd = { .n = 0 };
-    plan_own_bound(b, p);
-    cr_assert(commit_plan(b, NULL, &rd, p), "the plan's ring edit failed");
+    return commit_plan(b, NULL, &rd, p);
+}
+
+/* Plans and applies p, as a round would. */
+static void apply(struct balancer *b, struct plan *p)
+{
+    plan(b, p);
+    cr_assert(commit(b, p), "the plan's ring edit failed");
 }
 
 static const char *pin_of(shard_dispatcher *d, uint64_t hash, char out[SHARD_NAME_MAX + 1])
@@ -127,9 +148,8 @@ Test(balance_own, a_failed_edit_keeps_its_records)
     struct balancer *b = balancer_with_k(2);
     shard_dispatcher *d = b->d;
     struct plan p = { .nmoves = 1, .hash = { K }, .to = { "gone" } };
-    struct round rd = { .n = 0 };
-    plan_own_bound(b, &p);
-    cr_assert_not(commit_plan(b, NULL, &rd, &p), "a move to a worker not in the ring is refused");
+    plan(b, &p);
+    cr_assert_not(commit(b, &p), "a move to a worker not in the ring is refused");
     char at[SHARD_NAME_MAX + 1];
     cr_assert_not_null(pin_of(d, K, at));
     cr_assert_str_eq(at, "w1");
@@ -205,5 +225,41 @@ Test(balance_own, a_key_placed_again_at_the_cap_is_one_record)
     cr_assert_eq(records_of(b, again), 1);
     cr_assert_eq(b->own_to[own_index(b, again)], name_hash(to));
     cr_assert_eq(records_of(b, K), 1);
+    balancer_free(b);
+}
+
+/* The round plans on a copy of the ring and edits the ring in force: a key the user places between
+ * the two stays where the user put it, and the whole edit is refused (the next round plans again), for
+ * a key the plan moves (placed by none, or by the balancer), unplaces (past the cap) or isolates. */
+static void user_places_between(struct balancer *b, struct plan *p, uint64_t hash, const char *where)
+{
+    plan(b, p);
+    uint32_t nown = b->nown;
+    cr_assert_eq(shard_key_place_hash(b->d, hash, where), 0);
+    cr_assert_not(commit(b, p), "the edit went ahead over the user's placement");
+    char at[SHARD_NAME_MAX + 1];
+    cr_assert_not_null(pin_of(b->d, hash, at));
+    cr_assert_str_eq(at, where);
+    cr_assert_eq(b->nown, nown, "the balancer's records changed with its edit refused");
+    cr_assert_eq(b->isolated[0], '\0');
+}
+
+Test(balance_own, a_key_the_user_places_between_plan_and_edit_stays_the_users)
+{
+    struct balancer *b = balancer_with_k(3);
+    struct plan p = { .nmoves = 1, .hash = { 0xfeedull }, .to = { "w0" } };
+    user_places_between(b, &p, 0xfeedull, "w2");
+    cr_assert_lt(own_index(b, 0xfeedull), 0);
+    p = (struct plan){ .nmoves = 1, .hash = { K }, .to = { "w0" } };
+    user_places_between(b, &p, K, "w2");
+    p = isolation(b->d);
+    user_places_between(b, &p, K, "w0");
+    balancer_free(b);
+    b = at_cap(false);
+    p = (struct plan){ .nmoves = 1, .hash = { 0xfeedull }, .to = { "w0" } };
+    struct plan q = p;
+    plan(b, &q);
+    cr_assert(q.nunpins == 1 && q.unpin[0] == K, "K, the oldest, would go back");
+    user_places_between(b, &p, K, "w2");
     balancer_free(b);
 }
