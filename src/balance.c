@@ -33,7 +33,9 @@
  *      others' mean goes to the least busy member, whatever its load (another key no worker can
  *      share is better apart). Moves, too, take only keys the ring still gives their worker.
  * A round's moves, unplacements and weights are one ring edit, published as one change: one handoff
- * a round, whose moved keys are only those whose owner the whole round changes.
+ * a round, whose moved keys are only those whose owner the whole round changes. The round plans on a
+ * copy of the ring; its edit is refused if the user placed or unplaced a key it touches since
+ * (balance_plan.c's as_planned), and the next round plans again.
  *
  * Noise. A job's time is wall time, time its thread was preempted included: with more workers than
  * cores, a job the scheduler interrupted makes a cold key look heavier than a worker's share in one
