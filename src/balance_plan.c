@@ -32,6 +32,21 @@ static uint64_t name_hash(const char *name)
     return XXH3_64bits(name, strlen(name));
 }
 
+/* The XXH3 of the worker hash is pinned on in r; 0: none. */
+static uint64_t pin_hash(const shard_ring *r, uint64_t hash)
+{
+    const char *at = shard_ring_pin_of(r, hash);
+    return at ? name_hash(at) : 0;
+}
+
+/* What the balancer's records say hash is pinned on in a ring that matches them: its own placement's
+ * worker (the XXH3 of its name), or 0 for a key it did not place. */
+static uint64_t recorded_pin(const struct balancer *b, uint64_t hash)
+{
+    long at = own_index(b, hash);
+    return at >= 0 ? b->own_to[at] : 0;
+}
+
 /* Whether the user placed hash (pinned in r, and not by the balancer). */
 static bool user_placed(const struct balancer *b, const shard_ring *r, uint64_t hash)
 {
@@ -88,13 +103,6 @@ static bool move_one(struct balancer *b, const shard_ring *r, struct member *w, 
     return true;
 }
 
-/* The XXH3 of the worker hash is pinned on in r; 0: none. */
-static uint64_t pin_hash(const shard_ring *r, uint64_t hash)
-{
-    const char *at = shard_ring_pin_of(r, hash);
-    return at ? name_hash(at) : 0;
-}
-
 /* Whether every key p moves, unplaces or isolates is still pinned in r as when the round copied the
  * ring: the round plans on that copy, and the edit applies to the ring in force, which a user's
  * shard_key_place or _unplace may have changed between (counted under ctl, as this edit runs). A key
@@ -106,8 +114,7 @@ static bool as_planned(const struct plan *p, const shard_ring *r)
 {
     for (uint32_t i = 0; i < p->nmoves + p->nunpins; i++) {
         uint64_t hash = i < p->nmoves ? p->hash[i] : p->unpin[i - p->nmoves];
-        long at = own_index(p->b, hash);
-        if (pin_hash(r, hash) != (at >= 0 ? p->b->own_to[at] : 0))
+        if (pin_hash(r, hash) != recorded_pin(p->b, hash))
             return false;
     }
     return !p->isolate || pin_hash(r, p->isolated_hash) == p->isolated_pin;
@@ -120,12 +127,11 @@ static int apply_plan(shard_ring *r, const void *ctx, bool *changed)
     if (p->b && !as_planned(p, r))
         return -EAGAIN; /* b's records are as they were: the next round plans again */
     int err = 0;
+    /* Each still pinned where its record says (as_planned): a worker gone since took its pins with
+     * it, and the edit was refused. */
     for (uint32_t i = 0; i < p->nunpins && !err; i++) {
         err = shard_ring_unpin(r, p->unpin[i]);
-        if (err == -ENOENT)
-            err = 0; /* its worker left: the pin went with it */
-        else
-            *changed |= !err;
+        *changed |= !err;
     }
     for (uint32_t i = 0; i < p->nmoves && !err; i++) {
         const char *now = shard_ring_pin_of(r, p->hash[i]);
@@ -238,8 +244,7 @@ static void report(struct balancer *b, double ratio, uint64_t unsplittable, doub
 static void forget_lost_placements(struct balancer *b, const shard_ring *r)
 {
     for (uint32_t i = 0; i < b->nown;) {
-        const char *at = shard_ring_pin_of(r, b->own[i]);
-        if (!at || name_hash(at) != b->own_to[i])
+        if (pin_hash(r, b->own[i]) != b->own_to[i])
             own_drop(b, i);
         else
             i++;
@@ -424,8 +429,6 @@ static bool commit_plan(struct balancer *b, struct member *m, const struct round
         long at = own_index(b, p->hash[i]); /* placed again: its old record goes */
         if (at >= 0)
             own_drop(b, (uint32_t)at);
-    }
-    for (uint32_t i = 0; i < p->nmoves; i++) {
         b->own_to[b->nown] = name_hash(p->to[i]);
         b->own[b->nown++] = p->hash[i];
     }

@@ -263,3 +263,32 @@ Test(balance_own, a_key_the_user_places_between_plan_and_edit_stays_the_users)
     user_places_between(b, &p, K, "w2");
     balancer_free(b);
 }
+
+/* The worker that holds a placement the plan unplaces leaves between plan and edit (its pins go with
+ * it): the edit is refused, nothing recorded changes; the next round forgets what left and its plan
+ * goes through, the bound falling on the next oldest. */
+Test(balance_own, a_worker_that_leaves_between_plan_and_edit)
+{
+    struct balancer *b = at_cap(false);
+    uint64_t next = b->own[1];
+    struct plan p = { .nmoves = 1, .hash = { 0xfeedull }, .to = { "w0" } };
+    plan(b, &p);
+    cr_assert(p.nunpins == 1 && p.unpin[0] == K);
+    cr_assert_eq(shard_worker_remove(b->d, "w1"), 0); /* K's worker */
+    cr_assert_not(commit(b, &p), "the edit went ahead on a plan its ring no longer matches");
+    cr_assert_eq(b->nown, OWN_MAX);
+    cr_assert_eq(own_index(b, K), 0);
+    shard_ring *r;
+    cr_assert_eq(shard_dispatcher_ring(b->d, &r), 0);
+    forget_lost_placements(b, r); /* as the next round begins */
+    shard_ring_destroy(r);
+    cr_assert_lt(own_index(b, K), 0);
+    cr_assert_eq(b->nown, OWN_MAX - 1);
+    p = (struct plan){ .nmoves = 2, .hash = { 0xfeedull, 0xbeefull }, .to = { "w0", "w2" } };
+    apply(b, &p);
+    char at[SHARD_NAME_MAX + 1];
+    cr_assert(p.nunpins == 1 && p.unpin[0] == next);
+    cr_assert_null(pin_of(b->d, next, at));
+    cr_assert_eq(b->nown, OWN_MAX);
+    balancer_free(b);
+}

@@ -102,13 +102,13 @@ SHARD_API bool shard_handoff_moves_hash(const struct shard_handoff *h, uint64_t 
  * key for 20 intervals (quiet ones included), but a weight the user set meanwhile, which stays;
  * meanwhile its other hot keys heavier than max(threshold - 1, 0.25) times a worker's mean load leave
  * it, whatever their load, and once it ends the pin is one of the balancer's own placements (unless
- * the user placed or unplaced any key meanwhile: then it stays the user's). What does not repeat is not acted on: on a machine with more
- * threads than cores, an even load (many keys of equal cost) is left alone by time as by jobs.
- * Intervals in which the workers were busy under 5 % of the time (were given under 100 jobs each,
- * by_jobs) decide nothing else. Its own placements stay until it moves them again, the user places
- * or unplaces the key, their worker leaves, or it has over 1,024 of them (the oldest go back to the
- * ring, but never the key of an isolation in force). It needs hot keys (shard_config.hot_keys; 16 when 0, over windows of interval_ms when
- * hot_window_ms is 0). */
+ * the user placed or unplaced any key meanwhile: then it stays the user's). What does not repeat is
+ * not acted on: on a machine with more threads than cores, an even load (many keys of equal cost) is
+ * left alone by time as by jobs. Intervals in which the workers were busy under 5 % of the time (were
+ * given under 100 jobs each, by_jobs) decide nothing else. Its own placements stay until it moves
+ * them again, the user places or unplaces the key, their worker leaves, or it has over 1,024 of them
+ * (the oldest go back to the ring, but never the key of an isolation in force). It needs hot keys
+ * (shard_config.hot_keys; 16 when 0, over windows of interval_ms when hot_window_ms is 0). */
 struct shard_balance_config {
     uint32_t interval_ms; /**< how often it looks; 0: no balancer */
     double   threshold;   /**< acts when max / mean load exceeds this; 0: 1.15; else at least 1.0 */
